@@ -1,0 +1,35 @@
+# Shared C-level helpers: vector math, sigmoid tables and the per-thread random number generator.
+from libc.stdint cimport uint64_t, uint32_t, int32_t, int64_t
+
+cdef extern from "vecmath.h" nogil:
+    float emb_dot(const float *a, const float *b, int n)
+    void emb_axpy(float a, const float *x, float *y, int n)
+    void emb_scale_copy(float a, const float *x, float *y, int n)
+    void emb_row_update(float g, const float *h, float *out, float *grad, int n)
+    float emb_sigmoid(float x)
+    float emb_log_sigmoid(float x)
+    void emb_init_tables()
+    int EMBKIT_HAVE_OPENMP
+
+
+cdef inline uint64_t rng_next(uint64_t *state) noexcept nogil:
+    """Next 64 random bits (splitmix64: one word of state, passes BigCrush)."""
+    cdef uint64_t z
+    state[0] += <uint64_t>0x9E3779B97F4A7C15
+    z = state[0]
+    z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
+    z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
+    return z ^ (z >> 31)
+
+
+cdef inline double rng_uniform(uint64_t *state) noexcept nogil:
+    """Uniform double in [0, 1)."""
+    return <double>(rng_next(state) >> 11) * (1.0 / 9007199254740992.0)
+
+
+cdef inline uint32_t rng_below(uint64_t *state, uint32_t n) noexcept nogil:
+    """Uniform integer in [0, n) (multiply-shift; bias below 2**-32)."""
+    return <uint32_t>(((rng_next(state) >> 32) * <uint64_t>n) >> 32)
+
+
+cdef uint64_t mix_seed(uint64_t a, uint64_t b) noexcept nogil

@@ -1,0 +1,279 @@
+# cython: cdivision=True
+"""The ``windows`` driver: skip-gram and CBOW over an encoded chunk of a token stream.
+
+A chunk is an int32 array of word ids plus the end offset of every sentence in it.  One call trains on a
+whole chunk: the sentences are split into ``n_threads`` slices of about equal token counts and each slice is
+trained by one thread (OpenMP ``prange`` when the build has OpenMP, otherwise the caller runs
+``train_slice`` on Python threads).  Threads update the shared tables without locks (Hogwild); each one has
+its own random generator, seeded from ``(seed, chunk_seed, slice)``, and its own scratch buffers.
+"""
+import numpy as np
+
+from cython.parallel cimport prange
+from libc.stdint cimport uint64_t, int32_t, int64_t
+from libc.stdlib cimport malloc, free
+from libc.string cimport memset
+
+from embkit._kernels.common cimport (emb_axpy, emb_scale_copy, rng_uniform, rng_below, mix_seed,
+                                     EMBKIT_HAVE_OPENMP)
+from embkit._kernels.losses cimport Loss
+from embkit._kernels.samplers cimport Sampler
+
+HAVE_OPENMP = bool(EMBKIT_HAVE_OPENMP)
+
+
+cdef struct Config:
+    float *W_in
+    float *W_out
+    int dim
+    const float *keep          # per-word keep probability (NULL: no subsampling)
+    int window
+    int sg
+    int cbow_mean
+    int negative
+    int shared_negatives
+    double alpha
+    double min_alpha
+    double words_before        # words trained before this chunk (all epochs)
+    double total_words         # words to train in the whole run (all epochs)
+    const int32_t *tokens
+    const int32_t *ends
+    uint64_t seed
+
+
+cdef struct SliceResult:
+    double loss
+    long long examples
+    long long words
+
+
+cdef inline float learning_rate(const Config *c, Py_ssize_t pos) noexcept nogil:
+    cdef double progress = (c.words_before + pos) / c.total_words
+    cdef double lr = c.alpha - (c.alpha - c.min_alpha) * progress
+    if lr < c.min_alpha:
+        lr = c.min_alpha
+    return <float>lr
+
+
+cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, int s_end,
+                     uint64_t slice_seed, SliceResult *out) noexcept nogil:
+    """Train sentences ``[s_begin, s_end)`` of the chunk; returns -1 if scratch allocation failed."""
+    cdef int dim = c.dim
+    cdef int k = c.negative if loss.uses_negatives else 0
+    cdef Py_ssize_t start = 0 if s_begin == 0 else c.ends[s_begin - 1]
+    cdef Py_ssize_t max_len = 0
+    cdef int s
+    for s in range(s_begin, s_end):
+        if c.ends[s] - (0 if s == 0 else c.ends[s - 1]) > max_len:
+            max_len = c.ends[s] - (0 if s == 0 else c.ends[s - 1])
+    cdef int32_t *buf = <int32_t *> malloc((max_len + 1) * sizeof(int32_t))
+    cdef float *grad = <float *> malloc(dim * sizeof(float))
+    cdef float *hid = <float *> malloc(dim * sizeof(float))
+    cdef int *neg = <int *> malloc((k + 1) * sizeof(int))
+    cdef double *logq = <double *> malloc((k + 1) * sizeof(double))
+    if buf == NULL or grad == NULL or hid == NULL or neg == NULL or logq == NULL:
+        free(buf); free(grad); free(hid); free(neg); free(logq)
+        return -1
+
+    cdef uint64_t rng = slice_seed
+    cdef double total_loss = 0.0
+    cdef long long examples = 0, words = 0
+    cdef Py_ssize_t p, end, i, j, lo, hi
+    cdef int n, b, w, target, count
+    cdef float lr, kp, scale
+    cdef float *h
+    for s in range(s_begin, s_end):
+        end = c.ends[s]
+        lr = learning_rate(c, start)
+        # subsample the sentence into buf (frequent words dropped with word2vec's probability)
+        n = 0
+        for p in range(start, end):
+            w = c.tokens[p]
+            if c.keep != NULL:
+                kp = c.keep[w]
+                if kp < 1.0 and kp < rng_uniform(&rng):
+                    continue
+            buf[n] = w
+            n += 1
+        words += end - start
+        for i in range(n):
+            if (i & 1023) == 1023:
+                lr = learning_rate(c, start + (i * (end - start)) // n)
+            target = buf[i]
+            b = rng_below(&rng, c.window)
+            lo = i - c.window + b
+            if lo < 0:
+                lo = 0
+            hi = i + c.window + 1 - b
+            if hi > n:
+                hi = n
+            if k > 0 and c.shared_negatives:
+                sampler.draw(&rng, NULL, target, k, neg, logq)
+            if c.sg:
+                for j in range(lo, hi):
+                    if j == i:
+                        continue
+                    h = c.W_in + <Py_ssize_t>buf[j] * dim
+                    memset(grad, 0, dim * sizeof(float))
+                    if k > 0 and not c.shared_negatives:
+                        sampler.draw(&rng, h, target, k, neg, logq)
+                    total_loss += loss.step(h, target, neg, logq, k, lr, c.W_out, dim, grad)
+                    emb_axpy(1.0, grad, h, dim)
+                    examples += 1
+            else:
+                count = 0
+                memset(hid, 0, dim * sizeof(float))
+                for j in range(lo, hi):
+                    if j != i:
+                        emb_axpy(1.0, c.W_in + <Py_ssize_t>buf[j] * dim, hid, dim)
+                        count += 1
+                if count == 0:
+                    continue
+                if c.cbow_mean:
+                    emb_scale_copy(1.0 / count, hid, hid, dim)
+                memset(grad, 0, dim * sizeof(float))
+                if k > 0 and not c.shared_negatives:
+                    sampler.draw(&rng, hid, target, k, neg, logq)
+                total_loss += loss.step(hid, target, neg, logq, k, lr, c.W_out, dim, grad)
+                for j in range(lo, hi):
+                    if j != i:
+                        emb_axpy(1.0, grad, c.W_in + <Py_ssize_t>buf[j] * dim, dim)
+                examples += 1
+        start = end
+    free(buf); free(grad); free(hid); free(neg); free(logq)
+    out.loss = total_loss
+    out.examples = examples
+    out.words = words
+    return 0
+
+
+def split_slices(const int32_t[::1] ends, int n_threads):
+    """Sentence index boundaries that cut a chunk into ``n_threads`` slices of about equal tokens."""
+    n_sent = ends.shape[0]
+    total = ends[n_sent - 1] if n_sent else 0
+    bounds = np.empty(n_threads + 1, dtype=np.intc)
+    bounds[0] = 0
+    ends_np = np.asarray(ends)
+    for t in range(1, n_threads):
+        bounds[t] = int(np.searchsorted(ends_np, total * t // n_threads, side="left"))
+        if bounds[t] < bounds[t - 1]:
+            bounds[t] = bounds[t - 1]
+    bounds[n_threads] = n_sent
+    return bounds
+
+
+cdef class WindowTrainer:
+    """Holds the tables, loss, sampler and settings of one training run of the ``windows`` driver.
+
+    Parameters
+    ----------
+    W_in, W_out : float32 C-contiguous arrays (n_words, dim)
+        Input and output tables, updated in place.
+    keep : float32 array or None
+        Per-word keep probability for subsampling.
+    loss, sampler : Loss, Sampler
+    window, sg, cbow_mean, negative, shared_negatives : int
+    alpha, min_alpha : float
+        Learning rate at the start and end of the run (linear decay by global progress).
+    total_words : float
+        Words the whole run trains (epochs x words per epoch): the denominator of progress.
+    seed : int
+    """
+    cdef float[:, ::1] W_in
+    cdef float[:, ::1] W_out
+    cdef float[::1] keep
+    cdef Loss loss
+    cdef Sampler sampler
+    cdef Config cfg
+
+    def __init__(self, float[:, ::1] W_in not None, float[:, ::1] W_out not None, keep, Loss loss not None,
+                 Sampler sampler, int window, bint sg, bint cbow_mean, int negative, bint shared_negatives,
+                 double alpha, double min_alpha, double total_words, uint64_t seed):
+        if W_in.shape[1] != W_out.shape[1]:
+            raise ValueError("W_in and W_out must have the same number of columns")
+        if loss.uses_negatives and negative > 0 and sampler is None:
+            raise ValueError("this loss needs a sampler for its negatives")
+        if sampler is not None and sampler.n_classes != W_out.shape[0]:
+            raise ValueError("sampler has %d classes but W_out has %d rows" % (sampler.n_classes, W_out.shape[0]))
+        self.W_in = W_in
+        self.W_out = W_out
+        self.loss = loss
+        self.sampler = sampler
+        self.cfg.W_in = &W_in[0, 0]
+        self.cfg.W_out = &W_out[0, 0]
+        self.cfg.dim = W_in.shape[1]
+        if keep is not None:
+            self.keep = np.ascontiguousarray(keep, dtype=np.float32)
+            if self.keep.shape[0] != W_in.shape[0]:
+                raise ValueError("keep has %d entries for %d words" % (self.keep.shape[0], W_in.shape[0]))
+            self.cfg.keep = &self.keep[0]
+        else:
+            self.cfg.keep = NULL
+        self.cfg.window = window
+        self.cfg.sg = sg
+        self.cfg.cbow_mean = cbow_mean
+        self.cfg.negative = negative if loss.uses_negatives else 0
+        self.cfg.shared_negatives = shared_negatives
+        self.cfg.alpha = alpha
+        self.cfg.min_alpha = min_alpha
+        self.cfg.total_words = total_words if total_words > 0 else 1.0
+        self.cfg.seed = seed
+
+    def train_chunk(self, const int32_t[::1] tokens not None, const int32_t[::1] ends not None,
+                    double words_before, uint64_t chunk_seed, int n_threads, int slice_index=-1):
+        """Train on one chunk; returns ``(loss_sum, examples, words)``.
+
+        With ``slice_index = -1`` the whole chunk is trained, on ``n_threads`` OpenMP threads when the build
+        has OpenMP (sequentially otherwise).  With ``slice_index = t`` only slice ``t`` of ``n_threads`` is
+        trained, with the GIL released, so Python threads can share a chunk when OpenMP is absent.
+        """
+        if ends.shape[0] == 0:
+            return 0.0, 0, 0
+        if ends[ends.shape[0] - 1] != tokens.shape[0]:
+            raise ValueError("the last sentence end (%d) must equal the chunk length (%d)"
+                             % (ends[ends.shape[0] - 1], tokens.shape[0]))
+        cdef Config c = self.cfg
+        c.tokens = &tokens[0]
+        c.ends = &ends[0]
+        c.words_before = words_before
+        cdef int[::1] bounds = split_slices(ends, n_threads)
+        cdef SliceResult *res = <SliceResult *> malloc(n_threads * sizeof(SliceResult))
+        cdef int *status = <int *> malloc(n_threads * sizeof(int))
+        if res == NULL or status == NULL:
+            free(res); free(status)
+            raise MemoryError()
+        memset(res, 0, n_threads * sizeof(SliceResult))
+        memset(status, 0, n_threads * sizeof(int))
+        cdef int t
+        cdef Loss loss = self.loss
+        cdef Sampler sampler = self.sampler
+        cdef uint64_t base = mix_seed(self.cfg.seed, chunk_seed)
+        try:
+            if slice_index >= 0:
+                if slice_index >= n_threads:
+                    raise IndexError("slice_index %d >= n_threads %d" % (slice_index, n_threads))
+                t = slice_index
+                with nogil:
+                    status[t] = train_slice(&c, loss, sampler, bounds[t], bounds[t + 1],
+                                            mix_seed(base, t), &res[t])
+            else:
+                for t in prange(n_threads, nogil=True, schedule="static", chunksize=1,
+                                num_threads=n_threads):
+                    status[t] = train_slice(&c, loss, sampler, bounds[t], bounds[t + 1],
+                                            mix_seed(base, t), &res[t])
+            for t in range(n_threads):
+                if status[t] != 0:
+                    raise MemoryError("could not allocate training scratch buffers")
+            total = 0.0
+            examples = 0
+            words = 0
+            for t in range(n_threads):
+                if slice_index >= 0 and t != slice_index:
+                    continue
+                total += res[t].loss
+                examples += res[t].examples
+                words += res[t].words
+            return total, examples, words
+        finally:
+            free(res)
+            free(status)

@@ -1,0 +1,92 @@
+"""A spill file for encoded chunks, so epochs after the first skip reading and encoding the corpus.
+
+Chunks are appended to an anonymous temporary file (deleted automatically) and read back one at a time,
+so memory stays bounded by one chunk whatever the corpus size.
+"""
+import queue
+import tempfile
+import threading
+
+import numpy as np
+
+from embkit.vocab import EncodedChunk
+
+
+class ChunkCache:
+    """Append-only store of :class:`EncodedChunk` in a temporary file."""
+
+    def __init__(self, directory=None):
+        self._file = tempfile.TemporaryFile(prefix="embkit-chunks-", dir=directory)
+        self._index = []  # (offset, n_tokens, n_sentences, raw_words)
+        self._end = 0
+        self.complete = False
+
+    def __len__(self):
+        return len(self._index)
+
+    @property
+    def tokens(self):
+        """In-vocabulary tokens stored."""
+        return sum(n for _, n, _, _ in self._index)
+
+    @property
+    def raw_words(self):
+        """Corpus tokens covered, out-of-vocabulary ones included."""
+        return sum(r for _, _, _, r in self._index)
+
+    def append(self, chunk):
+        self._file.seek(self._end)
+        self._file.write(chunk.tokens.tobytes())
+        self._file.write(chunk.ends.tobytes())
+        self._index.append((self._end, len(chunk.tokens), len(chunk.ends), chunk.raw_words))
+        self._end = self._file.tell()
+
+    def __iter__(self):
+        for offset, n_tok, n_sent, raw in self._index:
+            self._file.seek(offset)
+            tokens = np.fromfile(self._file, dtype=np.int32, count=n_tok)
+            ends = np.fromfile(self._file, dtype=np.int32, count=n_sent)
+            yield EncodedChunk(tokens, ends, raw)
+
+    def close(self):
+        self._file.close()
+
+
+def prefetch(iterable, depth=2):
+    """Run ``iterable`` in a background thread, ``depth`` items ahead; exceptions re-raise in the caller.
+
+    Encoding holds the GIL only between kernel calls, so reading the corpus overlaps with training.
+    """
+    q = queue.Queue(maxsize=depth)
+    done = object()
+    stop = threading.Event()
+
+    def worker():
+        try:
+            for item in iterable:
+                if stop.is_set():
+                    return
+                q.put((item, None))
+        except BaseException as exc:  # handed to the consumer
+            q.put((None, exc))
+            return
+        q.put((done, None))
+
+    thread = threading.Thread(target=worker, name="embkit-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, exc = q.get()
+            if exc is not None:
+                raise exc
+            if item is done:
+                return
+            yield item
+    finally:
+        stop.set()
+        # unblock a producer waiting on a full queue
+        while thread.is_alive():
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                thread.join(0.05)

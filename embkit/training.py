@@ -1,0 +1,115 @@
+"""The epoch loop shared by all trainers: chunks in, kernel calls, progress bar, divergence checks."""
+import logging
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from embkit._kernels.common import HAVE_OPENMP
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainingReport:
+    """What one call to ``train`` did."""
+
+    epochs: int = 0
+    words: int = 0          # in-vocabulary tokens processed (before subsampling)
+    raw_words: int = 0      # corpus tokens read, out-of-vocabulary ones included
+    examples: int = 0       # (input, target) training examples
+    seconds: float = 0.0
+    epoch_loss: list = field(default_factory=list)   # mean loss per example, per epoch
+
+    @property
+    def words_per_second(self):
+        return self.words / self.seconds if self.seconds > 0 else float("nan")
+
+    @property
+    def raw_words_per_second(self):
+        return self.raw_words / self.seconds if self.seconds > 0 else float("nan")
+
+
+class _Bar:
+    """tqdm bar over words (words/s, loss, ETA); silent when disabled."""
+
+    def __init__(self, total, desc, enabled):
+        self.bar = None
+        if enabled:
+            from tqdm.auto import tqdm
+            self.bar = tqdm(total=int(total), desc=desc, unit="w", unit_scale=True, dynamic_ncols=True,
+                            smoothing=0.1)
+
+    def update(self, n, loss):
+        if self.bar is not None:
+            self.bar.set_postfix_str("loss=%.4f" % loss, refresh=False)
+            self.bar.update(int(n))
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, progress=True, desc="train"):
+    """Train ``trainer`` over ``epochs`` passes.
+
+    Parameters
+    ----------
+    trainer : kernel trainer
+        Has ``train_chunk(tokens, ends, words_before, chunk_seed, n_threads, slice_index)``.
+    chunk_epochs : callable
+        ``chunk_epochs(epoch)`` returns an iterable of chunks for that epoch.
+    words_per_epoch : int
+        Expected in-vocabulary words per epoch (the learning-rate schedule's unit).
+    workers : int
+        Threads.
+    alpha : float
+        Starting learning rate, quoted in the divergence error.
+    """
+    report = TrainingReport()
+    bar = _Bar(words_per_epoch * epochs, desc, progress)
+    pool = None if HAVE_OPENMP or workers == 1 else ThreadPoolExecutor(workers)
+    start = time.perf_counter()
+    try:
+        for epoch in range(epochs):
+            epoch_loss = 0.0
+            epoch_examples = 0
+            words_done = 0
+            for index, chunk in enumerate(chunk_epochs(epoch)):
+                words_before = epoch * words_per_epoch + words_done
+                seed = epoch * 1000003 + index
+                if pool is None:
+                    loss, examples, words = trainer.train_chunk(chunk.tokens, chunk.ends, words_before, seed,
+                                                                workers)
+                else:
+                    parts = list(pool.map(
+                        lambda t: trainer.train_chunk(chunk.tokens, chunk.ends, words_before, seed, workers, t),
+                        range(workers)))
+                    loss = sum(p[0] for p in parts)
+                    examples = sum(p[1] for p in parts)
+                    words = sum(p[2] for p in parts)
+                if not math.isfinite(loss):
+                    raise FloatingPointError(
+                        "training diverged (loss is %s) in epoch %d at %.1f%% of the run; the learning rate "
+                        "is too high: lower alpha (now %g), e.g. alpha=%g"
+                        % (loss, epoch + 1, 100.0 * words_before / max(1, words_per_epoch * epochs), alpha,
+                           alpha / 10))
+                epoch_loss += loss
+                epoch_examples += examples
+                words_done += words
+                report.raw_words += chunk.raw_words
+                report.examples += examples
+                bar.update(words, loss / max(examples, 1))
+            report.words += words_done
+            report.epochs += 1
+            mean = epoch_loss / max(epoch_examples, 1)
+            report.epoch_loss.append(mean)
+            elapsed = time.perf_counter() - start
+            logger.info("epoch %d/%d: loss %.4f, %d words, %.0f words/s", epoch + 1, epochs, mean, words_done,
+                        report.words / max(elapsed, 1e-9))
+    finally:
+        report.seconds = time.perf_counter() - start
+        bar.close()
+        if pool is not None:
+            pool.shutdown()
+    return report

@@ -1,0 +1,155 @@
+"""Vocabulary: word counts, the kept words in frequency order, and word2vec subsampling."""
+import logging
+from collections import Counter
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+
+class Vocab:
+    """Words kept for training, most frequent first, with their counts.
+
+    Attributes
+    ----------
+    index_to_key : list of str
+    key_to_index : dict
+    counts : ndarray of int64
+    raw_words : int
+        Tokens seen in the corpus, including those not kept.
+    sentences : int
+        Sentences (or sentence pieces) seen.
+    """
+
+    def __init__(self, words, counts, raw_words=0, sentences=0):
+        self.index_to_key = list(words)
+        self.key_to_index = {w: i for i, w in enumerate(self.index_to_key)}
+        self.counts = np.asarray(counts, dtype=np.int64)
+        self.raw_words = int(raw_words)
+        self.sentences = int(sentences)
+
+    def __len__(self):
+        return len(self.index_to_key)
+
+    def __repr__(self):
+        return "Vocab(%d words, %d corpus words)" % (len(self), self.total_words)
+
+    @property
+    def total_words(self):
+        """Corpus tokens that are in the vocabulary (the words one epoch trains on before subsampling)."""
+        return int(self.counts.sum())
+
+    @classmethod
+    def build(cls, corpus, min_count=5, max_vocab_size=None, max_final_vocab=None, trim_rule=None,
+              progress=None):
+        """Count the words of ``corpus`` and keep the frequent ones.
+
+        Parameters
+        ----------
+        corpus : iterable of list of str
+            Must provide ``iter_token_blocks()`` (see :mod:`embkit.corpus`).
+        min_count : int
+            Words seen fewer times are dropped.
+        max_vocab_size : int or None
+            Bound on distinct words held while counting; when exceeded, the rarest words are pruned (as
+            word2vec does), so counts of rare words can come out lower.
+        max_final_vocab : int or None
+            Keep at most this many words by raising the effective ``min_count`` as needed.
+        """
+        counter = Counter()
+        raw = 0
+        sentences = 0
+        min_reduce = 1
+        for tokens in corpus.iter_token_blocks():
+            counter.update(tokens)
+            raw += len(tokens)
+            sentences += 1
+            if progress is not None:
+                progress(len(tokens))
+            if max_vocab_size is not None and len(counter) > max_vocab_size:
+                counter = Counter({w: c for w, c in counter.items() if c > min_reduce})
+                min_reduce += 1
+        if raw == 0:
+            raise ValueError("the corpus %r is empty: no tokens found" % (corpus,))
+        effective_min = min_count
+        if max_final_vocab is not None and len(counter) > max_final_vocab:
+            ordered = sorted(counter.values(), reverse=True)
+            # smallest count threshold that keeps at most max_final_vocab words
+            effective_min = max(min_count, ordered[max_final_vocab] + 1)
+        items = [(w, c) for w, c in counter.items() if c >= effective_min]
+        if trim_rule is not None:
+            items = [(w, c) for w, c in items if trim_rule(w, c, effective_min)]
+        if not items:
+            raise ValueError("no word occurs at least min_count=%d times (the corpus has %d tokens, %d distinct, "
+                             "most frequent seen %d times): lower min_count"
+                             % (effective_min, raw, len(counter), max(counter.values())))
+        items.sort(key=lambda wc: -wc[1])  # stable: ties keep first-seen order
+        vocab = cls([w for w, _ in items], [c for _, c in items], raw_words=raw, sentences=sentences)
+        logger.info("vocabulary: %d words kept of %d distinct (min_count=%d), %d of %d tokens (%.1f%%)",
+                    len(vocab), len(counter), effective_min, vocab.total_words, raw,
+                    100.0 * vocab.total_words / raw)
+        return vocab
+
+    def keep_probabilities(self, sample):
+        """Probability of keeping each word under word2vec subsampling with threshold ``sample``.
+
+        A word with frequency ``f = count / total`` is kept with probability
+        ``(sqrt(f / sample) + 1) * sample / f``, capped at 1 (word2vec.c's formula).  ``sample = 0`` keeps
+        every word.  Returns float32 array, or None when nothing is ever dropped.
+        """
+        if sample < 0:
+            raise ValueError("sample must be >= 0, got %r" % (sample,))
+        if sample == 0:
+            return None
+        threshold = float(sample) * self.total_words
+        c = self.counts.astype(np.float64)
+        keep = (np.sqrt(c / threshold) + 1.0) * threshold / c
+        keep = np.minimum(keep, 1.0).astype(np.float32)
+        if np.all(keep >= 1.0):
+            return None
+        return keep
+
+    def encode(self, corpus, chunk_tokens=1 << 20):
+        """Encode ``corpus`` into chunks of word ids; see :func:`encode_chunks`."""
+        return encode_chunks(corpus, self.key_to_index, chunk_tokens)
+
+
+class EncodedChunk:
+    """A run of sentences as word ids: ``tokens`` (int32) and each sentence's end offset ``ends`` (int32).
+
+    ``raw_words`` counts the corpus tokens the chunk covers, including out-of-vocabulary ones.
+    """
+
+    __slots__ = ("tokens", "ends", "raw_words")
+
+    def __init__(self, tokens, ends, raw_words):
+        self.tokens = tokens
+        self.ends = ends
+        self.raw_words = raw_words
+
+    def __len__(self):
+        return self.tokens.shape[0]
+
+
+def encode_chunks(corpus, key_to_index, chunk_tokens=1 << 20):
+    """Yield :class:`EncodedChunk` of about ``chunk_tokens`` in-vocabulary tokens each.
+
+    Out-of-vocabulary tokens are removed before windows are formed (as in word2vec); sentences left empty
+    are skipped.  Memory stays bounded by the chunk size whatever the corpus size.
+    """
+    get = key_to_index.get
+    ids = []
+    ends = []
+    raw = 0
+    for sentence in corpus:
+        raw += len(sentence)
+        enc = [i for i in map(get, sentence) if i is not None]
+        if not enc:
+            continue
+        ids.extend(enc)
+        ends.append(len(ids))
+        if len(ids) >= chunk_tokens:
+            yield EncodedChunk(np.array(ids, dtype=np.int32), np.array(ends, dtype=np.int32), raw)
+            ids, ends, raw = [], [], 0
+    if ids or raw:
+        yield EncodedChunk(np.array(ids, dtype=np.int32), np.array(ends, dtype=np.int32), raw)
