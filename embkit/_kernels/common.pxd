@@ -3,12 +3,14 @@ from libc.stdint cimport uint64_t, uint32_t, int32_t, int64_t
 
 cdef extern from "vecmath.h" nogil:
     float emb_dot(const float *a, const float *b, int n)
+    void emb_dot_rows(const float *h, const float *W, const int *ids, int m, int n, float *out)
     void emb_axpy(float a, const float *x, float *y, int n)
     void emb_scale_copy(float a, const float *x, float *y, int n)
     void emb_row_update(float g, const float *h, float *out, float *grad, int n)
     float emb_sigmoid(float x)
     float emb_log_sigmoid(float x)
     void emb_init_tables()
+    void emb_prefetch_row(const float *row, int n)
     int EMBKIT_HAVE_OPENMP
 
 

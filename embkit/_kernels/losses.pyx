@@ -7,7 +7,7 @@ returns the example's loss.  ``py_step`` exposes a step to tests.
 """
 import numpy as np
 
-from embkit._kernels.common cimport emb_dot, emb_row_update, emb_sigmoid, emb_log_sigmoid, emb_init_tables
+from embkit._kernels.common cimport emb_dot, emb_dot_rows, emb_row_update, emb_sigmoid, emb_log_sigmoid, emb_init_tables
 
 emb_init_tables()
 
@@ -16,8 +16,12 @@ cdef class Loss:
     """Base class of the losses."""
 
     cdef double step(self, const float *h, int target, const int *neg, const double *neg_logq, int k,
-                     float lr, float *W_out, int dim, float *grad_h) noexcept nogil:
+                     float lr, float *W_out, int dim, float *grad_h, float *work) noexcept nogil:
         return 0.0
+
+    cpdef Py_ssize_t work_size(self, int k, int dim, int n_classes):
+        """Scratch floats one step needs."""
+        return k + 1
 
     def py_step(self, float[::1] h not None, int target, neg, float[:, ::1] W_out not None, float lr,
                 neg_logq=None):
@@ -43,9 +47,11 @@ cdef class Loss:
         cdef int k = neg_arr.shape[0]
         cdef const int *neg_p = &neg_v[0] if k > 0 else NULL
         cdef const double *logq_p = &logq_v[0] if k > 0 else NULL
+        work = np.zeros(max(1, self.work_size(k, dim, W_out.shape[0])), dtype=np.float32)
+        cdef float[::1] work_v = work
         cdef double loss
         with nogil:
-            loss = self.step(&h[0], target, neg_p, logq_p, k, lr, &W_out[0, 0], dim, &grad_v[0])
+            loss = self.step(&h[0], target, neg_p, logq_p, k, lr, &W_out[0, 0], dim, &grad_v[0], &work_v[0])
         return loss, grad
 
 
@@ -58,11 +64,14 @@ cdef class SGNS(Loss):
 
     def __init__(self):
         self.uses_negatives = True
+        self.needs_logq = False
 
     cdef double step(self, const float *h, int target, const int *neg, const double *neg_logq, int k,
-                     float lr, float *W_out, int dim, float *grad_h) noexcept nogil:
+                     float lr, float *W_out, int dim, float *grad_h, float *work) noexcept nogil:
         cdef float *row = W_out + <Py_ssize_t>target * dim
         cdef float f = emb_dot(h, row, dim)
+        # all scores first (independent rows pipeline), then the updates
+        emb_dot_rows(h, W_out, neg, k, dim, work)
         cdef double loss = -emb_log_sigmoid(f)
         emb_row_update(lr * (1.0 - emb_sigmoid(f)), h, row, grad_h, dim)
         cdef int j, c
@@ -70,8 +79,7 @@ cdef class SGNS(Loss):
             c = neg[j]
             if c == target:
                 continue
-            row = W_out + <Py_ssize_t>c * dim
-            f = emb_dot(h, row, dim)
+            f = work[j]
             loss -= emb_log_sigmoid(-f)
-            emb_row_update(-lr * emb_sigmoid(f), h, row, grad_h, dim)
+            emb_row_update(-lr * emb_sigmoid(f), h, W_out + <Py_ssize_t>c * dim, grad_h, dim)
         return loss

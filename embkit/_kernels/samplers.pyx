@@ -5,7 +5,7 @@ training example (or once per centre word with shared negatives).  ``py_draw`` e
 """
 import numpy as np
 
-from libc.stdint cimport uint64_t, int32_t
+from libc.stdint cimport uint64_t, uint32_t, int32_t
 from libc.math cimport log
 
 from embkit._kernels.common cimport rng_next
@@ -14,8 +14,8 @@ from embkit._kernels.common cimport rng_next
 cdef class Sampler:
     """Base class: a distribution over ``n_classes`` ids.
 
-    Subclasses implement ``draw`` (fill ``ids[0:k]`` and ``logq[0:k]``, return the number drawn) and
-    ``log_prob``.  ``query`` is the hidden vector of the example and ``target`` its true class; static
+    Subclasses implement ``draw`` (fill ``ids[0:k]`` and, unless ``logq`` is NULL, ``logq[0:k]``; return
+    the number drawn) and ``log_prob``.  ``query`` is the hidden vector of the example and ``target`` its true class; static
     samplers ignore both.
     """
 
@@ -70,9 +70,15 @@ cdef class AliasSampler(Sampler):
             raise ValueError("sampler weights must be finite, non-negative and not all zero")
         p = w / w.sum()
         self.n_classes = p.shape[0]
+        self.query_free = True
         prob, alias = _build_alias(p)
-        self.prob = prob
-        self.alias = alias
+        cells = np.empty(self.n_classes, dtype=[("threshold", np.uint32), ("alias", np.int32)])
+        # threshold 2**32 - 1 stands for "always keep" (prob 1); the 2**-32 loss is below float precision
+        cells["threshold"] = np.minimum(np.floor(prob * 4294967296.0), 4294967295.0).astype(np.uint32)
+        cells["alias"] = alias
+        self._cells = cells
+        cdef unsigned char[::1] raw = cells.view(np.uint8).reshape(-1)
+        self.cells = <AliasCell *> &raw[0]
         with np.errstate(divide="ignore"):
             self.logp = np.log(p)
 
@@ -81,14 +87,18 @@ cdef class AliasSampler(Sampler):
         cdef int i, c
         cdef uint64_t r
         cdef uint64_t n = self.n_classes
+        cdef AliasCell cell
         for i in range(k):
             r = rng_next(rng)
             c = <int>(((r >> 32) * n) >> 32)
+            cell = self.cells[c]
             # the low 32 bits decide between the column and its alias
-            if <double>(r & <uint64_t>0xFFFFFFFF) * (1.0 / 4294967296.0) >= self.prob[c]:
-                c = self.alias[c]
+            if <uint32_t>r >= cell.threshold:
+                c = cell.alias
             ids[i] = c
-            logq[i] = self.logp[c]
+        if logq != NULL:
+            for i in range(k):
+                logq[i] = self.logp[ids[i]]
         return k
 
     cdef double log_prob(self, int idx) noexcept nogil:

@@ -14,7 +14,7 @@ from libc.stdint cimport uint64_t, int32_t, int64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
-from embkit._kernels.common cimport (emb_axpy, emb_scale_copy, rng_uniform, rng_below, mix_seed,
+from embkit._kernels.common cimport (emb_axpy, emb_scale_copy, emb_prefetch_row, rng_uniform, rng_below, mix_seed,
                                      EMBKIT_HAVE_OPENMP)
 from embkit._kernels.losses cimport Loss
 from embkit._kernels.samplers cimport Sampler
@@ -39,6 +39,7 @@ cdef struct Config:
     const int32_t *tokens
     const int32_t *ends
     uint64_t seed
+    Py_ssize_t work_size       # scratch floats of one loss step
 
 
 cdef struct SliceResult:
@@ -55,6 +56,44 @@ cdef inline float learning_rate(const Config *c, Py_ssize_t pos) noexcept nogil:
     return <float>lr
 
 
+cdef struct Negatives:
+    int *ids             # 2 * k ids: the current set and the next one, drawn ahead
+    double *logq         # 2 * k log-probabilities, or NULL when the loss does not use them
+    int k
+    int cur              # which half is current
+    bint ready           # the other half is already drawn
+    bint ahead           # the sampler ignores the query, so sets may be drawn one example early
+
+
+cdef inline void _draw_half(const Config *c, Sampler sampler, uint64_t *rng, const float *query, int target,
+                            Negatives *ng, int half) noexcept nogil:
+    """Draw ``k`` negatives into one half and start loading their output rows into cache."""
+    cdef int *ids = ng.ids + half * ng.k
+    sampler.draw(rng, query, target, ng.k, ids, NULL if ng.logq == NULL else ng.logq + half * ng.k)
+    cdef int j
+    for j in range(ng.k):
+        emb_prefetch_row(c.W_out + <Py_ssize_t>ids[j] * c.dim, c.dim)
+
+
+cdef inline int next_negatives(const Config *c, Sampler sampler, uint64_t *rng, const float *query,
+                               int target, Negatives *ng) noexcept nogil:
+    """Make the negatives of the current example available; return the half that holds them.
+
+    With a query-free sampler the set of the following example is drawn now, so its rows are in cache by
+    the time it is needed (the draws come in the same order, so runs stay reproducible).
+    """
+    if not ng.ahead:
+        _draw_half(c, sampler, rng, query, target, ng, 0)
+        return 0
+    if ng.ready:
+        ng.cur = 1 - ng.cur
+    else:
+        _draw_half(c, sampler, rng, query, target, ng, ng.cur)
+    _draw_half(c, sampler, rng, query, target, ng, 1 - ng.cur)
+    ng.ready = True
+    return ng.cur
+
+
 cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, int s_end,
                      uint64_t slice_seed, SliceResult *out) noexcept nogil:
     """Train sentences ``[s_begin, s_end)`` of the chunk; returns -1 if scratch allocation failed."""
@@ -69,11 +108,20 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
     cdef int32_t *buf = <int32_t *> malloc((max_len + 1) * sizeof(int32_t))
     cdef float *grad = <float *> malloc(dim * sizeof(float))
     cdef float *hid = <float *> malloc(dim * sizeof(float))
-    cdef int *neg = <int *> malloc((k + 1) * sizeof(int))
-    cdef double *logq = <double *> malloc((k + 1) * sizeof(double))
-    if buf == NULL or grad == NULL or hid == NULL or neg == NULL or logq == NULL:
-        free(buf); free(grad); free(hid); free(neg); free(logq)
+    cdef int *neg = <int *> malloc((2 * k + 1) * sizeof(int))
+    cdef double *logq = <double *> malloc((2 * k + 1) * sizeof(double))
+    cdef float *work = <float *> malloc(c.work_size * sizeof(float))
+    if buf == NULL or grad == NULL or hid == NULL or neg == NULL or logq == NULL or work == NULL:
+        free(buf); free(grad); free(hid); free(neg); free(logq); free(work)
         return -1
+    cdef Negatives ng
+    ng.ids = neg
+    ng.logq = logq if loss.needs_logq else NULL
+    ng.k = k
+    ng.cur = 0
+    ng.ready = False
+    ng.ahead = sampler is not None and sampler.query_free
+    cdef int half = 0
 
     cdef uint64_t rng = slice_seed
     cdef double total_loss = 0.0
@@ -108,16 +156,19 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
             if hi > n:
                 hi = n
             if k > 0 and c.shared_negatives:
-                sampler.draw(&rng, NULL, target, k, neg, logq)
+                half = next_negatives(c, sampler, &rng, NULL, target, &ng)
             if c.sg:
                 for j in range(lo, hi):
                     if j == i:
                         continue
                     h = c.W_in + <Py_ssize_t>buf[j] * dim
+                    if j + 1 < hi:
+                        emb_prefetch_row(c.W_in + <Py_ssize_t>buf[j + 1] * dim, dim)
                     memset(grad, 0, dim * sizeof(float))
                     if k > 0 and not c.shared_negatives:
-                        sampler.draw(&rng, h, target, k, neg, logq)
-                    total_loss += loss.step(h, target, neg, logq, k, lr, c.W_out, dim, grad)
+                        half = next_negatives(c, sampler, &rng, h, target, &ng)
+                    total_loss += loss.step(h, target, neg + half * k, logq + half * k, k, lr, c.W_out, dim,
+                                            grad, work)
                     emb_axpy(1.0, grad, h, dim)
                     examples += 1
             else:
@@ -133,14 +184,15 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
                     emb_scale_copy(1.0 / count, hid, hid, dim)
                 memset(grad, 0, dim * sizeof(float))
                 if k > 0 and not c.shared_negatives:
-                    sampler.draw(&rng, hid, target, k, neg, logq)
-                total_loss += loss.step(hid, target, neg, logq, k, lr, c.W_out, dim, grad)
+                    half = next_negatives(c, sampler, &rng, hid, target, &ng)
+                total_loss += loss.step(hid, target, neg + half * k, logq + half * k, k, lr, c.W_out, dim,
+                                        grad, work)
                 for j in range(lo, hi):
                     if j != i:
                         emb_axpy(1.0, grad, c.W_in + <Py_ssize_t>buf[j] * dim, dim)
                 examples += 1
         start = end
-    free(buf); free(grad); free(hid); free(neg); free(logq)
+    free(buf); free(grad); free(hid); free(neg); free(logq); free(work)
     out.loss = total_loss
     out.examples = examples
     out.words = words
@@ -218,6 +270,7 @@ cdef class WindowTrainer:
         self.cfg.min_alpha = min_alpha
         self.cfg.total_words = total_words if total_words > 0 else 1.0
         self.cfg.seed = seed
+        self.cfg.work_size = max(1, loss.work_size(self.cfg.negative, self.cfg.dim, W_out.shape[0]))
 
     def train_chunk(self, const int32_t[::1] tokens not None, const int32_t[::1] ends not None,
                     double words_before, uint64_t chunk_seed, int n_threads, int slice_index=-1):
