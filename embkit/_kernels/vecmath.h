@@ -22,18 +22,23 @@
 #endif
 
 typedef float emb_v8 __attribute__((vector_size(32)));
+typedef float emb_v4 __attribute__((vector_size(16)));
 
-static inline emb_v8 emb_load8(const float *p) {
-    emb_v8 v;
-    __builtin_memcpy(&v, p, sizeof(v));
-    return v;
-}
+static inline emb_v8 emb_load8(const float *p) { emb_v8 v; __builtin_memcpy(&v, p, sizeof(v)); return v; }
+static inline void emb_store8(float *p, emb_v8 v) { __builtin_memcpy(p, &v, sizeof(v)); }
+static inline emb_v4 emb_load4(const float *p) { emb_v4 v; __builtin_memcpy(&v, p, sizeof(v)); return v; }
+static inline void emb_store4(float *p, emb_v4 v) { __builtin_memcpy(p, &v, sizeof(v)); }
 
 static inline float emb_hsum8(emb_v8 v) {
     return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
 }
 
-/* <a, b>, two independent accumulators so the adds pipeline */
+static inline float emb_hsum4(emb_v4 v) { return (v[0] + v[2]) + (v[1] + v[3]); }
+
+/* Every loop below walks 8 floats at a time, then one block of 4, then single floats, so a row of
+ * 100 floats costs 12 + 1 vector steps and no scalar tail. */
+
+/* <a, b>, two accumulators so the adds pipeline */
 EMB_CLONES static float emb_dot(const float *a, const float *b, int n) {
     emb_v8 s0 = {0}, s1 = {0};
     int i = 0;
@@ -46,6 +51,10 @@ EMB_CLONES static float emb_dot(const float *a, const float *b, int n) {
         i += 8;
     }
     float s = emb_hsum8(s0 + s1);
+    if (i + 4 <= n) {
+        s += emb_hsum4(emb_load4(a + i) * emb_load4(b + i));
+        i += 4;
+    }
     for (; i < n; i++) s += a[i] * b[i];
     return s;
 }
@@ -71,6 +80,12 @@ EMB_CLONES static void emb_dot_rows(const float *h, const float *W, const int *i
             i += 8;
         }
         float a0 = emb_hsum8(s0 + t0), a1 = emb_hsum8(s1 + t1);
+        if (i + 4 <= n) {
+            emb_v4 x = emb_load4(h + i);
+            a0 += emb_hsum4(x * emb_load4(r0 + i));
+            a1 += emb_hsum4(x * emb_load4(r1 + i));
+            i += 4;
+        }
         for (; i < n; i++) {
             a0 += h[i] * r0[i];
             a1 += h[i] * r1[i];
@@ -83,7 +98,34 @@ EMB_CLONES static void emb_dot_rows(const float *h, const float *W, const int *i
 
 /* y += a * x */
 EMB_CLONES static void emb_axpy(float a, const float *x, float *y, int n) {
-    for (int i = 0; i < n; i++) y[i] += a * x[i];
+    int i = 0;
+    for (; i + 8 <= n; i += 8) emb_store8(y + i, emb_load8(y + i) + a * emb_load8(x + i));
+    if (i + 4 <= n) {
+        emb_store4(y + i, emb_load4(y + i) + a * emb_load4(x + i));
+        i += 4;
+    }
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
+/* y += sum_j coef[j] * X[j] over m rows: y is loaded and stored once */
+EMB_CLONES static void emb_axpy_rows(const float *coef, float *const *X, int m, float *y, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        emb_v8 acc = emb_load8(y + i);
+        for (int j = 0; j < m; j++) acc += coef[j] * emb_load8(X[j] + i);
+        emb_store8(y + i, acc);
+    }
+    if (i + 4 <= n) {
+        emb_v4 acc = emb_load4(y + i);
+        for (int j = 0; j < m; j++) acc += coef[j] * emb_load4(X[j] + i);
+        emb_store4(y + i, acc);
+        i += 4;
+    }
+    for (; i < n; i++) {
+        float acc = y[i];
+        for (int j = 0; j < m; j++) acc += coef[j] * X[j][i];
+        y[i] = acc;
+    }
 }
 
 /* y = a * x */
@@ -93,11 +135,117 @@ EMB_CLONES static void emb_scale_copy(float a, const float *x, float *y, int n) 
 
 /* One output row with scalar gradient g:  grad += g * out;  out += g * h  (reads out once). */
 EMB_CLONES static void emb_row_update(float g, const float *h, float *out, float *grad, int n) {
-    for (int i = 0; i < n; i++) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        emb_v8 o = emb_load8(out + i);
+        emb_store8(grad + i, emb_load8(grad + i) + g * o);
+        emb_store8(out + i, o + g * emb_load8(h + i));
+    }
+    if (i + 4 <= n) {
+        emb_v4 o = emb_load4(out + i);
+        emb_store4(grad + i, emb_load4(grad + i) + g * o);
+        emb_store4(out + i, o + g * emb_load4(h + i));
+        i += 4;
+    }
+    for (; i < n; i++) {
         float o = out[i];
         grad[i] += g * o;
         out[i] = o + g * h[i];
     }
+}
+
+/* ---- mini-batch products: m input rows H against c output rows O ----------------------------------- */
+
+/* Scores of R inputs (from a) against W outputs (from b): vector accumulators over [0, n8), then the tail */
+#define EMB_SCORE_BLOCK(R, W)                                                                             \
+    for (; b + W <= c; b += W) {                                                                         \
+        emb_v8 acc[R][W];                                                                                \
+        for (int r = 0; r < R; r++) for (int t = 0; t < W; t++) acc[r][t] = (emb_v8){0};                 \
+        for (int i = 0; i < n8; i += 8) {                                                                \
+            emb_v8 x[R];                                                                                 \
+            for (int r = 0; r < R; r++) x[r] = emb_load8(H[a + r] + i);                                  \
+            for (int t = 0; t < W; t++) {                                                                \
+                emb_v8 o = emb_load8(O[b + t] + i);                                                      \
+                for (int r = 0; r < R; r++) acc[r][t] += x[r] * o;                                       \
+            }                                                                                            \
+        }                                                                                                \
+        for (int r = 0; r < R; r++)                                                                      \
+            for (int t = 0; t < W; t++) {                                                                \
+                float v = emb_hsum8(acc[r][t]);                                                          \
+                for (int q = n8; q < n; q++) v += H[a + r][q] * O[b + t][q];                             \
+                S[(a + r) * c + b + t] = v;                                                              \
+            }                                                                                            \
+    }
+
+/* S[a * c + b] = <H[a], O[b]>, blocked 2 inputs x 4 outputs so each loaded slice feeds several FMAs */
+EMB_CLONES static void emb_scores(float *const *H, int m, float *const *O, int c, float *S, int n) {
+    int n8 = n & ~7, a = 0;
+    for (; a + 2 <= m; a += 2) {
+        int b = 0;
+        EMB_SCORE_BLOCK(2, 4)
+        EMB_SCORE_BLOCK(2, 2)
+        EMB_SCORE_BLOCK(2, 1)
+    }
+    for (; a < m; a++) {
+        int b = 0;
+        EMB_SCORE_BLOCK(1, 4)
+        EMB_SCORE_BLOCK(1, 2)
+        EMB_SCORE_BLOCK(1, 1)
+    }
+}
+
+/* One block of W output rows (W = 4, 2 or 1) of emb_batch_update over the columns [i0, i1) */
+#define EMB_BATCH_BLOCK(W, VT, LOAD, STORE, STEP)                                                        \
+    for (; b + W <= c; b += W) {                                                                         \
+        for (int i = i0; i + STEP <= i1; i += STEP) {                                                    \
+            VT o[W], acc[W];                                                                             \
+            for (int t = 0; t < W; t++) { o[t] = LOAD(O[b + t] + i); acc[t] = o[t]; }                    \
+            for (int a = 0; a < m; a++) {                                                                \
+                VT h = LOAD(H[a] + i);                                                                   \
+                VT d = first ? (VT){0} : LOAD(dH + (long)a * n + i);                                      \
+                const float *g = G + (long)a * c + b;                                                    \
+                for (int t = 0; t < W; t++) { d += g[t] * o[t]; acc[t] += g[t] * h; }                    \
+                STORE(dH + (long)a * n + i, d);                                                          \
+            }                                                                                            \
+            for (int t = 0; t < W; t++) STORE(O[b + t] + i, acc[t]);                                     \
+        }                                                                                                \
+        first = 0;                                                                                       \
+    }
+
+static inline float emb_loadf(const float *p) { return *p; }
+static inline void emb_storef(float *p, float v) { *p = v; }
+
+/* Apply the gradient matrix G (m x c, already scaled by the learning rate) of a mini-batch:
+ *   dH[a] = sum_b G[a][b] * O[b]          (m x n, overwritten)
+ *   O[b] += sum_a G[a][b] * H[a]
+ * both from the values before the call.  The output rows must be distinct (merge duplicates first). */
+static inline __attribute__((always_inline)) void emb_batch_range(float *const *H, int m, float *const *O, int c, const float *G, float *dH,
+                                   int n, int i0, int i1, int vec) {
+    int b = 0, first = 1;
+    if (vec == 8) {
+        EMB_BATCH_BLOCK(4, emb_v8, emb_load8, emb_store8, 8)
+        EMB_BATCH_BLOCK(2, emb_v8, emb_load8, emb_store8, 8)
+        EMB_BATCH_BLOCK(1, emb_v8, emb_load8, emb_store8, 8)
+    } else if (vec == 4) {
+        EMB_BATCH_BLOCK(4, emb_v4, emb_load4, emb_store4, 4)
+        EMB_BATCH_BLOCK(2, emb_v4, emb_load4, emb_store4, 4)
+        EMB_BATCH_BLOCK(1, emb_v4, emb_load4, emb_store4, 4)
+    } else {
+        EMB_BATCH_BLOCK(4, float, emb_loadf, emb_storef, 1)
+        EMB_BATCH_BLOCK(2, float, emb_loadf, emb_storef, 1)
+        EMB_BATCH_BLOCK(1, float, emb_loadf, emb_storef, 1)
+    }
+    if (first)
+        for (int a = 0; a < m; a++)
+            for (int i = i0; i < i1; i++) dH[(long)a * n + i] = 0.0f;
+}
+
+EMB_CLONES static void emb_batch_update(float *const *H, int m, float *const *O, int c, const float *G,
+                                        float *dH, int n) {
+    int n8 = n & ~7, n4 = n & ~3;
+    emb_batch_range(H, m, O, c, G, dH, n, 0, n8, 8);
+    if (n4 > n8) emb_batch_range(H, m, O, c, G, dH, n, n8, n4, 4);
+    if (n > n4) emb_batch_range(H, m, O, c, G, dH, n, n4, n, 1);
 }
 
 /* Ask for the cache lines of a row of n floats. */
@@ -133,6 +281,21 @@ static inline float emb_sigmoid(float x) {
     }
     if (x >= EMB_SIG_MAX) return 1.0f / (1.0f + expf(-x));
     if (x <= -EMB_SIG_MAX) return expf(x) / (1.0f + expf(x));
+    return x; /* NaN */
+}
+
+/* sigmoid(x), and log(sigmoid(x)) in *logsig, from one table position */
+static inline float emb_sigmoid_log(float x, float *logsig) {
+    if (x > -EMB_SIG_MAX && x < EMB_SIG_MAX) {
+        float t = (x + EMB_SIG_MAX) * EMB_SIG_PER_UNIT;
+        int i = (int)t;
+        float f = t - (float)i;
+        *logsig = emb_logsig_tab[i] + f * (emb_logsig_tab[i + 1] - emb_logsig_tab[i]);
+        return emb_sig_tab[i] + f * (emb_sig_tab[i + 1] - emb_sig_tab[i]);
+    }
+    if (x >= EMB_SIG_MAX) { *logsig = -log1pf(expf(-x)); return 1.0f / (1.0f + expf(-x)); }
+    if (x <= -EMB_SIG_MAX) { *logsig = x - log1pf(expf(x)); return expf(x) / (1.0f + expf(x)); }
+    *logsig = x;
     return x; /* NaN */
 }
 

@@ -16,7 +16,7 @@ from libc.string cimport memset
 
 from embkit._kernels.common cimport (emb_axpy, emb_scale_copy, emb_prefetch_row, rng_uniform, rng_below, mix_seed,
                                      EMBKIT_HAVE_OPENMP)
-from embkit._kernels.losses cimport Loss
+from embkit._kernels.losses cimport Loss, Scratch, scratch_new, scratch_free
 from embkit._kernels.samplers cimport Sampler
 
 HAVE_OPENMP = bool(EMBKIT_HAVE_OPENMP)
@@ -39,7 +39,7 @@ cdef struct Config:
     const int32_t *tokens
     const int32_t *ends
     uint64_t seed
-    Py_ssize_t work_size       # scratch floats of one loss step
+    int columns                # output rows one loss step may touch
 
 
 cdef struct SliceResult:
@@ -94,11 +94,29 @@ cdef inline int next_negatives(const Config *c, Sampler sampler, uint64_t *rng, 
     return ng.cur
 
 
+cdef inline Py_ssize_t subsample(const Config *c, Py_ssize_t start, Py_ssize_t end, int32_t *buf,
+                                  uint64_t *rng) noexcept nogil:
+    """Copy sentence ``[start, end)`` into ``buf`` without the words subsampling drops; return its length."""
+    cdef Py_ssize_t p, n = 0
+    cdef int32_t w
+    cdef float kp
+    for p in range(start, end):
+        w = c.tokens[p]
+        if c.keep != NULL:
+            kp = c.keep[w]
+            if kp < 1.0 and kp < rng_uniform(rng):
+                continue
+        buf[n] = w
+        n += 1
+    return n
+
+
 cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, int s_end,
                      uint64_t slice_seed, SliceResult *out) noexcept nogil:
     """Train sentences ``[s_begin, s_end)`` of the chunk; returns -1 if scratch allocation failed."""
     cdef int dim = c.dim
     cdef int k = c.negative if loss.uses_negatives else 0
+    cdef int batch = 2 * c.window if c.sg and c.shared_negatives else 1
     cdef Py_ssize_t start = 0 if s_begin == 0 else c.ends[s_begin - 1]
     cdef Py_ssize_t max_len = 0
     cdef int s
@@ -106,13 +124,15 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
         if c.ends[s] - (0 if s == 0 else c.ends[s - 1]) > max_len:
             max_len = c.ends[s] - (0 if s == 0 else c.ends[s - 1])
     cdef int32_t *buf = <int32_t *> malloc((max_len + 1) * sizeof(int32_t))
-    cdef float *grad = <float *> malloc(dim * sizeof(float))
+    cdef float *dH = <float *> malloc(<size_t>batch * dim * sizeof(float))
     cdef float *hid = <float *> malloc(dim * sizeof(float))
+    cdef float **rows = <float **> malloc(2 * c.window * sizeof(float *))
     cdef int *neg = <int *> malloc((2 * k + 1) * sizeof(int))
     cdef double *logq = <double *> malloc((2 * k + 1) * sizeof(double))
-    cdef float *work = <float *> malloc(c.work_size * sizeof(float))
-    if buf == NULL or grad == NULL or hid == NULL or neg == NULL or logq == NULL or work == NULL:
-        free(buf); free(grad); free(hid); free(neg); free(logq); free(work)
+    cdef Scratch *work = scratch_new(batch, c.columns, k)
+    if (buf == NULL or dH == NULL or hid == NULL or rows == NULL or neg == NULL or logq == NULL
+            or work == NULL):
+        free(buf); free(dH); free(hid); free(rows); free(neg); free(logq); scratch_free(work)
         return -1
     cdef Negatives ng
     ng.ids = neg
@@ -126,23 +146,13 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
     cdef uint64_t rng = slice_seed
     cdef double total_loss = 0.0
     cdef long long examples = 0, words = 0
-    cdef Py_ssize_t p, end, i, j, lo, hi
-    cdef int n, b, w, target, count
-    cdef float lr, kp, scale
-    cdef float *h
+    cdef Py_ssize_t end, i, j, lo, hi, n
+    cdef int b, target, m
+    cdef float lr
     for s in range(s_begin, s_end):
         end = c.ends[s]
         lr = learning_rate(c, start)
-        # subsample the sentence into buf (frequent words dropped with word2vec's probability)
-        n = 0
-        for p in range(start, end):
-            w = c.tokens[p]
-            if c.keep != NULL:
-                kp = c.keep[w]
-                if kp < 1.0 and kp < rng_uniform(&rng):
-                    continue
-            buf[n] = w
-            n += 1
+        n = subsample(c, start, end, buf, &rng)
         words += end - start
         for i in range(n):
             if (i & 1023) == 1023:
@@ -155,44 +165,48 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
             hi = i + c.window + 1 - b
             if hi > n:
                 hi = n
-            if k > 0 and c.shared_negatives:
-                half = next_negatives(c, sampler, &rng, NULL, target, &ng)
-            if c.sg:
-                for j in range(lo, hi):
-                    if j == i:
-                        continue
-                    h = c.W_in + <Py_ssize_t>buf[j] * dim
-                    if j + 1 < hi:
-                        emb_prefetch_row(c.W_in + <Py_ssize_t>buf[j + 1] * dim, dim)
-                    memset(grad, 0, dim * sizeof(float))
-                    if k > 0 and not c.shared_negatives:
-                        half = next_negatives(c, sampler, &rng, h, target, &ng)
-                    total_loss += loss.step(h, target, neg + half * k, logq + half * k, k, lr, c.W_out, dim,
-                                            grad, work)
-                    emb_axpy(1.0, grad, h, dim)
-                    examples += 1
+            m = 0
+            for j in range(lo, hi):
+                if j != i:
+                    rows[m] = c.W_in + <Py_ssize_t>buf[j] * dim
+                    m += 1
+            if m == 0:
+                continue
+            if c.sg and batch > 1:
+                # the centre's context words share one negative set: one mini-batch step
+                if k > 0:
+                    half = next_negatives(c, sampler, &rng, NULL, target, &ng)
+                total_loss += loss.step(rows, m, target, neg + half * k, logq + half * k, k, lr, c.W_out,
+                                        dim, dH, work)
+                for j in range(m):
+                    emb_axpy(1.0, dH + j * dim, rows[j], dim)
+                examples += m
+            elif c.sg:
+                for j in range(m):
+                    if j + 1 < m:
+                        emb_prefetch_row(rows[j + 1], dim)
+                    if k > 0:
+                        half = next_negatives(c, sampler, &rng, rows[j], target, &ng)
+                    total_loss += loss.step(&rows[j], 1, target, neg + half * k, logq + half * k, k, lr,
+                                            c.W_out, dim, dH, work)
+                    emb_axpy(1.0, dH, rows[j], dim)
+                examples += m
             else:
-                count = 0
+                # CBOW: the hidden vector is the mean (or sum) of the context rows
                 memset(hid, 0, dim * sizeof(float))
-                for j in range(lo, hi):
-                    if j != i:
-                        emb_axpy(1.0, c.W_in + <Py_ssize_t>buf[j] * dim, hid, dim)
-                        count += 1
-                if count == 0:
-                    continue
+                for j in range(m):
+                    emb_axpy(1.0, rows[j], hid, dim)
                 if c.cbow_mean:
-                    emb_scale_copy(1.0 / count, hid, hid, dim)
-                memset(grad, 0, dim * sizeof(float))
-                if k > 0 and not c.shared_negatives:
+                    emb_scale_copy(1.0 / m, hid, hid, dim)
+                if k > 0:
                     half = next_negatives(c, sampler, &rng, hid, target, &ng)
-                total_loss += loss.step(hid, target, neg + half * k, logq + half * k, k, lr, c.W_out, dim,
-                                        grad, work)
-                for j in range(lo, hi):
-                    if j != i:
-                        emb_axpy(1.0, grad, c.W_in + <Py_ssize_t>buf[j] * dim, dim)
+                total_loss += loss.step(&hid, 1, target, neg + half * k, logq + half * k, k, lr, c.W_out,
+                                        dim, dH, work)
+                for j in range(m):
+                    emb_axpy(1.0, dH, rows[j], dim)
                 examples += 1
         start = end
-    free(buf); free(grad); free(hid); free(neg); free(logq); free(work)
+    free(buf); free(dH); free(hid); free(rows); free(neg); free(logq); scratch_free(work)
     out.loss = total_loss
     out.examples = examples
     out.words = words
@@ -270,7 +284,7 @@ cdef class WindowTrainer:
         self.cfg.min_alpha = min_alpha
         self.cfg.total_words = total_words if total_words > 0 else 1.0
         self.cfg.seed = seed
-        self.cfg.work_size = max(1, loss.work_size(self.cfg.negative, self.cfg.dim, W_out.shape[0]))
+        self.cfg.columns = loss.columns(self.cfg.negative, W_out.shape[0])
 
     def train_chunk(self, const int32_t[::1] tokens not None, const int32_t[::1] ends not None,
                     double words_before, uint64_t chunk_seed, int n_threads, int slice_index=-1):
