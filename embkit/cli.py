@@ -1,0 +1,393 @@
+"""The ``embkit`` command line: ``embkit train`` and ``embkit eval``.
+
+Examples
+--------
+Train skip-gram on the bundled Wikipedia sample, then print an evaluation::
+
+    embkit train
+    embkit train --corpus text8 --output text8.embkit --epochs 5
+    embkit train --corpus my.txt.gz --output vectors.txt --format word2vec --overwrite
+
+Evaluate saved vectors (an embkit model, a word2vec text/binary file or a gensim KeyedVectors file)::
+
+    embkit eval text8.embkit
+    embkit eval vectors.txt --suite ws353 simlex999 --format json
+
+Exit status: 0 on success, 1 on errors (missing files, invalid parameters, divergence, download
+failures), 2 on usage errors (bad options, an existing ``--output`` without ``--overwrite``, unknown
+evaluation suites).  Errors are one line ``embkit: error: ...``; ``--verbose`` adds the traceback.
+"""
+import argparse
+import contextlib
+import json
+import logging
+import os
+import sys
+import traceback
+
+logger = logging.getLogger(__name__)
+
+PROG = "embkit"
+#: Output formats of ``embkit train --format``.
+FORMATS = ("embkit", "word2vec", "word2vec-binary")
+#: Words whose nearest neighbours ``embkit train`` shows when they are in the vocabulary.
+PROBE_WORDS = ("king", "france", "city", "war", "music", "computer", "water", "good", "three")
+N_PROBES = 4
+
+# ``--flag`` -> Word2Vec keyword (flags left unset keep Word2Vec's own defaults)
+_MODEL_OPTIONS = (
+    ("--vector-size", "vector_size", int, "dimension of the vectors"),
+    ("--window", "window", int, "maximum distance between a centre and a context word"),
+    ("--sample", "sample", float, "subsampling threshold of frequent words (0 disables)"),
+    ("--negative", "negative", int, "negative samples per example"),
+    ("--ns-exponent", "ns_exponent", float, "exponent of the negative sampling distribution"),
+    ("--alpha", "alpha", float, "initial learning rate"),
+    ("--min-alpha", "min_alpha", float, "final learning rate"),
+    ("--epochs", "epochs", int, "passes over the corpus"),
+    ("--seed", "seed", int, "random seed (with --workers 1 a run is reproducible)"),
+    ("--loss", "loss", str, "loss name (see embkit.registry.LOSSES)"),
+    ("--sampler", "sampler", str, "negative sampler name (see embkit.registry.SAMPLERS)"),
+    ("--max-vocab-size", "max_vocab_size", int, "bound on distinct words while counting"),
+    ("--max-final-vocab", "max_final_vocab", int, "keep at most this many words"),
+)
+
+
+class UsageError(Exception):
+    """A mistake in the command line (exit status 2)."""
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Show defaults, except the uninformative None and False."""
+
+    def _get_help_string(self, action):
+        if action.default in (None, False) or "default:" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
+# ------------------------------------------------------------------------------------------ parser
+def _word2vec_defaults():
+    """Word2Vec's constructor defaults, for the help texts (empty if the kernels are not built)."""
+    try:
+        import inspect
+        from embkit.word2vec import Word2Vec
+    except ImportError:
+        return {}
+    return {name: p.default for name, p in inspect.signature(Word2Vec.__init__).parameters.items()}
+
+
+def _common_options():
+    common = argparse.ArgumentParser(add_help=False)
+    group = common.add_argument_group("output control")
+    group.add_argument("-q", "--quiet", action="store_true", help="no progress bar, warnings and errors only")
+    group.add_argument("-v", "--verbose", action="store_true", help="debug logging, tracebacks on errors")
+    return common
+
+
+def _add_train(subparsers, common):
+    p = subparsers.add_parser(
+        "train", parents=[common], help="train word vectors",
+        description="Train skip-gram (default) or CBOW word vectors, save them, and print an evaluation.",
+        formatter_class=_HelpFormatter)
+    p.add_argument("--corpus", default=None, metavar="PATH|URL|NAME",
+                   help="training text (one sentence per line; .gz/.bz2, folders and URLs work), or a "
+                        "registered name: 'text8' (downloaded once to $EMBKIT_CACHE, default "
+                        "~/.cache/embkit) or 'enwiki-sample' (bundled; used when not given)")
+    p.add_argument("-o", "--output", default=None, metavar="FILE", help="where to save the model")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    p.add_argument("--format", choices=FORMATS, default="embkit",
+                   help="output format: embkit model archive, or word2vec text/binary vectors")
+    model = p.add_argument_group("model (unset options keep Word2Vec's defaults)")
+    model.add_argument("--sg", type=int, choices=(0, 1), default=1, help="1 skip-gram, 0 CBOW")
+    model.add_argument("--min-count", type=int, default=5, metavar="N", help="drop words rarer than this")
+    defaults = _word2vec_defaults()
+    for flag, name, kind, text in _MODEL_OPTIONS:
+        default = "sgns" if name == "loss" else defaults.get(name)
+        if default is not None:
+            text = "%s (default: %s)" % (text, default)
+        metavar = {int: "N", float: "X", str: "NAME"}[kind]
+        model.add_argument(flag, dest=name, type=kind, default=None, metavar=metavar, help=text)
+    model.add_argument("--shared-negatives", action="store_true",
+                       help="one negative set per centre word instead of one per (centre, context) pair")
+    model.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N", help="training threads")
+    p.add_argument("--no-eval", action="store_true", help="skip the evaluation after training")
+    p.set_defaults(func=cmd_train)
+
+
+def _add_eval(subparsers, common):
+    p = subparsers.add_parser(
+        "eval", parents=[common], help="evaluate word vectors",
+        description="Evaluate word vectors on word similarity and analogy benchmarks (default: WS-353, "
+                    "SimLex-999 and the Google analogies).",
+        formatter_class=_HelpFormatter)
+    p.add_argument("vectors", metavar="MODEL_OR_VECTORS",
+                   help="embkit model, word2vec text/binary file, or gensim KeyedVectors file")
+    p.add_argument("--suite", nargs="+", default=None, metavar="NAME",
+                   help="bundled evaluation sets to run (default: ws353 simlex999 questions-words); "
+                        "valid: %s" % ", ".join(_suite_names()))
+    p.add_argument("--format", choices=("table", "json"), default="table", help="report format")
+    p.add_argument("--restrict-vocab", type=int, default=30000, metavar="N",
+                   help="analogy candidates are the N most frequent words (0: the whole vocabulary)")
+    p.add_argument("--method", choices=("3cosadd", "3cosmul"), default="3cosadd", help="analogy method")
+    p.set_defaults(func=cmd_eval)
+
+
+def build_parser():
+    """The argument parser of the ``embkit`` command."""
+    from embkit import __version__
+    parser = argparse.ArgumentParser(prog=PROG, description="Fast word2vec-style word embeddings.")
+    parser.add_argument("--version", action="version", version="%(prog)s " + __version__)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    common = _common_options()
+    _add_train(subparsers, common)
+    _add_eval(subparsers, common)
+    return parser
+
+
+# ------------------------------------------------------------------------------------------ logging
+@contextlib.contextmanager
+def _logging(args):
+    """Send embkit's log records to stderr for the duration of a command."""
+    level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
+    names = ("embkit", "gensim") if args.verbose else ("embkit",)
+    saved = []
+    for name in names:
+        log = logging.getLogger(name)
+        saved.append((log, log.level))
+        log.addHandler(handler)
+        log.setLevel(level)
+    try:
+        yield
+    finally:
+        for log, old_level in saved:
+            log.removeHandler(handler)
+            log.setLevel(old_level)
+
+
+# ------------------------------------------------------------------------------------------ train
+def _check_output(args):
+    """Refuse an existing output (unless --overwrite) or a missing folder, before any training."""
+    if args.output is None:
+        return
+    path = args.output
+    if os.path.isdir(path):
+        raise UsageError("--output %s is a directory; give a file name" % path)
+    if os.path.exists(path) and not args.overwrite:
+        raise UsageError("output file %s already exists; pass --overwrite to replace it" % path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError("output folder %s does not exist" % folder)
+
+
+def _model_kwargs(args):
+    kwargs = {"sg": args.sg, "min_count": args.min_count, "workers": args.workers,
+              "shared_negatives": args.shared_negatives, "progress": not args.quiet}
+    for _, name, _, _ in _MODEL_OPTIONS:
+        value = getattr(args, name)
+        if value is not None:
+            kwargs[name] = value
+    return kwargs
+
+
+def _train(model):
+    try:
+        from tqdm.contrib.logging import logging_redirect_tqdm
+    except ImportError:  # old tqdm
+        redirect = contextlib.nullcontext()
+    else:
+        redirect = logging_redirect_tqdm(loggers=[logging.getLogger("embkit")])
+    with redirect:
+        return model.train()
+
+
+def _save(model, args):
+    if args.format == "embkit":
+        model.save(args.output, overwrite=args.overwrite)
+    else:
+        model.save_word2vec_format(args.output, binary=args.format == "word2vec-binary", overwrite=args.overwrite)
+
+
+def cmd_train(args, out):
+    """``embkit train``: train, save, summarise, evaluate."""
+    from embkit.datasets import resolve_corpus
+    from embkit.word2vec import Word2Vec
+
+    _check_output(args)
+    model = Word2Vec(**_model_kwargs(args))  # validates the parameters before any reading
+    corpus = resolve_corpus(args.corpus, progress=not args.quiet)
+    logger.info("corpus: %s", corpus)
+    model.build_vocab(corpus_file=corpus)
+    report = _train(model)
+    if args.output is not None:
+        _save(model, args)
+    print(training_summary(model, report, corpus), file=out)
+    if args.output is not None:
+        print("saved: %s (%s format)" % (args.output, args.format), file=out)
+    if not args.no_eval:
+        from embkit.evaluation import evaluate_all
+        print("", file=out)
+        print(evaluate_all(model.wv), file=out)
+        neighbours = nearest_neighbours(model.wv)
+        if neighbours:
+            print("", file=out)
+            print(neighbours, file=out)
+    return 0
+
+
+def training_summary(model, report, corpus):
+    """Lines describing a training run: corpus, vocabulary, words, time, speed and final loss."""
+    loss = report.epoch_loss[-1] if report.epoch_loss else float("nan")
+    return "\n".join([
+        "corpus:     %s" % corpus,
+        "model:      %r" % model,
+        "vocabulary: %s words (%s corpus words per epoch, %s in vocabulary)"
+        % (_n(len(model.wv)), _n(model.vocab.raw_words), _n(model.vocab.total_words)),
+        "training:   %d epoch%s, %s words in %.2f s: %s words/s (%s raw words/s), final loss %.4f"
+        % (report.epochs, "" if report.epochs == 1 else "s", _n(report.words), report.seconds,
+           _n(report.words_per_second), _n(report.raw_words_per_second), loss),
+    ])
+
+
+def _n(value):
+    try:
+        return "{:,.0f}".format(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _probe_words(kv, n=N_PROBES):
+    present = [w for w in PROBE_WORDS if w in kv.key_to_index]
+    rank = 100
+    while len(present) < n and rank < len(kv):  # fall back on mid-frequency words
+        word = kv.index_to_key[rank]
+        if word not in present:
+            present.append(word)
+        rank *= 2
+    return present[:n]
+
+
+def nearest_neighbours(kv, words=None, topn=5):
+    """Text block: the ``topn`` nearest neighbours of a few frequent words (or of ``words``)."""
+    if len(kv) < 2:
+        return ""
+    words = words or _probe_words(kv)
+    lines = ["nearest neighbours (cosine)"]
+    for word in words:
+        similar = kv.most_similar(word, topn=min(topn, len(kv) - 1))
+        lines.append("  %-12s %s" % (word, ", ".join("%s %.2f" % (w, s) for w, s in similar)))
+    return "\n".join(lines) if len(lines) > 1 else ""
+
+
+# ------------------------------------------------------------------------------------------ eval
+def _suite_names():
+    try:
+        from embkit.evaluation import bundled_data
+        registry = bundled_data()
+    except ImportError:
+        return []
+    return registry.names("similarity") + registry.names("analogy")
+
+
+def _check_suites(suites):
+    """Registry keys of the suite names; :class:`UsageError` listing the valid names for unknown ones."""
+    from embkit.evaluation import bundled_data
+
+    registry = bundled_data()
+    keys = list(dict.fromkeys(s.strip().lower().replace("_", "-") for s in suites))
+    valid = set(registry.SIMILARITY_SETS) | set(registry.ANALOGY_SETS)
+    unknown = [s for s in suites if s.strip().lower().replace("_", "-") not in valid]
+    if unknown:
+        raise UsageError("unknown evaluation suite%s %s; valid suites: %s"
+                         % ("s" if len(unknown) > 1 else "", ", ".join(map(repr, unknown)),
+                            ", ".join(_suite_names())))
+    if sum(k in registry.ANALOGY_SETS for k in keys) > 1:
+        raise UsageError("one analogy suite at a time, got %s"
+                         % ", ".join(k for k in keys if k in registry.ANALOGY_SETS))
+    return keys
+
+
+def _run_suites(kv, keys, restrict_vocab, method):
+    from embkit.evaluation import EvaluationReport, bundled_data, evaluate_analogies, evaluate_similarity
+
+    registry = bundled_data()
+    report = EvaluationReport()
+    for key in keys:
+        if key in registry.SIMILARITY_SETS:
+            report.similarity.append(evaluate_similarity(kv, key))
+        else:
+            report.analogy = evaluate_analogies(kv, key, restrict_vocab=restrict_vocab, method=method)
+    return report
+
+
+def cmd_eval(args, out):
+    """``embkit eval``: load vectors, run the evaluation suites, print a table or JSON."""
+    from embkit.evaluation import evaluate_all
+    from embkit.persist import load_vectors
+
+    if args.restrict_vocab < 0:
+        raise UsageError("--restrict-vocab must be >= 0 (0: the whole vocabulary), got %d" % args.restrict_vocab)
+    keys = _check_suites(args.suite) if args.suite else None  # before the (slow) load
+    kv = load_vectors(args.vectors)
+    restrict = args.restrict_vocab or None
+    if keys:
+        report = _run_suites(kv, keys, restrict, args.method)
+    else:
+        report = evaluate_all(kv, restrict_vocab=restrict, method=args.method)
+    if args.format == "json":
+        data = {"vectors": args.vectors, "vocab_size": len(kv), "vector_size": kv.vector_size,
+                "restrict_vocab": restrict}
+        data.update(report.to_dict())
+        print(json.dumps(data, indent=2), file=out)
+    else:
+        print("vectors: %s (%s words, %d dimensions)" % (args.vectors, _n(len(kv)), kv.vector_size), file=out)
+        print("", file=out)
+        print(report, file=out)
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ main
+def _one_line(exc):
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, (OSError, ValueError, FloatingPointError, RuntimeError, UsageError, MemoryError)):
+        return text
+    return "%s: %s" % (type(exc).__name__, text)
+
+
+def main(argv=None, out=None):
+    """Run the ``embkit`` command line.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments without the program name (default ``sys.argv[1:]``).
+    out : file, optional
+        Where reports go (default ``sys.stdout``); logs and errors go to ``sys.stderr``.
+
+    Returns
+    -------
+    int
+        Exit status: 0 success, 1 error, 2 usage error.
+    """
+    out = sys.stdout if out is None else out
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error already printed by argparse
+        return exc.code if isinstance(exc.code, int) else 2
+    with _logging(args):
+        try:
+            return args.func(args, out)
+        except UsageError as exc:
+            print("%s: error: %s" % (PROG, _one_line(exc)), file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print("%s: interrupted" % PROG, file=sys.stderr)
+            return 130
+        except Exception as exc:  # noqa: BLE001 - every failure becomes one line (traceback with -v)
+            if args.verbose:
+                traceback.print_exc()
+            print("%s: error: %s" % (PROG, _one_line(exc)), file=sys.stderr)
+            return 1
