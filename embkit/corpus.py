@@ -86,6 +86,7 @@ class TextCorpus:
         for path in self.files:
             with _open_text(path) as fh:
                 carry = ""
+                open_line = False  # the last piece handed over was a partial line
                 while True:
                     try:
                         block = fh.read(BLOCK_CHARS)
@@ -99,15 +100,18 @@ class TextCorpus:
                     if cut >= 0:
                         yield block[:cut], True
                         carry = block[cut + 1:]
+                        open_line = False
                     else:
                         # one long line: hand over everything up to the last whitespace
                         cut = max(block.rfind(" "), block.rfind("\t"), block.rfind("\r"))
                         if cut > 0:
                             yield block[:cut], False
                             carry = block[cut + 1:]
+                            open_line = True
                         else:
                             carry = block
-                if carry:
+                if carry or open_line:
+                    # end of file ends the line, even if its last piece was handed over already
                     yield carry, True
             if self.stats.replaced_chars:
                 logger.warning("%s: %d invalid UTF-8 sequences replaced by U+FFFD", path,

@@ -8,7 +8,6 @@ import contextlib
 import io
 import json
 import os
-import tempfile
 import zipfile
 
 import numpy as np
@@ -30,9 +29,10 @@ def atomic_path(path, overwrite=True):
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise FileNotFoundError("directory %r does not exist" % directory)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix="-" + os.path.basename(path), dir=directory)
-    os.close(fd)
+    tmp = _create_temp(directory, os.path.basename(path))
     try:
+        if os.path.exists(path):  # keep the permissions of the file being replaced
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
         yield tmp
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
@@ -41,6 +41,20 @@ def atomic_path(path, overwrite=True):
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _create_temp(directory, name):
+    """Create an empty ``.tmp-<random>-<name>`` in ``directory``, mode 0666 minus the umask like open().
+
+    (``tempfile.mkstemp`` would make it 0600, and the saved file would keep that.)
+    """
+    while True:
+        tmp = os.path.join(directory, ".tmp-%s-%s" % (os.urandom(6).hex(), name))
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return tmp
+        except FileExistsError:
+            continue
 
 
 def save_archive(path, config, words, arrays, overwrite=True):
@@ -117,6 +131,8 @@ def _sniff_binary(path):
     with sopen(path, "rb") as fh:
         fh.readline()
         sample = fh.read(4096)
+    if b"\x00" in sample:  # never in a text file; all-zero float32 vectors are valid UTF-8
+        return True
     try:
         sample.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -235,7 +235,14 @@ class Word2Vec:
         corpus = self.corpus
         if corpus_iterable is not None or corpus_file is not None:
             corpus = as_corpus(corpus_iterable, corpus_file, self.max_sentence_length)
+        if corpus is None:
+            raise RuntimeError("no corpus to train on: this model's vocabulary was not built from a corpus here "
+                               "(e.g. it was loaded from a file); pass corpus_iterable or corpus_file")
         cache = self._cache if corpus is self.corpus else None
+        if cache is not None and not cache.complete:
+            # an interrupted pass (error, Ctrl-C) left it partial: appending to it would duplicate chunks
+            cache.close()
+            cache = self._cache = None
         if cache is None:
             cache = ChunkCache()
             if total_words is None and corpus is not self.corpus:

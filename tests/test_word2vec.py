@@ -1,0 +1,203 @@
+"""Training end to end: reproducibility, threads, planted structure, reports, and the training API."""
+import numpy as np
+import pytest
+from gensim.models import KeyedVectors
+
+from embkit import Word2Vec, registry
+
+SMALL = dict(vector_size=16, min_count=1, window=3, epochs=3, sample=0)
+# with subsampling on (the planted words have frequency 0.02: each is kept with probability ~0.27)
+SUBSAMPLED = dict(SMALL, sample=1e-3)
+
+
+# ----------------------------------------------------------------------------- determinism
+
+@pytest.mark.parametrize("sg", [1, 0], ids=["skip-gram", "cbow"])
+def test_seeded_single_thread_runs_are_bit_identical(planted, sg):
+    _, sentences = planted
+    a = Word2Vec(sentences, sg=sg, workers=1, seed=7, **SUBSAMPLED)
+    b = Word2Vec(sentences, sg=sg, workers=1, seed=7, **SUBSAMPLED)
+    assert np.array_equal(a.wv.vectors, b.wv.vectors)
+    assert np.array_equal(a.syn1neg, b.syn1neg)
+    assert a.last_report.epoch_loss == b.last_report.epoch_loss
+    c = Word2Vec(sentences, sg=sg, workers=1, seed=8, **SUBSAMPLED)
+    assert not np.array_equal(a.wv.vectors, c.wv.vectors)
+    assert np.all(np.isfinite(c.wv.vectors))
+
+
+def test_seeded_runs_identical_from_file_and_list(planted, tmp_path):
+    # the same sentences read from a file and from a list give the same model
+    _, sentences = planted
+    path = tmp_path / "planted.txt"
+    path.write_text("\n".join(" ".join(s) for s in sentences) + "\n")
+    a = Word2Vec(sentences, sg=1, workers=1, seed=3, **SUBSAMPLED)
+    b = Word2Vec(corpus_file=str(path), sg=1, workers=1, seed=3, **SUBSAMPLED)
+    assert a.wv.index_to_key == b.wv.index_to_key
+    assert np.array_equal(a.wv.vectors, b.wv.vectors)
+
+
+def test_initial_vectors_depend_on_seed_only(planted):
+    _, sentences = planted
+    a = Word2Vec(seed=5, **SMALL).build_vocab(sentences)
+    b = Word2Vec(seed=5, workers=2, **SMALL).build_vocab(sentences)
+    assert np.array_equal(a.wv.vectors, b.wv.vectors)
+    assert not np.any(a.syn1neg)
+    assert np.max(np.abs(a.wv.vectors)) <= 0.5 / SMALL["vector_size"]
+
+
+# ----------------------------------------------------------------------------- threads
+
+@pytest.mark.parametrize("sg", [1, 0], ids=["skip-gram", "cbow"])
+def test_two_threads_no_nan_and_same_quality(planted, purity, sg):
+    groups, sentences = planted
+    one = Word2Vec(sentences, sg=sg, workers=1, seed=1, **SMALL)
+    two = Word2Vec(sentences, sg=sg, workers=2, seed=1, **SMALL)
+    for model in (one, two):
+        assert np.all(np.isfinite(model.wv.vectors)) and np.all(np.isfinite(model.syn1neg))
+        assert model.last_report.words == SMALL["epochs"] * model.vocab.total_words
+    assert two.last_report.examples == pytest.approx(one.last_report.examples, rel=0.05)
+    assert two.last_report.epoch_loss[-1] == pytest.approx(one.last_report.epoch_loss[-1], rel=0.1)
+    p1, _ = purity(one.wv, groups)
+    p2, _ = purity(two.wv, groups)
+    assert p1 >= 0.9 and p2 >= 0.9
+    assert abs(p1 - p2) <= 0.1
+
+
+def test_more_threads_than_sentences():
+    sentences = [["alpha", "beta", "gamma", "delta"] * 5]
+    model = Word2Vec(sentences, vector_size=8, min_count=1, workers=4, epochs=2, window=2, negative=2)
+    assert np.all(np.isfinite(model.wv.vectors))
+    assert model.last_report.words == 2 * 20
+
+
+# ----------------------------------------------------------------------------- planted structure
+
+@pytest.mark.parametrize("sg, shared", [(1, False), (0, False), (1, True), (0, True)],
+                         ids=["skip-gram", "cbow", "skip-gram-shared-neg", "cbow-shared-neg"])
+def test_planted_topics_become_nearest_neighbours(planted, purity, sg, shared):
+    groups, sentences = planted
+    model = Word2Vec(sentences, sg=sg, shared_negatives=shared, workers=1, seed=2, **SMALL)
+    mean, worst = purity(model.wv, groups)
+    assert mean >= 0.9, "mean top-5 purity %.2f" % mean
+    assert worst >= 0.6, "worst top-5 purity %.2f" % worst
+    # the loss goes down over the epochs
+    losses = model.last_report.epoch_loss
+    assert losses[-1] < losses[0]
+
+
+def test_planted_topics_cbow_sum(planted, purity):
+    groups, sentences = planted
+    model = Word2Vec(sentences, sg=0, cbow_mean=0, alpha=0.005, workers=1, seed=2, **SMALL)
+    assert purity(model.wv, groups)[0] >= 0.9
+
+
+@pytest.mark.parametrize("sampler", sorted(registry.SAMPLERS))
+def test_every_sampler_trains(planted, purity, sampler):
+    groups, sentences = planted
+    model = Word2Vec(sentences, sg=1, sampler=sampler, workers=1, seed=2, **SMALL)
+    assert np.all(np.isfinite(model.wv.vectors))
+    assert purity(model.wv, groups)[0] >= 0.8
+
+
+def test_untrained_model_has_no_structure(planted, purity):
+    # the purity check is not vacuous: random initial vectors score near chance (9 of 49 are neighbours)
+    groups, sentences = planted
+    model = Word2Vec(seed=2, **SMALL).build_vocab(sentences)
+    assert purity(model.wv, groups)[0] < 0.5
+
+
+# ----------------------------------------------------------------------------- reports and the API
+
+def test_training_report_counts(english_sentences):
+    sentences = english_sentences * 5
+    model = Word2Vec(sentences, vector_size=8, min_count=2, window=2, epochs=4, workers=1)
+    report = model.last_report
+    assert report.epochs == 4
+    assert report.words == 4 * model.vocab.total_words
+    assert report.raw_words == 4 * model.vocab.raw_words == 4 * 360
+    assert report.examples > 0
+    assert len(report.epoch_loss) == 4 and all(np.isfinite(report.epoch_loss))
+    assert report.seconds >= 0
+
+
+def test_keyed_vectors_interface(planted):
+    _, sentences = planted
+    model = Word2Vec(sentences, workers=1, **SMALL)
+    wv = model.wv
+    assert isinstance(wv, KeyedVectors)
+    assert wv.vectors.dtype == np.float32 and wv.vectors.shape == (50, 16)
+    assert wv.index_to_key == model.vocab.index_to_key
+    assert [wv.get_vecattr(w, "count") for w in wv.index_to_key] == model.vocab.counts.tolist()
+    assert wv.most_similar("t0w0", topn=3)[0][0] != "t0w0"
+    assert "Word2Vec<" in repr(model)
+
+
+def test_train_again_continues_from_current_vectors(planted):
+    _, sentences = planted
+    model = Word2Vec(sentences, workers=1, **SMALL)
+    before = model.wv.vectors.copy()
+    report = model.train(epochs=1)
+    assert report.epochs == 1 and report.words == model.vocab.total_words
+    assert not np.array_equal(before, model.wv.vectors)
+    # explicit schedule and a different corpus: its words are counted exactly
+    report = model.train(corpus_iterable=sentences[:100] + [["unknown", "words"]], epochs=2,
+                         start_alpha=0.01, end_alpha=0.001)
+    assert report.words == 2 * sum(len(s) for s in sentences[:100])
+    assert report.raw_words == 2 * (sum(len(s) for s in sentences[:100]) + 2)
+
+
+def test_build_then_train_equals_constructor(planted):
+    _, sentences = planted
+    a = Word2Vec(sentences, workers=1, seed=4, **SMALL)
+    b = Word2Vec(workers=1, seed=4, **SMALL)
+    b.build_vocab(sentences)
+    b.train()
+    assert np.array_equal(a.wv.vectors, b.wv.vectors)
+
+
+def test_train_before_build_vocab():
+    with pytest.raises(RuntimeError, match="build_vocab"):
+        Word2Vec(vector_size=8).train()
+
+
+class _FailingCorpus:
+    """A restartable corpus that can be told to fail part-way through a pass (a read error, Ctrl-C)."""
+
+    def __init__(self, sentences):
+        self.sentences = sentences
+        self.fail_after = None
+
+    def __iter__(self):
+        for i, sentence in enumerate(self.sentences):
+            if self.fail_after is not None and i >= self.fail_after:
+                raise OSError("simulated read error")
+            yield sentence
+
+
+def test_train_after_an_interrupted_pass_trains_each_word_once_per_epoch(planted):
+    # the first pass caches encoded chunks; when it is cut short, the next train() must not reuse
+    # the partial cache and then append the whole corpus to it (epochs 2+ would see chunks twice)
+    _, sentences = planted
+    corpus = _FailingCorpus(sentences)
+    model = Word2Vec(vector_size=8, min_count=1, workers=1, epochs=3, chunk_tokens=500)
+    model.build_vocab(corpus)
+    corpus.fail_after = len(sentences) // 2
+    with pytest.raises(OSError, match="simulated"):
+        model.train()
+    corpus.fail_after = None
+    report = model.train()
+    assert report.words == 3 * model.vocab.total_words
+    assert report.raw_words == 3 * model.vocab.raw_words
+
+
+def test_negative_larger_than_vocabulary():
+    with pytest.raises(ValueError, match="negative=10 exceeds"):
+        Word2Vec([["a", "b", "c"]], vector_size=4, min_count=1, negative=10)
+
+
+def test_hs_is_not_available_without_its_loss():
+    # hs=1 with negative=0 selects the "hs" loss: an explicit error while it is not registered
+    if "hs" in registry.LOSSES:
+        pytest.skip("the hs loss is registered")
+    with pytest.raises(ValueError, match="valid losses: sgns"):
+        Word2Vec(vector_size=8, hs=1, negative=0)
