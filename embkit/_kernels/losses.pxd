@@ -25,4 +25,5 @@ cdef class Loss:
 
 
 cdef class SGNS(Loss):
-    pass
+    cdef double step_one(self, const float *h, int target, const int *neg, int k, float lr, float *W_out,
+                         int dim, float *dh, float *S) noexcept nogil

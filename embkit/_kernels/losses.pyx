@@ -13,8 +13,10 @@ returns the loss summed over the batch.  The heavy lifting is two blocked C help
 import numpy as np
 
 from libc.stdlib cimport malloc, calloc, free
+from libc.string cimport memset
 
-from embkit._kernels.common cimport (emb_scores, emb_batch_update, emb_sigmoid_log,
+from embkit._kernels.common cimport (emb_scores, emb_batch_update, emb_sigmoid_log, emb_dot, emb_dot_rows,
+                                     emb_row_update,
                                      emb_init_tables)
 
 emb_init_tables()
@@ -136,6 +138,8 @@ cdef class SGNS(Loss):
 
     cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
                      float lr, float *W_out, int dim, float *dH, Scratch *work) noexcept nogil:
+        if m == 1:
+            return self.step_one(H[0], target, neg, k, lr, W_out, dim, dH, work.scores)
         cdef int c = gather_columns(target, neg, k, W_out, dim, work)
         cdef float *S = work.scores
         cdef float *G = work.coef
@@ -159,4 +163,25 @@ cdef class SGNS(Loss):
                 loss -= logp - s            # log s(-x) = log s(x) - x
                 G[a * c + q] -= lr * p
         emb_batch_update(H, m, work.rows, c, G, dH, dim)
+        return loss
+
+    cdef inline double step_one(self, const float *h, int target, const int *neg, int k, float lr, float *W_out,
+                                int dim, float *dh, float *S) noexcept nogil:
+        """The single-input step, row by row as word2vec does (duplicate negatives update twice)."""
+        cdef float *row = W_out + <Py_ssize_t>target * dim
+        cdef float logp, p
+        cdef float s = emb_dot(h, row, dim)
+        emb_dot_rows(h, W_out, neg, k, dim, S)
+        memset(dh, 0, dim * sizeof(float))
+        p = emb_sigmoid_log(s, &logp)
+        cdef double loss = -logp
+        emb_row_update(lr * (1.0 - p), h, row, dh, dim)
+        cdef int j
+        for j in range(k):
+            if neg[j] == target:
+                continue
+            s = S[j]
+            p = emb_sigmoid_log(s, &logp)
+            loss -= logp - s
+            emb_row_update(-lr * p, h, W_out + <Py_ssize_t>neg[j] * dim, dh, dim)
         return loss

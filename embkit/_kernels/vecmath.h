@@ -169,17 +169,29 @@ EMB_CLONES static void emb_row_update(float g, const float *h, float *out, float
                 for (int r = 0; r < R; r++) acc[r][t] += x[r] * o;                                       \
             }                                                                                            \
         }                                                                                                \
+        if (n4 > n8) { /* one 4-wide step, folded into the low half of the accumulators */                \
+            emb_v4 x4[R];                                                                                \
+            for (int r = 0; r < R; r++) x4[r] = emb_load4(H[a + r] + n8);                                \
+            for (int t = 0; t < W; t++) {                                                                \
+                emb_v4 o = emb_load4(O[b + t] + n8);                                                     \
+                for (int r = 0; r < R; r++) {                                                            \
+                    emb_v4 p = x4[r] * o;                                                                \
+                    emb_v8 p8 = {p[0], p[1], p[2], p[3], 0, 0, 0, 0};                                    \
+                    acc[r][t] += p8;                                                                     \
+                }                                                                                        \
+            }                                                                                            \
+        }                                                                                                \
         for (int r = 0; r < R; r++)                                                                      \
             for (int t = 0; t < W; t++) {                                                                \
                 float v = emb_hsum8(acc[r][t]);                                                          \
-                for (int q = n8; q < n; q++) v += H[a + r][q] * O[b + t][q];                             \
+                for (int q = n4; q < n; q++) v += H[a + r][q] * O[b + t][q];                             \
                 S[(a + r) * c + b + t] = v;                                                              \
             }                                                                                            \
     }
 
 /* S[a * c + b] = <H[a], O[b]>, blocked 2 inputs x 4 outputs so each loaded slice feeds several FMAs */
 EMB_CLONES static void emb_scores(float *const *H, int m, float *const *O, int c, float *S, int n) {
-    int n8 = n & ~7, a = 0;
+    int n8 = n & ~7, n4 = n & ~3, a = 0;
     for (; a + 2 <= m; a += 2) {
         int b = 0;
         EMB_SCORE_BLOCK(2, 4)
@@ -256,7 +268,7 @@ static inline void emb_prefetch_row(const float *row, int n) {
 }
 
 /* Sigmoid and log-sigmoid by linear interpolation in a table over [-EMB_SIG_MAX, EMB_SIG_MAX]
- * (max error about 1e-7), exact outside it; NaN propagates. */
+ * (max error below 1e-6), exact outside it; NaN propagates. */
 #define EMB_SIG_MAX 8.0f
 #define EMB_SIG_PER_UNIT 256
 #define EMB_SIG_N (2 * 8 * EMB_SIG_PER_UNIT)
