@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 logger = logging.getLogger(__name__)
 
-BLOCK_CHARS = 1 << 20
+BLOCK_CHARS = 1 << 18
 MAX_SENTENCE_LENGTH = 10000
 
 

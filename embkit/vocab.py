@@ -1,5 +1,6 @@
 """Vocabulary: word counts, the kept words in frequency order, and word2vec subsampling."""
 import logging
+from array import array
 from collections import Counter
 
 import numpy as np
@@ -84,9 +85,15 @@ class Vocab:
                              "most frequent seen %d times): lower min_count"
                              % (effective_min, raw, len(counter), max(counter.values())))
         items.sort(key=lambda wc: -wc[1])  # stable: ties keep first-seen order
-        vocab = cls([w for w, _ in items], [c for _, c in items], raw_words=raw, sentences=sentences)
+        # fresh copies of the kept words, so the memory of the counting (every distinct word, spread over
+        # the allocator's arenas) can go back to the operating system once the counter is dropped
+        words = [(w + " ")[:-1] for w, _ in items]
+        counts = [c for _, c in items]
+        n_distinct = len(counter)
+        del counter, items
+        vocab = cls(words, counts, raw_words=raw, sentences=sentences)
         logger.info("vocabulary: %d words kept of %d distinct (min_count=%d), %d of %d tokens (%.1f%%)",
-                    len(vocab), len(counter), effective_min, vocab.total_words, raw,
+                    len(vocab), n_distinct, effective_min, vocab.total_words, raw,
                     100.0 * vocab.total_words / raw)
         return vocab
 
@@ -109,7 +116,7 @@ class Vocab:
             return None
         return keep
 
-    def encode(self, corpus, chunk_tokens=1 << 20):
+    def encode(self, corpus, chunk_tokens=1 << 18):
         """Encode ``corpus`` into chunks of word ids; see :func:`encode_chunks`."""
         return encode_chunks(corpus, self.key_to_index, chunk_tokens)
 
@@ -131,25 +138,28 @@ class EncodedChunk:
         return self.tokens.shape[0]
 
 
-def encode_chunks(corpus, key_to_index, chunk_tokens=1 << 20):
+def encode_chunks(corpus, key_to_index, chunk_tokens=1 << 18):
     """Yield :class:`EncodedChunk` of about ``chunk_tokens`` in-vocabulary tokens each.
 
     Out-of-vocabulary tokens are removed before windows are formed (as in word2vec); sentences left empty
     are skipped.  Memory stays bounded by the chunk size whatever the corpus size.
     """
     get = key_to_index.get
-    ids = []
-    ends = []
+    ids = array("i")     # C ints: 4 bytes a token, not a Python object each
+    ends = array("i")
     raw = 0
     for sentence in corpus:
         raw += len(sentence)
-        enc = [i for i in map(get, sentence) if i is not None]
-        if not enc:
-            continue
-        ids.extend(enc)
-        ends.append(len(ids))
+        ids.extend([i for i in map(get, sentence) if i is not None])
+        if len(ids) > (ends[-1] if ends else 0):
+            ends.append(len(ids))
         if len(ids) >= chunk_tokens:
-            yield EncodedChunk(np.array(ids, dtype=np.int32), np.array(ends, dtype=np.int32), raw)
-            ids, ends, raw = [], [], 0
+            yield _chunk(ids, ends, raw)
+            ids, ends, raw = array("i"), array("i"), 0
     if ids or raw:
-        yield EncodedChunk(np.array(ids, dtype=np.int32), np.array(ends, dtype=np.int32), raw)
+        yield _chunk(ids, ends, raw)
+
+
+def _chunk(ids, ends, raw):
+    # the arrays share the buffers of ``ids`` and ``ends`` (array "i" is a 4-byte C int)
+    return EncodedChunk(np.frombuffer(ids, dtype=np.int32), np.frombuffer(ends, dtype=np.int32), raw)
