@@ -72,30 +72,54 @@ class Vocab:
                 min_reduce += 1
         if raw == 0:
             raise ValueError("the corpus %r is empty: no tokens found" % (corpus,))
+        words = list(counter)
+        counts = np.fromiter(counter.values(), dtype=np.int64, count=len(words))
+        del counter
+        vocab, _ = cls.from_counts(words, counts, raw, min_count, max_final_vocab, trim_rule)
+        vocab.sentences = sentences
+        return vocab
+
+    @classmethod
+    def from_counts(cls, words, counts, raw_words, min_count=5, max_final_vocab=None, trim_rule=None):
+        """Select the vocabulary from every distinct word and its count.
+
+        Parameters
+        ----------
+        words : list of str
+            Distinct words in first-seen order.
+        counts : ndarray of int64
+            Their counts.
+        raw_words : int
+            Corpus tokens.
+
+        Returns
+        -------
+        vocab : Vocab
+            Words seen at least ``min_count`` times, most frequent first; ties keep first-seen order.
+        kept : ndarray of int64
+            Position in ``words`` of each vocabulary word.
+        """
         effective_min = min_count
-        if max_final_vocab is not None and len(counter) > max_final_vocab:
-            ordered = sorted(counter.values(), reverse=True)
+        if max_final_vocab is not None and len(words) > max_final_vocab:
+            ordered = np.sort(counts)[::-1]
             # smallest count threshold that keeps at most max_final_vocab words
-            effective_min = max(min_count, ordered[max_final_vocab] + 1)
-        items = [(w, c) for w, c in counter.items() if c >= effective_min]
+            effective_min = max(min_count, int(ordered[max_final_vocab]) + 1)
+        kept = np.flatnonzero(counts >= effective_min)
         if trim_rule is not None:
-            items = [(w, c) for w, c in items if trim_rule(w, c, effective_min)]
-        if not items:
+            kept = np.array([i for i in kept if trim_rule(words[i], int(counts[i]), effective_min)],
+                            dtype=np.int64)
+        if kept.size == 0:
             raise ValueError("no word occurs at least min_count=%d times (the corpus has %d tokens, %d distinct, "
                              "most frequent seen %d times): lower min_count"
-                             % (effective_min, raw, len(counter), max(counter.values())))
-        items.sort(key=lambda wc: -wc[1])  # stable: ties keep first-seen order
+                             % (effective_min, raw_words, len(words), int(counts.max()) if len(words) else 0))
+        kept = kept[np.argsort(-counts[kept], kind="stable")]   # ties keep first-seen order
         # fresh copies of the kept words, so the memory of the counting (every distinct word, spread over
-        # the allocator's arenas) can go back to the operating system once the counter is dropped
-        words = [(w + " ")[:-1] for w, _ in items]
-        counts = [c for _, c in items]
-        n_distinct = len(counter)
-        del counter, items
-        vocab = cls(words, counts, raw_words=raw, sentences=sentences)
+        # the allocator's arenas) can go back to the operating system once the caller drops it
+        vocab = cls([(words[i] + " ")[:-1] for i in kept], counts[kept], raw_words=raw_words)
         logger.info("vocabulary: %d words kept of %d distinct (min_count=%d), %d of %d tokens (%.1f%%)",
-                    len(vocab), n_distinct, effective_min, vocab.total_words, raw,
-                    100.0 * vocab.total_words / raw)
-        return vocab
+                    len(vocab), len(words), effective_min, vocab.total_words, raw_words,
+                    100.0 * vocab.total_words / raw_words)
+        return vocab, kept
 
     def keep_probabilities(self, sample):
         """Probability of keeping each word under word2vec subsampling with threshold ``sample``.

@@ -8,6 +8,7 @@ from embkit import persist, registry
 from embkit._kernels.windows import WindowTrainer
 from embkit.cache import ChunkCache, prefetch
 from embkit.corpus import MAX_SENTENCE_LENGTH, as_corpus
+from embkit.scan import scan_corpus
 from embkit.training import run_epochs
 from embkit.vocab import Vocab
 
@@ -120,6 +121,7 @@ class Word2Vec:
         self.wv = None
         self.syn1neg = None
         self.corpus = None
+        self._cache = None
         self.last_report = None
         if sentences is not None or corpus_file is not None:
             self.build_vocab(sentences, corpus_file=corpus_file)
@@ -169,11 +171,18 @@ class Word2Vec:
             Exactly one of the two.
         """
         self.corpus = as_corpus(corpus_iterable, corpus_file, self.max_sentence_length)
-        self.vocab = Vocab.build(self.corpus, min_count=self.min_count, max_vocab_size=self.max_vocab_size,
-                                 max_final_vocab=self.max_final_vocab)
-        if len(self.vocab) > np.iinfo(np.int32).max:
-            raise ValueError("vocabulary too large for int32 ids")
-        self._cache = None
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+        if self.max_vocab_size is None:
+            # one pass: the vocabulary and the encoded corpus for training together
+            self.vocab, self._cache = scan_corpus(self.corpus, min_count=self.min_count,
+                                                  max_final_vocab=self.max_final_vocab,
+                                                  chunk_tokens=self.chunk_tokens)
+        else:
+            # bounded counting prunes words mid-pass, so the corpus is encoded in the first epoch instead
+            self.vocab = Vocab.build(self.corpus, min_count=self.min_count, max_vocab_size=self.max_vocab_size,
+                                     max_final_vocab=self.max_final_vocab)
         self._init_vectors()
         return self
 

@@ -175,11 +175,12 @@ class _FailingCorpus:
 
 
 def test_train_after_an_interrupted_pass_trains_each_word_once_per_epoch(planted):
-    # the first pass caches encoded chunks; when it is cut short, the next train() must not reuse
-    # the partial cache and then append the whole corpus to it (epochs 2+ would see chunks twice)
+    # with bounded counting (max_vocab_size) the corpus is encoded during the first epoch; when that pass
+    # is cut short, the next train() must not reuse the partial cache and then append the whole corpus to
+    # it (epochs 2+ would see chunks twice)
     _, sentences = planted
     corpus = _FailingCorpus(sentences)
-    model = Word2Vec(vector_size=8, min_count=1, workers=1, epochs=3, chunk_tokens=500)
+    model = Word2Vec(vector_size=8, min_count=1, workers=1, epochs=3, chunk_tokens=500, max_vocab_size=10**6)
     model.build_vocab(corpus)
     corpus.fail_after = len(sentences) // 2
     with pytest.raises(OSError, match="simulated"):
@@ -201,3 +202,26 @@ def test_hs_is_not_available_without_its_loss():
         pytest.skip("the hs loss is registered")
     with pytest.raises(ValueError, match="valid losses: sgns"):
         Word2Vec(vector_size=8, hs=1, negative=0)
+
+
+def test_one_pass_scan_matches_counting_and_encoding(planted):
+    # build_vocab reads the corpus once (scan_corpus); it must give the vocabulary of the counting pass
+    # and the chunks of encoding the corpus with that vocabulary
+    from embkit.corpus import IterableCorpus
+    from embkit.scan import scan_corpus
+    from embkit.vocab import Vocab, encode_chunks
+
+    _, sentences = planted
+    sentences = sentences + [["unseen-rare"], []]
+    corpus = IterableCorpus(sentences)
+    vocab, cache = scan_corpus(corpus, min_count=2, chunk_tokens=700)
+    reference = Vocab.build(corpus, min_count=2)
+    assert vocab.index_to_key == reference.index_to_key
+    assert np.array_equal(vocab.counts, reference.counts)
+    assert vocab.raw_words == reference.raw_words
+    got = list(cache)
+    want = list(encode_chunks(corpus, reference.key_to_index, 700))
+    assert np.array_equal(np.concatenate([c.tokens for c in got]), np.concatenate([c.tokens for c in want]))
+    lengths = lambda chunks: np.concatenate([np.diff(np.concatenate([[0], c.ends])) for c in chunks])
+    assert np.array_equal(lengths(got), lengths(want))
+    assert sum(c.raw_words for c in got) == reference.raw_words
