@@ -42,7 +42,9 @@ class Word2Vec:
     vector_size : int
         Dimension of the vectors (>= 1).
     alpha, min_alpha : float
-        Learning rate at the start and at the end; it decays linearly with global progress.
+        Learning rate at the start and at the end; it decays linearly with global progress.  The default
+        0.05 is word2vec.c's CBOW rate and fastText's; gensim's is 0.025, which on our benchmarks scores
+        clearly lower on word similarity (see BENCHMARKS.md).
     window : int
         Maximum distance between the centre and a context word (>= 1); each centre draws a reduced window
         uniformly in ``[1, window]``, as word2vec does.
@@ -85,7 +87,7 @@ class Word2Vec:
         Show a progress bar.
     """
 
-    def __init__(self, sentences=None, corpus_file=None, vector_size=100, alpha=0.025, window=5, min_count=5,
+    def __init__(self, sentences=None, corpus_file=None, vector_size=100, alpha=0.05, window=5, min_count=5,
                  max_vocab_size=None, sample=1e-3, seed=1, workers=3, min_alpha=0.0001, sg=0, hs=0, negative=5,
                  ns_exponent=0.75, cbow_mean=1, epochs=5, max_final_vocab=None,
                  max_sentence_length=MAX_SENTENCE_LENGTH, loss=None, sampler="unigram", loss_params=None,

@@ -119,7 +119,9 @@ def build_parser():
     p.add_argument("--min-count", type=int, default=5)
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--alpha", type=float, default=0.025, help="learning rate of embkit and gensim")
+    p.add_argument("--alpha", type=float, default=None,
+                   help="learning rate of embkit and gensim (default: each library's own: embkit 0.05, "
+                        "gensim 0.025)")
     p.add_argument("--fasttext-lr", type=float, default=None,
                    help="fastText learning rate (default: fastText's own, 0.05 for skip-gram)")
     p.add_argument("--seed", type=int, default=1)
@@ -150,7 +152,9 @@ def train_embkit(args):
 
     kwargs = dict(sg=args.sg, vector_size=args.vector_size, window=args.window, negative=args.negative,
                   sample=args.sample, min_count=args.min_count, epochs=args.epochs, workers=args.workers,
-                  alpha=args.alpha, seed=args.seed)
+                  seed=args.seed)
+    if args.alpha is not None:
+        kwargs["alpha"] = args.alpha
     kwargs.update(parse_kwargs(args.embkit_args))
     start = time.perf_counter()
     model = Word2Vec(corpus_file=args.corpus, **kwargs)
@@ -167,7 +171,9 @@ def train_gensim(args):
 
     kwargs = dict(sg=args.sg, vector_size=args.vector_size, window=args.window, negative=args.negative,
                   hs=0, sample=args.sample, min_count=args.min_count, epochs=args.epochs, workers=args.workers,
-                  alpha=args.alpha, seed=args.seed)
+                  seed=args.seed)
+    if args.alpha is not None:
+        kwargs["alpha"] = args.alpha
     start = time.perf_counter()
     model = Word2Vec(**kwargs)
     model.build_vocab(corpus_file=args.corpus)
@@ -280,7 +286,8 @@ def child_command(args, trainer, corpus, tokens, workers):
            "--corpus-tokens", str(tokens), "--workers", str(workers)]
     for flag in ("sg", "vector_size", "window", "negative", "sample", "min_count", "epochs", "alpha", "seed",
                  "restrict_vocab", "analogy_impl"):
-        cmd += ["--" + flag.replace("_", "-"), str(getattr(args, flag))]
+        if getattr(args, flag) is not None:
+            cmd += ["--" + flag.replace("_", "-"), str(getattr(args, flag))]
     if args.fasttext_lr is not None:
         cmd += ["--fasttext-lr", str(args.fasttext_lr)]
     if args.embkit_args and trainer == "embkit":
@@ -398,9 +405,9 @@ def run_parent(args):
             results.append(run_trainer(args, "embkit", corpus, tokens, 1))
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
-    settings = ("sg=%d vector_size=%d window=%d negative=%d sample=%g min_count=%d epochs=%d workers=%d alpha=%g"
+    settings = ("sg=%d vector_size=%d window=%d negative=%d sample=%g min_count=%d epochs=%d workers=%d alpha=%s"
                 % (args.sg, args.vector_size, args.window, args.negative, args.sample, args.min_count,
-                   args.epochs, args.workers, args.alpha))
+                   args.epochs, args.workers, "each library's default" if args.alpha is None else args.alpha))
     if args.embkit_args:
         settings += "; embkit extra: %s" % " ".join(args.embkit_args)
     print()
