@@ -56,7 +56,8 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
     Parameters
     ----------
     trainer : kernel trainer
-        Has ``train_chunk(tokens, ends, words_before, chunk_seed, n_threads, slice_index)``.
+        Has ``train_chunk(tokens, ends, words_before, chunk_seed, n_threads, slice_index)`` and
+        ``before_chunk(progress)`` (called with the GIL between chunks).
     chunk_epochs : callable
         ``chunk_epochs(epoch)`` returns an iterable of chunks for that epoch.
     words_per_epoch : int
@@ -78,6 +79,7 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
             for index, chunk in enumerate(chunk_epochs(epoch)):
                 words_before = epoch * words_per_epoch + words_done
                 seed = epoch * 1000003 + index
+                trainer.before_chunk(words_before / max(1, words_per_epoch * epochs))
                 if pool is None:
                     loss, examples, words = trainer.train_chunk(chunk.tokens, chunk.ends, words_before, seed,
                                                                 workers)

@@ -71,8 +71,9 @@ class Word2Vec:
         Passes over the corpus.
     loss : str
         Loss name from :data:`embkit.registry.LOSSES` (default ``"sgns"``).
-    sampler : str
-        Sampler name from :data:`embkit.registry.SAMPLERS` (default ``"unigram"`` with ``ns_exponent``).
+    sampler : str, optional
+        Sampler name from :data:`embkit.registry.SAMPLERS`; sampled losses default to ``"unigram"`` with
+        ``ns_exponent``.  Losses that draw no negatives (``full_softmax``, ``hs``) take none.
     loss_params, sampler_params : dict, optional
         Extra parameters of the loss and the sampler.
     shared_negatives : bool or None
@@ -90,10 +91,14 @@ class Word2Vec:
     def __init__(self, sentences=None, corpus_file=None, vector_size=100, alpha=0.05, window=5, min_count=5,
                  max_vocab_size=None, sample=1e-3, seed=1, workers=3, min_alpha=0.0001, sg=0, hs=0, negative=5,
                  ns_exponent=0.75, cbow_mean=1, epochs=5, max_final_vocab=None,
-                 max_sentence_length=MAX_SENTENCE_LENGTH, loss=None, sampler="unigram", loss_params=None,
+                 max_sentence_length=MAX_SENTENCE_LENGTH, loss=None, sampler=None, loss_params=None,
                  sampler_params=None, shared_negatives=None, chunk_tokens=1 << 18, progress=False):
         if loss is None:
-            loss = "hs" if hs and not negative else "sgns"
+            if hs == 1 and negative:
+                raise ValueError("hs=1 with negative=%r: gensim would train both objectives at once; embkit "
+                                 "trains one loss, so set negative=0 for hierarchical softmax (or hs=0)"
+                                 % (negative,))
+            loss = "hs" if hs else "sgns"
         self.vector_size = vector_size
         self.alpha = alpha
         self.window = window
@@ -156,11 +161,16 @@ class Word2Vec:
             raise ValueError("hs must be 0 or 1, got %r" % self.hs)
         if self.loss not in registry.LOSSES:
             raise ValueError("unknown loss %r; valid losses: %s" % (self.loss, ", ".join(sorted(registry.LOSSES))))
-        if self.sampler not in registry.SAMPLERS:
+        if self.sampler is not None and self.sampler not in registry.SAMPLERS:
             raise ValueError("unknown sampler %r; valid samplers: %s"
                              % (self.sampler, ", ".join(sorted(registry.SAMPLERS))))
-        if self.loss == "sgns" and self.negative == 0:
-            raise ValueError("negative must be >= 1 for the sgns loss (negative=0 needs hs=1 or another loss)")
+        if self.loss not in registry.UNSAMPLED_LOSSES:
+            if self.negative == 0:
+                raise ValueError("negative must be >= 1 for the %s loss (negative=0 needs hs=1 or a loss that "
+                                 "draws no negatives: %s)" % (self.loss, ", ".join(sorted(registry.UNSAMPLED_LOSSES))))
+        elif self.sampler is not None:
+            raise ValueError("the %s loss draws no negatives, so sampler=%r does not apply; leave sampler unset"
+                             % (self.loss, self.sampler))
 
     # ------------------------------------------------------------------ vocabulary
     def build_vocab(self, corpus_iterable=None, corpus_file=None, progress=None):
@@ -194,7 +204,7 @@ class Word2Vec:
         W_in = rng.random((n, d), dtype=np.float32)
         W_in -= 0.5
         W_in /= d
-        self._set_tables(W_in, np.zeros((n, d), dtype=np.float32))
+        self._set_tables(W_in, np.zeros((self._make_loss().output_rows(n), d), dtype=np.float32))
 
     def _set_tables(self, W_in, W_out):
         from gensim.models import KeyedVectors
@@ -208,17 +218,22 @@ class Word2Vec:
         self.syn1neg = W_out
 
     # ------------------------------------------------------------------ training
+    def _make_loss(self):
+        return registry.make_loss(self.loss, counts=self.vocab.counts, **self.loss_params)
+
     def _make_trainer(self, total_words, alpha, min_alpha):
         n = len(self.vocab)
-        loss = registry.make_loss(self.loss, **self.loss_params)
+        loss = self._make_loss()
         sampler = None
         if loss.uses_negatives:
-            if self.negative > n:
-                raise ValueError("negative=%d exceeds the number of classes (%d words)" % (self.negative, n))
             params = dict(self.sampler_params)
-            if self.sampler == "unigram":
+            name = self.sampler or "unigram"
+            if name == "unigram":
                 params.setdefault("ns_exponent", self.ns_exponent)
-            sampler = registry.make_sampler(self.sampler, counts=self.vocab.counts, n_classes=n, **params)
+            sampler = registry.make_sampler(name, counts=self.vocab.counts, n_classes=n, **params)
+            registry.check_pairing(loss, sampler, self.negative, n)
+            if not sampler.query_free:
+                sampler.bind(self.syn1neg)
         return WindowTrainer(self.wv.vectors, self.syn1neg, self.vocab.keep_probabilities(self.sample), loss,
                              sampler, self.window, self.sg, self.cbow_mean, self.negative, self.shared_negatives,
                              alpha, min_alpha, total_words, self.seed)

@@ -79,14 +79,14 @@ def _sgns_reference(h, W, target, neg):
     return loss, d_h, d_W
 
 
-def _loss_at(loss_obj, h, W, target, neg, logq=None):
+def _loss_at(loss_obj, h, W, target, neg, logq=None, target_logq=0.0):
     """Loss only: ``py_step`` with ``lr = 0`` on copies (nothing is updated)."""
     value, _ = loss_obj.py_step(np.ascontiguousarray(h, dtype=np.float32), target, neg,
-                                np.array(W, dtype=np.float32, copy=True), 0.0, logq)
+                                np.array(W, dtype=np.float32, copy=True), 0.0, logq, target_logq)
     return value
 
 
-def _finite_differences(loss_obj, h, W, target, neg, logq=None, eps=4e-3):
+def _finite_differences(loss_obj, h, W, target, neg, logq=None, eps=4e-3, target_logq=0.0):
     """Central differences of the loss in every coordinate of ``h`` and of ``W_out``.
 
     The perturbed points are rounded to float32, so the step actually taken is used as denominator.
@@ -102,16 +102,16 @@ def _finite_differences(loss_obj, h, W, target, neg, logq=None, eps=4e-3):
         hp, hm = h.copy(), h.copy()
         hp[i] = np.float32(h[i] + eps)
         hm[i] = np.float32(h[i] - eps)
-        return (_loss_at(loss_obj, hp, W, target, neg, logq), _loss_at(loss_obj, hm, W, target, neg, logq),
-                float(hp[i]) - float(hm[i]))
+        return (_loss_at(loss_obj, hp, W, target, neg, logq, target_logq),
+                _loss_at(loss_obj, hm, W, target, neg, logq, target_logq), float(hp[i]) - float(hm[i]))
 
     def w_point(i):
         r, c = divmod(i, W.shape[1])
         Wp, Wm = W.copy(), W.copy()
         Wp[r, c] = np.float32(W[r, c] + eps)
         Wm[r, c] = np.float32(W[r, c] - eps)
-        return (_loss_at(loss_obj, h, Wp, target, neg, logq), _loss_at(loss_obj, h, Wm, target, neg, logq),
-                float(Wp[r, c]) - float(Wm[r, c]))
+        return (_loss_at(loss_obj, h, Wp, target, neg, logq, target_logq),
+                _loss_at(loss_obj, h, Wm, target, neg, logq, target_logq), float(Wp[r, c]) - float(Wm[r, c]))
 
     return diff(h_point, h.size), diff(w_point, W.size).reshape(W.shape)
 
@@ -247,25 +247,36 @@ def _loss_ids():
     return sorted(registry.LOSSES)
 
 
+LOSS_COUNTS = np.arange(1, 13) ** 2       # class popularity for losses that need it (the hs tree)
+
+
+def _loss_problem(name, seed, k=5):
+    """A loss, its inputs and the sampler log-probabilities it needs, for a 12-class problem."""
+    loss_obj = registry.make_loss(name, counts=LOSS_COUNTS)
+    n_classes, dim = LOSS_COUNTS.size, 8
+    h, W, target, neg = _sgns_problem(seed, n_classes=n_classes, dim=dim, k=k)
+    W = W[:loss_obj.output_rows(n_classes)].copy()
+    logq, target_logq = None, 0.0
+    if loss_obj.needs_logq:
+        sampler = samplers.unigram(np.arange(1, n_classes + 1), 0.75)
+        logq = np.array([sampler.py_log_prob(int(c)) for c in neg])
+        target_logq = sampler.py_log_prob(int(target))
+    if not loss_obj.uses_negatives:
+        neg = np.zeros(0, dtype=np.intc)
+        logq = None
+    return loss_obj, h, W, target, neg, logq, target_logq
+
+
 @pytest.mark.parametrize("name", _loss_ids())
 def test_registered_loss_step_is_gradient_of_its_loss(name):
     """The ``py_step`` contract for any loss: its updates are ``-lr`` times the loss's gradients."""
-    loss_obj = registry.make_loss(name)
-    n_classes, dim, k = 12, 8, 5
-    h, W, target, neg = _sgns_problem(7, n_classes=n_classes, dim=dim, k=k)
-    logq = None
-    if getattr(loss_obj, "needs_logq", False):
-        sampler = samplers.unigram(np.arange(1, n_classes + 1), 0.75)
-        logq = np.array([sampler.py_log_prob(int(c)) for c in neg])
-    if not getattr(loss_obj, "uses_negatives", True):
-        neg = np.zeros(0, dtype=np.intc)
-        logq = None
-    fd_h, fd_W = _finite_differences(loss_obj, h, W, target, neg, logq)
+    loss_obj, h, W, target, neg, logq, tlq = _loss_problem(name, 7)
+    fd_h, fd_W = _finite_differences(loss_obj, h, W, target, neg, logq, target_logq=tlq)
     lr = 0.5
     W_work = W.copy()
-    value, grad_h = loss_obj.py_step(h, target, neg, W_work, lr, logq)
+    value, grad_h = loss_obj.py_step(h, target, neg, W_work, lr, logq, tlq)
     assert np.isfinite(value)
-    assert value == pytest.approx(_loss_at(loss_obj, h, W, target, neg, logq), rel=1e-6)
+    assert value == pytest.approx(_loss_at(loss_obj, h, W, target, neg, logq, tlq), rel=1e-6)
     np.testing.assert_allclose(grad_h / -lr, fd_h, rtol=FD_RTOL, atol=FD_ATOL)
     np.testing.assert_allclose((W_work.astype(np.float64) - W) / -lr, fd_W, rtol=FD_RTOL, atol=FD_ATOL)
 
@@ -275,28 +286,25 @@ def test_registered_loss_batch_step_matches_single_steps(name):
     """A step over a batch of inputs sharing target and negatives (``py_step`` with a 2-d ``H``, used for
     shared negatives): its loss and input gradients are those of the single steps at the same point, and
     ``W_out`` moves by the sum of their updates (all computed from the rows as they were)."""
-    loss_obj = registry.make_loss(name)
+    loss_obj, _, W, _, _, logq, tlq = _loss_problem(name, 11)
     rng = np.random.default_rng(11)
-    n_classes, dim, m = 12, 8, 3
+    m, dim = 3, W.shape[1]
     H = (0.5 * rng.standard_normal((m, dim))).astype(np.float32)
-    W = (0.5 * rng.standard_normal((n_classes, dim))).astype(np.float32)
     target, neg = 3, np.array([0, 5, 7, 9, 11], dtype=np.intc)
-    logq = None
-    if getattr(loss_obj, "needs_logq", False):
-        sampler = samplers.unigram(np.arange(1, n_classes + 1), 0.75)
+    if loss_obj.needs_logq:
+        sampler = samplers.unigram(np.arange(1, 13), 0.75)
         logq = np.array([sampler.py_log_prob(int(c)) for c in neg])
+    if not loss_obj.uses_negatives:
+        neg, logq = np.zeros(0, dtype=np.intc), None
     lr = 1e-2
     W_batch = W.copy()
-    try:
-        loss_batch, grad_H = loss_obj.py_step(H, target, neg, W_batch, lr, logq)
-    except (ValueError, TypeError) as exc:
-        pytest.skip("this build's py_step takes one input only (%s)" % exc)
+    loss_batch, grad_H = loss_obj.py_step(H, target, neg, W_batch, lr, logq, tlq)
     assert grad_H.shape == H.shape
     total = 0.0
     delta = np.zeros(W.shape, dtype=np.float64)
     for a in range(m):
         W_single = W.copy()
-        value, grad = loss_obj.py_step(H[a].copy(), target, neg, W_single, lr, logq)
+        value, grad = loss_obj.py_step(H[a].copy(), target, neg, W_single, lr, logq, tlq)
         total += value
         delta += W_single.astype(np.float64) - W
         np.testing.assert_allclose(grad_H[a], grad, rtol=1e-4, atol=1e-7)
@@ -343,18 +351,27 @@ def _check_frequencies(ids, p, n_draws):
     assert tv < 0.01
 
 
+def _ready(sampler, dim=8, seed=0):
+    """Bind an adaptive sampler to random class vectors; returns a query for ``py_draw`` (None if static)."""
+    if sampler.query_free:
+        return None
+    rng = np.random.default_rng(seed)
+    sampler.bind((0.3 * rng.standard_normal((sampler.n_classes, dim))).astype(np.float32))
+    return (0.3 * rng.standard_normal(dim)).astype(np.float32)
+
+
 @pytest.mark.parametrize("name, params, expected", _sampler_cases())
 def test_sampler_draws_follow_declared_probabilities(name, params, expected):
     sampler = registry.make_sampler(name, counts=COUNTS, n_classes=COUNTS.size, **params)
     assert sampler.n_classes == COUNTS.size
+    if not sampler.query_free:
+        pytest.skip("the distribution of %s depends on the query: checked by its own tests" % name)
     p = np.asarray(sampler.probabilities, dtype=np.float64)
     assert p.shape == (COUNTS.size,)
     assert np.all(p >= 0) and p.sum() == pytest.approx(1.0, abs=1e-12)
     if expected is not None:
         np.testing.assert_allclose(p, expected, rtol=1e-12, atol=1e-15)
-    if not getattr(sampler, "query_free", True):
-        pytest.skip("the distribution of %s depends on the query" % name)
-    ids, logq = sampler.py_draw(N_DRAWS, 12345)
+    ids, logq, _ = sampler.py_draw(N_DRAWS, 12345)
     assert ids.shape == (N_DRAWS,) and logq.shape == (N_DRAWS,)
     assert ids.min() >= 0 and ids.max() < COUNTS.size
     _check_frequencies(ids, p, N_DRAWS)
@@ -370,12 +387,14 @@ def test_sampler_draws_follow_declared_probabilities(name, params, expected):
 @pytest.mark.parametrize("name", sorted(registry.SAMPLERS))
 def test_sampler_draws_are_seeded(name):
     sampler = registry.make_sampler(name, counts=COUNTS, n_classes=COUNTS.size)
-    a, la = sampler.py_draw(1000, 7)
-    b, lb = sampler.py_draw(1000, 7)
-    c, _ = sampler.py_draw(1000, 8)
+    query = _ready(sampler)
+    a, la, _ = sampler.py_draw(1000, 7, query=query)
+    b, lb, _ = sampler.py_draw(1000, 7, query=query)
+    c, _, _ = sampler.py_draw(1000, 8, query=query)
     assert np.array_equal(a, b) and np.array_equal(la, lb)
-    assert not np.array_equal(a, c)
-    empty, _ = sampler.py_draw(0, 7)
+    if sampler.is_distribution:
+        assert not np.array_equal(a, c)
+    empty, _, _ = sampler.py_draw(0, 7, query=query)
     assert empty.size == 0
 
 
@@ -390,7 +409,7 @@ def test_unigram_never_draws_zero_count_classes():
     counts[::3] = 0
     for alpha in (0.75, 1.0):
         sampler = samplers.unigram(counts, alpha)
-        ids, _ = sampler.py_draw(N_DRAWS, 99)
+        ids, _, _ = sampler.py_draw(N_DRAWS, 99)
         _check_frequencies(ids, _declared(counts, alpha), N_DRAWS)
 
 
@@ -415,7 +434,7 @@ def test_alias_sampler_on_many_classes():
     sampler = samplers.unigram(counts, 0.75)
     p = _declared(counts, 0.75)
     np.testing.assert_allclose(sampler.probabilities, p, rtol=1e-12)
-    ids, _ = sampler.py_draw(400_000, 3)
+    ids, _, _ = sampler.py_draw(400_000, 3)
     observed = np.bincount(ids, minlength=counts.size)
     # head classes individually, the tail pooled
     head = 50

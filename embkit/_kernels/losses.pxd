@@ -1,4 +1,4 @@
-from libc.stdint cimport int32_t
+from libc.stdint cimport int32_t, uint8_t
 
 
 cdef struct Scratch:
@@ -7,7 +7,9 @@ cdef struct Scratch:
     float *coef        # batch x cols: gradient coefficients, already scaled by the learning rate
     float **rows       # cols output row pointers (distinct rows)
     int *ids           # cols output ids
-    int *col           # k: column of each negative (-1: skipped)
+    float *mult        # cols: how many draws each column stands for
+    double *logq       # cols: the sampler's log-probability of each column's id
+    int *col           # k: column of each negative (-1: the target drawn again, dropped)
     int batch
     int cols
 
@@ -17,13 +19,37 @@ cdef void scratch_free(Scratch *s) noexcept nogil
 
 
 cdef class Loss:
-    cdef readonly bint uses_negatives
-    cdef readonly bint needs_logq
+    cdef readonly bint uses_negatives   # the driver draws negatives for it
+    cdef readonly bint needs_logq       # it corrects by the sampler's log-probabilities
     cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
-                     float lr, float *W_out, int dim, float *dH, Scratch *work) noexcept nogil
+                     double target_logq, float lr, float *W_out, int dim, float *dH,
+                     Scratch *work) noexcept nogil
     cpdef int columns(self, int k, int n_classes)
+    cpdef int output_rows(self, int n_classes)
 
 
 cdef class SGNS(Loss):
-    cdef double step_one(self, const float *h, int target, const int *neg, int k, float lr, float *W_out,
-                         int dim, float *dh, float *S) noexcept nogil
+    cdef double step_one(self, float *h, int target, const int *neg, int k, float lr, float *W_out, int dim,
+                         float *dh, Scratch *work) noexcept nogil
+
+
+cdef class NCE(Loss):
+    pass
+
+
+cdef class SampledSoftmax(Loss):
+    cdef readonly bint correct            # subtract log Q (sampled softmax) or not (relaxed softmax)
+    cdef readonly bint remove_accidental_hits
+
+
+cdef class FullSoftmax(Loss):
+    pass
+
+
+cdef class HierarchicalSoftmax(Loss):
+    cdef readonly object offsets, points, codes
+    cdef int32_t[::1] off_v
+    cdef int32_t[::1] pts_v
+    cdef uint8_t[::1] codes_v
+    cdef int max_depth
+    cdef int n_leaves

@@ -8,16 +8,19 @@ when the step starts; the step then updates the output rows it touches in ``W_ou
 returns the loss summed over the batch.  The heavy lifting is two blocked C helpers shared by every loss:
 ``emb_scores`` (S = H O^T) and ``emb_batch_update`` (dH = G O, O += G^T H).
 
-``py_step`` exposes a step to tests.
+Sampled losses receive the negatives' log-probabilities ``neg_logq`` and the target's ``target_logq`` under
+the sampler, for the logQ correction.  Negatives equal to the target are dropped (accidental hits); a
+negative drawn several times counts that many times.  ``py_step`` exposes a step to tests.
 """
 import numpy as np
 
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset
 
-from embkit._kernels.common cimport (emb_scores, emb_batch_update, emb_sigmoid_log, emb_dot, emb_dot_rows,
-                                     emb_row_update,
-                                     emb_init_tables)
+from libc.math cimport exp, log, INFINITY
+
+from embkit._kernels.common cimport (emb_scores, emb_batch_update, emb_sigmoid_log, emb_dot_rows,
+                                     emb_row_update, emb_init_tables)
 
 emb_init_tables()
 
@@ -33,8 +36,11 @@ cdef Scratch *scratch_new(int batch, int cols, int k) noexcept nogil:
     s.coef = <float *> malloc(<size_t>batch * cols * sizeof(float))
     s.rows = <float **> malloc(<size_t>cols * sizeof(float *))
     s.ids = <int *> malloc(<size_t>cols * sizeof(int))
+    s.mult = <float *> malloc(<size_t>cols * sizeof(float))
+    s.logq = <double *> malloc(<size_t>cols * sizeof(double))
     s.col = <int *> malloc(<size_t>(k + 1) * sizeof(int))
-    if s.scores == NULL or s.coef == NULL or s.rows == NULL or s.ids == NULL or s.col == NULL:
+    if (s.scores == NULL or s.coef == NULL or s.rows == NULL or s.ids == NULL or s.col == NULL
+            or s.mult == NULL or s.logq == NULL):
         scratch_free(s)
         return NULL
     return s
@@ -42,17 +48,19 @@ cdef Scratch *scratch_new(int batch, int cols, int k) noexcept nogil:
 
 cdef void scratch_free(Scratch *s) noexcept nogil:
     if s != NULL:
-        free(s.scores); free(s.coef); free(s.rows); free(s.ids); free(s.col)
+        free(s.scores); free(s.coef); free(s.rows); free(s.ids); free(s.col); free(s.mult); free(s.logq)
         free(s)
 
 
-cdef inline int gather_columns(int target, const int *neg, int k, float *W_out, int dim,
-                               Scratch *w) noexcept nogil:
-    """Column 0 is the target, then the distinct negatives; ``w.col[j]`` maps negative j to its column
-    (-1 when it equals the target and is skipped, as in word2vec).  Returns the number of columns."""
+cdef inline int gather_columns(int target, const int *neg, const double *neg_logq, int k, double target_logq,
+                               float *W_out, int dim, Scratch *w) noexcept nogil:
+    """Column 0 is the target, then the distinct negatives with their multiplicity; ``w.col[j]`` maps
+    negative j to its column (-1: equal to the target, dropped).  Returns the number of columns."""
     cdef int c = 1, j, q, idx
     w.ids[0] = target
     w.rows[0] = W_out + <Py_ssize_t>target * dim
+    w.mult[0] = 1.0
+    w.logq[0] = target_logq
     for j in range(k):
         idx = neg[j]
         if idx == target:
@@ -64,7 +72,10 @@ cdef inline int gather_columns(int target, const int *neg, int k, float *W_out, 
         if q == c:
             w.ids[c] = idx
             w.rows[c] = W_out + <Py_ssize_t>idx * dim
+            w.mult[c] = 0.0
+            w.logq[c] = neg_logq[j] if neg_logq != NULL else 0.0
             c += 1
+        w.mult[q] += 1.0
         w.col[j] = q
     return c
 
@@ -73,14 +84,20 @@ cdef class Loss:
     """Base class of the losses."""
 
     cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
-                     float lr, float *W_out, int dim, float *dH, Scratch *work) noexcept nogil:
+                     double target_logq, float lr, float *W_out, int dim, float *dH,
+                     Scratch *work) noexcept nogil:
         return 0.0
 
     cpdef int columns(self, int k, int n_classes):
         """Most output rows one step touches."""
         return k + 1
 
-    def py_step(self, H, int target, neg, float[:, ::1] W_out not None, float lr, neg_logq=None):
+    cpdef int output_rows(self, int n_classes):
+        """Rows of the output table this loss trains for ``n_classes`` classes."""
+        return n_classes
+
+    def py_step(self, H, int target, neg, float[:, ::1] W_out not None, float lr, neg_logq=None,
+                double target_logq=0.0):
         """Run one step on Python arrays; returns ``(loss, dH)``.
 
         ``H`` is one hidden vector (1-d) or a batch of them (2-d, rows sharing the target and negatives).
@@ -94,18 +111,22 @@ cdef class Loss:
         cdef int dim = H2.shape[1]
         if W_out.shape[1] != dim:
             raise ValueError("W_out has %d columns, H has %d" % (W_out.shape[1], dim))
+        cdef int n_out = W_out.shape[0]
         neg_arr = np.ascontiguousarray(neg if neg is not None else [], dtype=np.intc)
         logq_arr = np.ascontiguousarray(
             neg_logq if neg_logq is not None else np.zeros(neg_arr.size), dtype=np.float64)
         cdef int k = neg_arr.shape[0]
-        if not 0 <= target < W_out.shape[0] or (k and (neg_arr.min() < 0 or neg_arr.max() >= W_out.shape[0])):
-            raise IndexError("class id out of range [0, %d)" % W_out.shape[0])
+        if logq_arr.shape[0] != k:
+            raise ValueError("neg_logq has %d entries for %d negatives" % (logq_arr.shape[0], k))
+        n_classes = self._classes_for(n_out)
+        if not 0 <= target < n_classes or (k and (neg_arr.min() < 0 or neg_arr.max() >= n_classes)):
+            raise IndexError("class id out of range [0, %d)" % n_classes)
         dH = np.zeros((m, dim), dtype=np.float32)
         cdef float[:, ::1] H_v = H2
         cdef float[:, ::1] dH_v = dH
         cdef int[::1] neg_v = np.concatenate([neg_arr, np.zeros(1, np.intc)])
         cdef double[::1] logq_v = np.concatenate([logq_arr, np.zeros(1)])
-        cdef Scratch *work = scratch_new(m, self.columns(k, W_out.shape[0]), k)
+        cdef Scratch *work = scratch_new(m, self.columns(k, n_classes), k)
         cdef float **ptrs = <float **> malloc(m * sizeof(float *))
         if work == NULL or ptrs == NULL:
             scratch_free(work)
@@ -117,19 +138,22 @@ cdef class Loss:
         cdef double loss
         try:
             with nogil:
-                loss = self.step(ptrs, m, target, &neg_v[0], &logq_v[0], k, lr, &W_out[0, 0], dim,
+                loss = self.step(ptrs, m, target, &neg_v[0], &logq_v[0], k, target_logq, lr, &W_out[0, 0], dim,
                                  &dH_v[0, 0], work)
         finally:
             scratch_free(work)
             free(ptrs)
         return loss, (dH[0] if single else dH)
 
+    def _classes_for(self, n_out):
+        return n_out
+
 
 cdef class SGNS(Loss):
     """Skip-gram negative sampling (Mikolov et al. 2013): logistic loss on the target against k negatives.
 
-    ``L = -log s(<h, w_t>) - sum_j log s(-<h, w_j>)``.  A negative equal to the target is skipped, as in
-    word2vec; a negative drawn twice counts twice.
+    ``L = -log s(<h, w_t>) - sum_j log s(-<h, w_j>)``.  No logQ correction: the sampler shapes the
+    objective (word2vec's unigram^0.75).
     """
 
     def __init__(self):
@@ -137,51 +161,273 @@ cdef class SGNS(Loss):
         self.needs_logq = False
 
     cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
-                     float lr, float *W_out, int dim, float *dH, Scratch *work) noexcept nogil:
+                     double target_logq, float lr, float *W_out, int dim, float *dH,
+                     Scratch *work) noexcept nogil:
         if m == 1:
-            return self.step_one(H[0], target, neg, k, lr, W_out, dim, dH, work.scores)
-        cdef int c = gather_columns(target, neg, k, W_out, dim, work)
+            return self.step_one(H[0], target, neg, k, lr, W_out, dim, dH, work)
+        cdef int c = gather_columns(target, neg, NULL, k, 0.0, W_out, dim, work)
         cdef float *S = work.scores
         cdef float *G = work.coef
         emb_scores(H, m, work.rows, c, S, dim)
         cdef double loss = 0.0
         cdef float s, p, logp
-        cdef int a, j, q
+        cdef int a, q
         for a in range(m):
             s = S[a * c]
             p = emb_sigmoid_log(s, &logp)
             loss -= logp
             G[a * c] = lr * (1.0 - p)
             for q in range(1, c):
-                G[a * c + q] = 0.0
-            for j in range(k):
-                q = work.col[j]
-                if q < 0:
-                    continue
                 s = S[a * c + q]
                 p = emb_sigmoid_log(s, &logp)
-                loss -= logp - s            # log s(-x) = log s(x) - x
-                G[a * c + q] -= lr * p
+                loss -= work.mult[q] * (logp - s)       # log s(-x) = log s(x) - x
+                G[a * c + q] = -lr * work.mult[q] * p
         emb_batch_update(H, m, work.rows, c, G, dH, dim)
         return loss
 
-    cdef inline double step_one(self, const float *h, int target, const int *neg, int k, float lr, float *W_out,
-                                int dim, float *dh, float *S) noexcept nogil:
-        """The single-input step, row by row as word2vec does (duplicate negatives update twice)."""
+    cdef double step_one(self, float *h, int target, const int *neg, int k, float lr, float *W_out, int dim,
+                         float *dh, Scratch *work) noexcept nogil:
+        """The single-input step, row by row as word2vec does (a repeated negative updates twice)."""
         cdef float *row = W_out + <Py_ssize_t>target * dim
+        cdef float *S = work.scores
         cdef float logp, p
-        cdef float s = emb_dot(h, row, dim)
-        emb_dot_rows(h, W_out, neg, k, dim, S)
+        emb_dot_rows(h, W_out, &target, 1, dim, S)
+        emb_dot_rows(h, W_out, neg, k, dim, S + 1)
         memset(dh, 0, dim * sizeof(float))
-        p = emb_sigmoid_log(s, &logp)
+        p = emb_sigmoid_log(S[0], &logp)
         cdef double loss = -logp
         emb_row_update(lr * (1.0 - p), h, row, dh, dim)
         cdef int j
         for j in range(k):
             if neg[j] == target:
                 continue
-            s = S[j]
-            p = emb_sigmoid_log(s, &logp)
-            loss -= logp - s
+            p = emb_sigmoid_log(S[j + 1], &logp)
+            loss -= logp - S[j + 1]
             emb_row_update(-lr * p, h, W_out + <Py_ssize_t>neg[j] * dim, dh, dim)
         return loss
+
+
+cdef class NCE(Loss):
+    """Noise-contrastive estimation: logistic loss on logits corrected by ``log(k Q(j))``.
+
+    ``L = -log s(o_t) - sum_j log s(-o_j)`` with ``o_j = <h, w_j> - log(k Q(j))`` (Gutmann & Hyvarinen;
+    the candidate-sampling overview's NCE with the logQ correction).  With it the scores estimate
+    unnormalised log-probabilities, whatever the sampler.
+    """
+
+    def __init__(self):
+        self.uses_negatives = True
+        self.needs_logq = True
+
+    cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
+                     double target_logq, float lr, float *W_out, int dim, float *dH,
+                     Scratch *work) noexcept nogil:
+        cdef int c = gather_columns(target, neg, neg_logq, k, target_logq, W_out, dim, work)
+        cdef float *S = work.scores
+        cdef float *G = work.coef
+        emb_scores(H, m, work.rows, c, S, dim)
+        cdef double logk = log(k) if k > 0 else 0.0
+        cdef double loss = 0.0
+        cdef float o, p, logp
+        cdef int a, q
+        for a in range(m):
+            o = <float>(S[a * c] - work.logq[0] - logk)
+            p = emb_sigmoid_log(o, &logp)
+            loss -= logp
+            G[a * c] = lr * (1.0 - p)
+            for q in range(1, c):
+                o = <float>(S[a * c + q] - work.logq[q] - logk)
+                p = emb_sigmoid_log(o, &logp)
+                loss -= work.mult[q] * (logp - o)
+                G[a * c + q] = -lr * work.mult[q] * p
+        emb_batch_update(H, m, work.rows, c, G, dH, dim)
+        return loss
+
+
+cdef inline double softmax_coefficients(const float *S, const float *mult, const double *offset, int c,
+                                        float lr, float *G) noexcept nogil:
+    """Softmax over the logits ``S[q] - offset[q]`` (column q counted ``mult[q]`` times), column 0 being the
+    target: writes ``G = lr * (onehot(0) - p)`` and returns ``-log p_target``."""
+    cdef double mx = -INFINITY, z = 0.0, o
+    cdef int q
+    for q in range(c):
+        o = S[q] - (offset[q] if offset != NULL else 0.0)
+        if mult[q] > 0 and o > mx:
+            mx = o
+    for q in range(c):
+        o = S[q] - (offset[q] if offset != NULL else 0.0)
+        G[q] = <float>(mult[q] * exp(o - mx))
+        z += G[q]
+    cdef double loss = log(z) + mx - (S[0] - (offset[0] if offset != NULL else 0.0))
+    for q in range(c):
+        G[q] = <float>(-lr * G[q] / z)
+    G[0] += lr
+    return loss
+
+
+cdef class SampledSoftmax(Loss):
+    """Softmax over the target and the k negatives.
+
+    With ``correct=True`` (sampled softmax, Jean et al. 2015) the logits are ``<h, w_j> - log Q(j)``, so the
+    gradient estimates the full softmax's; negatives equal to the target are removed
+    (``remove_accidental_hits``).  With ``correct=False`` it is the Relaxed Softmax of Tanielian & Vasile
+    (2019, Eq. 5): the normaliser is the sum over the sampled set, without correction.  The target itself
+    is part of the normalising set in both (with Eq. 5's set of negatives alone the loss is unbounded below).
+    """
+
+    def __init__(self, bint correct=True, bint remove_accidental_hits=True):
+        self.uses_negatives = True
+        self.needs_logq = correct
+        self.correct = correct
+        self.remove_accidental_hits = remove_accidental_hits
+
+    cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
+                     double target_logq, float lr, float *W_out, int dim, float *dH,
+                     Scratch *work) noexcept nogil:
+        cdef int c = gather_columns(target, neg, neg_logq, k, target_logq, W_out, dim, work)
+        cdef int j
+        if not self.remove_accidental_hits:
+            for j in range(k):
+                if work.col[j] < 0:
+                    work.mult[0] += 1.0     # the target drawn as a negative also counts in the normaliser
+        cdef float *S = work.scores
+        cdef float *G = work.coef
+        emb_scores(H, m, work.rows, c, S, dim)
+        cdef double loss = 0.0
+        cdef int a
+        for a in range(m):
+            loss += softmax_coefficients(S + a * c, work.mult, work.logq if self.correct else NULL, c, lr,
+                                         G + a * c)
+        emb_batch_update(H, m, work.rows, c, G, dH, dim)
+        return loss
+
+
+cdef class FullSoftmax(Loss):
+    """Exact softmax cross-entropy over every class (O(n d) a step; for outputs up to ~100k rows)."""
+
+    def __init__(self):
+        self.uses_negatives = False
+        self.needs_logq = False
+
+    cpdef int columns(self, int k, int n_classes):
+        return n_classes
+
+    cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
+                     double target_logq, float lr, float *W_out, int dim, float *dH,
+                     Scratch *work) noexcept nogil:
+        cdef int c = work.cols, q, a
+        for q in range(c):
+            work.rows[q] = W_out + <Py_ssize_t>q * dim
+            work.mult[q] = 1.0
+        # put the target in column 0 (softmax_coefficients' convention) by swapping it with row 0
+        work.rows[0] = W_out + <Py_ssize_t>target * dim
+        work.rows[target] = W_out
+        cdef float *S = work.scores
+        cdef float *G = work.coef
+        emb_scores(H, m, work.rows, c, S, dim)
+        cdef double loss = 0.0
+        for a in range(m):
+            loss += softmax_coefficients(S + a * c, work.mult, NULL, c, lr, G + a * c)
+        emb_batch_update(H, m, work.rows, c, G, dH, dim)
+        return loss
+
+
+cdef class HierarchicalSoftmax(Loss):
+    """Hierarchical softmax on a Huffman tree of the class counts (word2vec's ``hs=1``).
+
+    The output table holds one row per inner node (``n_classes - 1``); a class's probability is the product
+    of the logistic decisions along its path.  ``L = -sum_l log s((1 - 2 code_l) <h, node_l>)``.
+
+    Parameters
+    ----------
+    counts : array_like
+        Class frequencies (the tree gives frequent classes short paths).
+    """
+
+    def __init__(self, counts):
+        self.uses_negatives = False
+        self.needs_logq = False
+        offsets, points, codes = huffman_paths(counts)
+        self.offsets, self.points, self.codes = offsets, points, codes
+        self.off_v, self.pts_v, self.codes_v = offsets, points, codes
+        self.n_leaves = len(offsets) - 1
+        self.max_depth = int(np.diff(offsets).max()) if self.n_leaves > 0 else 0
+
+    cpdef int columns(self, int k, int n_classes):
+        return max(1, self.max_depth)
+
+    cpdef int output_rows(self, int n_classes):
+        return max(1, n_classes - 1)
+
+    def _classes_for(self, n_out):
+        return self.n_leaves
+
+    cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
+                     double target_logq, float lr, float *W_out, int dim, float *dH,
+                     Scratch *work) noexcept nogil:
+        cdef int start = self.off_v[target], c = self.off_v[target + 1] - start, q, a
+        if c == 0:                                     # a single class: nothing to learn
+            memset(dH, 0, <size_t>m * dim * sizeof(float))
+            return 0.0
+        for q in range(c):
+            work.rows[q] = W_out + <Py_ssize_t>self.pts_v[start + q] * dim
+        cdef float *S = work.scores
+        cdef float *G = work.coef
+        emb_scores(H, m, work.rows, c, S, dim)
+        cdef double loss = 0.0
+        cdef float s, p, logp, sign
+        for a in range(m):
+            for q in range(c):
+                sign = 1.0 - 2.0 * self.codes_v[start + q]     # code 0: go "positive", 1: "negative"
+                s = sign * S[a * c + q]
+                p = emb_sigmoid_log(s, &logp)
+                loss -= logp
+                G[a * c + q] = lr * sign * (1.0 - p)
+        emb_batch_update(H, m, work.rows, c, G, dH, dim)
+        return loss
+
+
+def huffman_paths(counts):
+    """Huffman tree of ``counts``: per class the inner nodes on its path (root first) and the branch codes.
+
+    Returns ``(offsets, points, codes)`` in CSR form: class ``i``'s path is ``points[offsets[i]:offsets[i+1]]``
+    (inner node ids in ``[0, n - 1)``) with codes ``codes[...]`` (0 or 1).
+    """
+    import heapq
+
+    c = np.asarray(counts, dtype=np.float64)
+    n = c.shape[0]
+    if n == 0:
+        raise ValueError("hierarchical softmax needs at least one class")
+    if n == 1:
+        return np.zeros(2, np.int32), np.zeros(0, np.int32), np.zeros(0, np.uint8)
+    heap = [(c[i], i) for i in range(n)]
+    heapq.heapify(heap)
+    parent = np.zeros(2 * n - 1, dtype=np.int64)
+    branch = np.zeros(2 * n - 1, dtype=np.uint8)
+    nxt = n
+    while len(heap) > 1:
+        c1, a = heapq.heappop(heap)
+        c2, b = heapq.heappop(heap)
+        parent[a] = parent[b] = nxt
+        branch[b] = 1
+        heapq.heappush(heap, (c1 + c2, nxt))
+        nxt += 1
+    root = 2 * n - 2
+    paths = []
+    for i in range(n):
+        pts, cds = [], []
+        node = i
+        while node != root:
+            cds.append(branch[node])
+            node = parent[node]
+            pts.append(node - n)            # inner node id
+        pts.reverse()
+        cds.reverse()
+        paths.append((pts, cds))
+    lengths = np.array([len(p) for p, _ in paths], dtype=np.int64)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    offsets[1:] = np.cumsum(lengths)
+    points = np.fromiter((v for p, _ in paths for v in p), dtype=np.int32, count=int(offsets[-1]))
+    codes = np.fromiter((v for _, cd in paths for v in cd), dtype=np.uint8, count=int(offsets[-1]))
+    return offsets, points, codes

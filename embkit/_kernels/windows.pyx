@@ -40,6 +40,7 @@ cdef struct Config:
     const int32_t *ends
     uint64_t seed
     int columns                # output rows one loss step may touch
+    Py_ssize_t sampler_scratch # bytes of per-thread scratch the sampler needs
 
 
 cdef struct SliceResult:
@@ -59,6 +60,8 @@ cdef inline float learning_rate(const Config *c, Py_ssize_t pos) noexcept nogil:
 cdef struct Negatives:
     int *ids             # 2 * k ids: the current set and the next one, drawn ahead
     double *logq         # 2 * k log-probabilities, or NULL when the loss does not use them
+    double tlq[2]        # the target's log-probability, per half
+    void *scratch        # the sampler's per-thread scratch
     int k
     int cur              # which half is current
     bint ready           # the other half is already drawn
@@ -69,7 +72,8 @@ cdef inline void _draw_half(const Config *c, Sampler sampler, uint64_t *rng, con
                             Negatives *ng, int half) noexcept nogil:
     """Draw ``k`` negatives into one half and start loading their output rows into cache."""
     cdef int *ids = ng.ids + half * ng.k
-    sampler.draw(rng, query, target, ng.k, ids, NULL if ng.logq == NULL else ng.logq + half * ng.k)
+    sampler.draw(rng, query, target, ng.k, ids, NULL if ng.logq == NULL else ng.logq + half * ng.k,
+                 NULL if ng.logq == NULL else &ng.tlq[half], ng.scratch)
     cdef int j
     for j in range(ng.k):
         emb_prefetch_row(c.W_out + <Py_ssize_t>ids[j] * c.dim, c.dim)
@@ -91,6 +95,8 @@ cdef inline int next_negatives(const Config *c, Sampler sampler, uint64_t *rng, 
         _draw_half(c, sampler, rng, query, target, ng, ng.cur)
     _draw_half(c, sampler, rng, query, target, ng, 1 - ng.cur)
     ng.ready = True
+    if ng.logq != NULL:
+        ng.tlq[ng.cur] = sampler.log_prob(target)     # drawn ahead: the target was not known then
     return ng.cur
 
 
@@ -141,6 +147,13 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
     ng.cur = 0
     ng.ready = False
     ng.ahead = sampler is not None and sampler.query_free
+    ng.tlq[0] = ng.tlq[1] = 0.0
+    ng.scratch = NULL
+    if sampler is not None and c.sampler_scratch > 0:
+        ng.scratch = malloc(c.sampler_scratch)
+        if ng.scratch == NULL:
+            free(buf); free(dH); free(hid); free(rows); free(neg); free(logq); scratch_free(work)
+            return -1
     cdef int half = 0
 
     cdef uint64_t rng = slice_seed
@@ -148,6 +161,7 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
     cdef long long examples = 0, words = 0
     cdef Py_ssize_t end, i, j, lo, hi, n
     cdef int b, target, m
+    cdef const float *query
     cdef float lr
     for s in range(s_begin, s_end):
         end = c.ends[s]
@@ -173,11 +187,18 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
             if m == 0:
                 continue
             if c.sg and batch > 1:
-                # the centre's context words share one negative set: one mini-batch step
+                # the centre's context words share one negative set: one mini-batch step; a sampler that
+                # needs a query gets the mean of the context rows
                 if k > 0:
-                    half = next_negatives(c, sampler, &rng, NULL, target, &ng)
-                total_loss += loss.step(rows, m, target, neg + half * k, logq + half * k, k, lr, c.W_out,
-                                        dim, dH, work)
+                    query = NULL
+                    if not ng.ahead:
+                        memset(hid, 0, dim * sizeof(float))
+                        for j in range(m):
+                            emb_axpy(1.0 / m, rows[j], hid, dim)
+                        query = hid
+                    half = next_negatives(c, sampler, &rng, query, target, &ng)
+                total_loss += loss.step(rows, m, target, neg + half * k, logq + half * k, k, ng.tlq[half], lr,
+                                        c.W_out, dim, dH, work)
                 for j in range(m):
                     emb_axpy(1.0, dH + j * dim, rows[j], dim)
                 examples += m
@@ -187,8 +208,8 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
                         emb_prefetch_row(rows[j + 1], dim)
                     if k > 0:
                         half = next_negatives(c, sampler, &rng, rows[j], target, &ng)
-                    total_loss += loss.step(&rows[j], 1, target, neg + half * k, logq + half * k, k, lr,
-                                            c.W_out, dim, dH, work)
+                    total_loss += loss.step(&rows[j], 1, target, neg + half * k, logq + half * k, k,
+                                            ng.tlq[half], lr, c.W_out, dim, dH, work)
                     emb_axpy(1.0, dH, rows[j], dim)
                 examples += m
             else:
@@ -200,13 +221,13 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
                     emb_scale_copy(1.0 / m, hid, hid, dim)
                 if k > 0:
                     half = next_negatives(c, sampler, &rng, hid, target, &ng)
-                total_loss += loss.step(&hid, 1, target, neg + half * k, logq + half * k, k, lr, c.W_out,
-                                        dim, dH, work)
+                total_loss += loss.step(&hid, 1, target, neg + half * k, logq + half * k, k, ng.tlq[half], lr,
+                                        c.W_out, dim, dH, work)
                 for j in range(m):
                     emb_axpy(1.0, dH, rows[j], dim)
                 examples += 1
         start = end
-    free(buf); free(dH); free(hid); free(rows); free(neg); free(logq); scratch_free(work)
+    free(buf); free(dH); free(hid); free(rows); free(neg); free(logq); scratch_free(work); free(ng.scratch)
     out.loss = total_loss
     out.examples = examples
     out.words = words
@@ -285,6 +306,12 @@ cdef class WindowTrainer:
         self.cfg.total_words = total_words if total_words > 0 else 1.0
         self.cfg.seed = seed
         self.cfg.columns = loss.columns(self.cfg.negative, W_out.shape[0])
+        self.cfg.sampler_scratch = sampler.scratch_bytes() if sampler is not None else 0
+
+    def before_chunk(self, double progress):
+        """Let an adaptive sampler refresh what it derives from the output table (between chunks)."""
+        if self.sampler is not None and not self.sampler.query_free:
+            self.sampler.refresh(progress)
 
     def train_chunk(self, const int32_t[::1] tokens not None, const int32_t[::1] ends not None,
                     double words_before, uint64_t chunk_seed, int n_threads, int slice_index=-1):
