@@ -21,6 +21,9 @@ from embkit._kernels.samplers cimport Sampler
 
 HAVE_OPENMP = bool(EMBKIT_HAVE_OPENMP)
 
+#: Slices per thread when several threads share a chunk (dynamic scheduling evens out their speeds).
+cdef int SLICES_PER_THREAD = 4
+
 
 cdef struct Config:
     float *W_in
@@ -317,9 +320,12 @@ cdef class WindowTrainer:
                     double words_before, uint64_t chunk_seed, int n_threads, int slice_index=-1):
         """Train on one chunk; returns ``(loss_sum, examples, words)``.
 
-        With ``slice_index = -1`` the whole chunk is trained, on ``n_threads`` OpenMP threads when the build
-        has OpenMP (sequentially otherwise).  With ``slice_index = t`` only slice ``t`` of ``n_threads`` is
-        trained, with the GIL released, so Python threads can share a chunk when OpenMP is absent.
+        With ``slice_index = -1`` the whole chunk is trained on ``n_threads`` OpenMP threads (sequentially
+        without OpenMP): it is cut into ``SLICES_PER_THREAD`` slices per thread, handed out dynamically so a
+        thread that finishes early takes the next slice instead of waiting.  Each slice has its own random
+        generator, so results do not depend on which thread ran it.  With ``slice_index = t`` only slice
+        ``t`` of ``n_threads`` is trained, with the GIL released, so Python threads can share a chunk when
+        OpenMP is absent.
         """
         if ends.shape[0] == 0:
             return 0.0, 0, 0
@@ -330,14 +336,15 @@ cdef class WindowTrainer:
         c.tokens = &tokens[0]
         c.ends = &ends[0]
         c.words_before = words_before
-        cdef int[::1] bounds = split_slices(ends, n_threads)
-        cdef SliceResult *res = <SliceResult *> malloc(n_threads * sizeof(SliceResult))
-        cdef int *status = <int *> malloc(n_threads * sizeof(int))
+        cdef int n_slices = n_threads if (slice_index >= 0 or n_threads == 1) else n_threads * SLICES_PER_THREAD
+        cdef int[::1] bounds = split_slices(ends, n_slices)
+        cdef SliceResult *res = <SliceResult *> malloc(n_slices * sizeof(SliceResult))
+        cdef int *status = <int *> malloc(n_slices * sizeof(int))
         if res == NULL or status == NULL:
             free(res); free(status)
             raise MemoryError()
-        memset(res, 0, n_threads * sizeof(SliceResult))
-        memset(status, 0, n_threads * sizeof(int))
+        memset(res, 0, n_slices * sizeof(SliceResult))
+        memset(status, 0, n_slices * sizeof(int))
         cdef int t
         cdef Loss loss = self.loss
         cdef Sampler sampler = self.sampler
@@ -351,10 +358,11 @@ cdef class WindowTrainer:
                     status[t] = train_slice(&c, loss, sampler, bounds[t], bounds[t + 1],
                                             mix_seed(base, t), &res[t])
             else:
-                for t in prange(n_threads, nogil=True, schedule="static", chunksize=1,
+                for t in prange(n_slices, nogil=True, schedule="dynamic", chunksize=1,
                                 num_threads=n_threads):
                     status[t] = train_slice(&c, loss, sampler, bounds[t], bounds[t + 1],
                                             mix_seed(base, t), &res[t])
+            n_threads = n_slices
             for t in range(n_threads):
                 if status[t] != 0:
                     raise MemoryError("could not allocate training scratch buffers")
