@@ -99,6 +99,34 @@ def test_every_sampler_trains(planted, purity, sampler):
     assert purity(model.wv, groups)[0] >= 0.8
 
 
+def _pairings():
+    """Every registered loss with every registered sampler it can use (losses without negatives once)."""
+    cases = []
+    for loss in sorted(registry.LOSSES):
+        if loss in registry.UNSAMPLED_LOSSES:
+            cases.append(pytest.param(loss, None, id=loss))
+            continue
+        for sampler in sorted(registry.SAMPLERS):
+            cases.append(pytest.param(loss, sampler, id="%s-%s" % (loss, sampler)))
+    return cases
+
+
+@pytest.mark.parametrize("loss, sampler", _pairings())
+@pytest.mark.parametrize("sg", [1, 0], ids=["sg", "cbow"])
+def test_every_loss_and_sampler_pairing_trains(planted, purity, loss, sampler, sg):
+    # any loss with any sampler in the windows driver: no NaN, and the planted topics are learnt
+    groups, sentences = planted
+    try:
+        model = Word2Vec(sentences, sg=sg, loss=loss, sampler=sampler, workers=2, seed=2,
+                         **dict(SMALL, epochs=5))
+    except ValueError as exc:               # a pairing the registry refuses must say why
+        assert "cannot" in str(exc) or "deterministically" in str(exc) or "no negatives" in str(exc)
+        pytest.skip(str(exc))
+    assert np.all(np.isfinite(model.wv.vectors)) and np.all(np.isfinite(model.syn1neg))
+    assert np.isfinite(model.last_report.epoch_loss[-1])
+    assert purity(model.wv, groups)[0] >= 0.7
+
+
 def test_untrained_model_has_no_structure(planted, purity):
     # the purity check is not vacuous: random initial vectors score near chance (9 of 49 are neighbours)
     groups, sentences = planted
@@ -196,12 +224,24 @@ def test_negative_larger_than_vocabulary():
         Word2Vec([["a", "b", "c"]], vector_size=4, min_count=1, negative=10)
 
 
-def test_hs_is_not_available_without_its_loss():
-    # hs=1 with negative=0 selects the "hs" loss: an explicit error while it is not registered
-    if "hs" in registry.LOSSES:
-        pytest.skip("the hs loss is registered")
-    with pytest.raises(ValueError, match="valid losses: sgns"):
-        Word2Vec(vector_size=8, hs=1, negative=0)
+def test_hs_selects_hierarchical_softmax(planted, purity):
+    # gensim's switch: hs=1 with negative=0 is hierarchical softmax; its output table has one row per
+    # inner node of the Huffman tree
+    groups, sentences = planted
+    model = Word2Vec(sentences, sg=1, hs=1, negative=0, workers=1, seed=2, **SMALL)
+    assert model.loss == "hs"
+    assert model.syn1neg.shape == (len(model.wv) - 1, SMALL["vector_size"])
+    assert purity(model.wv, groups)[0] >= 0.8
+
+
+def test_hs_with_negative_sampling_is_refused():
+    with pytest.raises(ValueError, match="negative=0"):
+        Word2Vec(vector_size=8, hs=1, negative=5)
+
+
+def test_sampler_with_a_loss_that_draws_no_negatives_is_refused():
+    with pytest.raises(ValueError, match="draws no negatives"):
+        Word2Vec(vector_size=8, loss="full_softmax", sampler="unigram")
 
 
 def test_one_pass_scan_matches_counting_and_encoding(planted):
