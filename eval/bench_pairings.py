@@ -1,0 +1,105 @@
+"""Training throughput of every loss x sampler pairing on the windows driver, relative to SGNS + unigram.
+
+Each pairing trains skip-gram (dim 100, window 5, negative 5, sample 1e-3, min_count 5, shared negatives,
+2 workers) for one epoch on the first ``--tokens`` tokens of the corpus and reports raw words/s and the
+ratio to SGNS + unigram measured in the same run.  Pairings whose cost grows with the number of classes
+(full softmax, exact Boltzmann/softmax sampling, top-k) train on ``--slow-tokens`` tokens instead.
+
+Usage::
+
+    python eval/bench_pairings.py [--corpus PATH] [--tokens 1000000] [--slow-tokens 20000]
+                                  [--losses sgns,nce] [--samplers unigram,lsh]
+"""
+import argparse
+import itertools
+import os
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from embkit import Word2Vec, registry  # noqa: E402
+from embkit.corpus import TextCorpus  # noqa: E402
+
+# samplers and losses whose per-example cost is O(classes x dim)
+SLOW_SAMPLERS = {"softmax_exact", "topk"}
+SLOW_LOSSES = {"full_softmax"}
+SLOW_PARAMS = {("boltzmann", "method", "exact")}
+
+
+def default_corpus():
+    shared = os.environ.get("EMBKIT_SHARED_DATA") or os.path.join(os.path.dirname(HERE), "..", "shared", "data")
+    return os.path.join(shared, "corpora", "gcide.txt.gz")
+
+
+def head(corpus, tokens, directory):
+    """Write the first ``tokens`` tokens of ``corpus`` (whole lines) to a file; return its path."""
+    path = os.path.join(directory, "head-%d.txt" % tokens)
+    if not os.path.exists(path):
+        n = 0
+        with open(path, "w") as out:
+            for sentence in TextCorpus(corpus):
+                out.write(" ".join(sentence) + "\n")
+                n += len(sentence)
+                if n >= tokens:
+                    break
+    return path
+
+
+def pairings(losses, samplers):
+    for loss in losses:
+        if loss in registry.UNSAMPLED_LOSSES:
+            yield loss, None
+        else:
+            for sampler in samplers:
+                yield loss, sampler
+
+
+def run(path, loss, sampler, workers):
+    model = Word2Vec(sg=1, vector_size=100, window=5, negative=5, sample=1e-3, min_count=5, epochs=1,
+                     workers=workers, loss=loss, sampler=sampler)
+    model.build_vocab(corpus_file=path)
+    report = model.train()
+    return report.raw_words / report.seconds, report.epoch_loss[-1]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--corpus", default=default_corpus())
+    p.add_argument("--tokens", type=int, default=1_000_000)
+    p.add_argument("--slow-tokens", type=int, default=20_000)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--losses", default=",".join(sorted(registry.LOSSES)))
+    p.add_argument("--samplers", default=",".join(sorted(registry.SAMPLERS)))
+    args = p.parse_args(argv)
+    losses = [x for x in args.losses.split(",") if x]
+    samplers = [x for x in args.samplers.split(",") if x]
+    with tempfile.TemporaryDirectory() as tmp:
+        fast, slow = head(args.corpus, args.tokens, tmp), head(args.corpus, args.slow_tokens, tmp)
+        base = {}
+        for name, path in (("fast", fast), ("slow", slow)):
+            base[name] = run(path, "sgns", "unigram", args.workers)[0]
+        rows = []
+        for loss, sampler in pairings(losses, samplers):
+            is_slow = loss in SLOW_LOSSES or sampler in SLOW_SAMPLERS
+            try:
+                speed, final = run(slow if is_slow else fast, loss, sampler, args.workers)
+            except ValueError as exc:
+                rows.append((loss, sampler or "-", "refused: %s" % exc, "", "", ""))
+                continue
+            ref = base["slow" if is_slow else "fast"]
+            rows.append((loss, sampler or "-", "%d" % (args.slow_tokens if is_slow else args.tokens),
+                         "{:,.0f}".format(speed), "%.3f" % (speed / ref), "%.3f" % final))
+    print("| loss | sampler | tokens | raw words/s | vs sgns+unigram | final loss |")
+    print("|---|---|---:|---:|---:|---:|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print("\nsgns+unigram: {:,.0f} raw words/s on {} tokens, {:,.0f} on {} tokens".format(
+        base["fast"], args.tokens, base["slow"], args.slow_tokens))
+    print("command: python eval/bench_pairings.py " + " ".join(argv if argv is not None else sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()
