@@ -5,6 +5,12 @@ receives ``counts``, ``n_classes`` and the user's ``sampler_params``.  Both retu
 iterate over these registries, so an entry added here is tested without a new test file.  Modules with
 more samplers add theirs through :func:`register_sampler`.
 """
+import math
+import numbers
+
+import numpy as np
+
+from embkit._kernels import boltzmann as _boltzmann
 from embkit._kernels import losses as _losses
 from embkit._kernels import samplers as _samplers
 
@@ -53,6 +59,78 @@ def _log_uniform(counts, n_classes, **params):
     return _samplers.log_uniform(n_classes)
 
 
+def _boltzmann_sampler(counts=None, n_classes=None, T=1.0, degeneracy="uniform", alpha=None, method="exact",
+                       mh_steps=None, burn_in=None, **params):
+    """Boltzmann negative sampling, ``Q(j) ∝ D(j) exp(<h, W_out[j]> / T)`` (Tanielian et al. 2019, Eq. 8).
+
+    Parameters
+    ----------
+    T : float, default 1.0
+        Temperature, ``> 0``.  ``float('inf')`` draws from ``D`` itself (query-free alias table, any method).
+    degeneracy : {'uniform', 'popularity'}, default 'uniform'
+        ``D``: uniform (UBS) or the class counts raised to ``alpha`` and normalised (PBS).
+    alpha : float, default 1.0
+        Popularity exponent, finite and ``>= 0`` (``degeneracy='popularity'`` only).
+    method : {'exact', 'mh'}, default 'exact'
+        'exact' scores every class per draw call (:class:`~embkit._kernels.boltzmann.ExactBoltzmann`, exact
+        log-probabilities, ``O(n d)`` per call); 'mh' runs an independent Metropolis-Hastings chain with
+        proposals from ``D`` (:class:`~embkit._kernels.boltzmann.MHBoltzmann`, ``O((burn_in + k mh_steps) d)``
+        per call, estimated log-probabilities).
+    mh_steps : int, default 3
+        Chain steps per recorded draw (thinning), ``>= 1`` (``method='mh'`` only).
+    burn_in : int, default 50
+        Chain steps discarded before the first draw, ``>= 0`` (``method='mh'`` only).
+
+    Parameters that do not apply to the chosen ``degeneracy`` or ``method`` raise ValueError rather than being
+    ignored.
+    """
+    _reject(params, "boltzmann")
+    if isinstance(T, bool) or not isinstance(T, numbers.Real) or not T > 0:
+        raise ValueError("boltzmann: T (temperature) must be a number > 0 (float('inf') for the degeneracy "
+                         "distribution itself), got %r" % (T,))
+    if degeneracy not in ("uniform", "popularity"):
+        raise ValueError("boltzmann: degeneracy must be 'uniform' or 'popularity', got %r" % (degeneracy,))
+    if method not in ("exact", "mh"):
+        raise ValueError("boltzmann: method must be 'exact' or 'mh', got %r" % (method,))
+    if method == "exact" and (mh_steps is not None or burn_in is not None):
+        raise ValueError("boltzmann: mh_steps and burn_in apply to method='mh' only")
+    weights = None
+    if degeneracy == "popularity":
+        alpha = 1.0 if alpha is None else alpha
+        if (isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not math.isfinite(alpha)
+                or alpha < 0):
+            raise ValueError("boltzmann: alpha (popularity exponent) must be a finite number >= 0, got %r"
+                             % (alpha,))
+        if counts is None:
+            raise ValueError("boltzmann: degeneracy='popularity' needs the class counts")
+        c = np.asarray(counts, dtype=np.float64)
+        if c.shape != (n_classes,) or not np.all(np.isfinite(c)) or np.any(c < 0) or not np.any(c > 0):
+            raise ValueError("boltzmann: counts must be %d finite non-negative numbers, not all zero"
+                             % n_classes)
+        weights = np.power(c, alpha)
+    elif alpha is not None:
+        raise ValueError("boltzmann: alpha applies to degeneracy='popularity' only")
+    if method == "mh":
+        chain = {key: value for key, value in (("mh_steps", mh_steps), ("burn_in", burn_in)) if value is not None}
+        return _boltzmann.MHBoltzmann(n_classes, T, weights, **chain)
+    return _boltzmann.ExactBoltzmann(n_classes, T, weights)
+
+
+def _softmax_exact(counts=None, n_classes=None, **params):
+    """The model's full softmax over the classes, ``Q(j) ∝ exp(<h, W_out[j]>)``: Boltzmann sampling with
+    ``T = 1`` and uniform ``D``, drawn exactly (``O(n d)`` per call); the "Exp" baseline of Rawat et al. 2019.
+    Takes no parameters."""
+    _reject(params, "softmax_exact")
+    return _boltzmann.ExactBoltzmann(n_classes, 1.0)
+
+
+def _topk(counts=None, n_classes=None, **params):
+    """The ``negative`` highest-scoring wrong classes for each example (hard negatives); deterministic, so
+    only losses that do not correct by ``log Q`` accept it (sgns, relaxed_softmax).  Takes no parameters."""
+    _reject(params, "topk")
+    return _boltzmann.TopK(n_classes)
+
+
 LOSSES = {
     "sgns": _plain(_losses.SGNS, "sgns"),
     "nce": _plain(_losses.NCE, "nce"),
@@ -69,6 +147,9 @@ SAMPLERS = {
     "unigram": _unigram,
     "uniform": _uniform,
     "log_uniform": _log_uniform,
+    "boltzmann": _boltzmann_sampler,
+    "softmax_exact": _softmax_exact,
+    "topk": _topk,
 }
 
 
