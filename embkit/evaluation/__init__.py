@@ -1,22 +1,31 @@
-"""Intrinsic evaluation of word vectors: word similarity and word analogies.
+"""Evaluation of embeddings: word similarity, word analogies, next-item ranking, XC metrics.
 
-All functions take a gensim 4 :class:`~gensim.models.KeyedVectors`.
+The similarity and analogy functions take a gensim 4
+:class:`~gensim.models.KeyedVectors`; :func:`evaluate_ranking` takes the
+context (input) and target (output) tables of a model and held-out pairs;
+:func:`xc_metrics` takes sparse label matrices and scores or top-k predictions.
 
 Examples
 --------
 >>> from embkit.evaluation import evaluate_similarity, evaluate_analogies
 >>> evaluate_similarity(kv, 'simlex999')             # doctest: +SKIP
 >>> print(evaluate_analogies(kv, restrict_vocab=30000))  # doctest: +SKIP
+>>> print(evaluate_ranking(model.wv.vectors, model.syn1neg, test_pairs))  # doctest: +SKIP
+>>> print(xc_metrics(Y_test, scores, propensity=Y_train))  # doctest: +SKIP
 """
 
 from .analogy import METHODS, evaluate_analogies
 from .datasets import bundled_data, load_analogies, load_similarity, resolve_path
+from .pairs import PairDataset, evaluate_ranking_pairs, load_model_tables, read_pairs
+from .ranking import draw_negatives, evaluate_ranking
+from .ranking_results import RankingResult, XCResult
 from .readers import (
     AnalogyDataset, AnalogyQuestion, SimilarityDataset, read_analogies, read_msr_analogies,
     read_similarity,
 )
 from .results import AnalogyResult, EvaluationReport, SectionResult, SimilarityResult
 from .similarity import evaluate_similarity
+from .xc import PROPENSITY_PARAMETERS, inverse_propensities, propensity_scores, xc_metrics
 
 __all__ = [
     'evaluate_similarity', 'evaluate_analogies', 'evaluate_all', 'METHODS',
@@ -25,6 +34,9 @@ __all__ = [
     'read_similarity', 'read_analogies', 'read_msr_analogies',
     'load_similarity', 'load_analogies', 'resolve_path', 'bundled_data',
     'DEFAULT_SIMILARITY_SETS', 'DEFAULT_ANALOGY_SET',
+    'evaluate_ranking', 'draw_negatives', 'RankingResult', 'PairDataset', 'read_pairs',
+    'load_model_tables', 'evaluate_ranking_pairs',
+    'xc_metrics', 'propensity_scores', 'inverse_propensities', 'PROPENSITY_PARAMETERS', 'XCResult',
 ]
 
 #: Similarity sets run by :func:`evaluate_all` (bundled short names).
