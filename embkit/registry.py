@@ -5,6 +5,7 @@ receives ``counts``, ``n_classes`` and the user's ``sampler_params``.  Both retu
 iterate over these registries, so an entry added here is tested without a new test file.  Modules with
 more samplers add theirs through :func:`register_sampler`.
 """
+from embkit._kernels import kernel_sampler as _kernel_sampler
 from embkit._kernels import losses as _losses
 from embkit._kernels import samplers as _samplers
 
@@ -53,6 +54,14 @@ def _log_uniform(counts, n_classes, **params):
     return _samplers.log_uniform(n_classes)
 
 
+def _kernel(counts, n_classes, kernel="rff", D=None, nu=None, alpha=None, bucket=16, seed=1, **params):
+    """Kernel-based sampling through a sum tree: RF-softmax (``kernel='rff'``, covered by US patent
+    12,205,005) or Quadratic-softmax (``kernel='quadratic'``); see :class:`KernelSampler`."""
+    _reject(params, "the kernel sampler")
+    return _kernel_sampler.KernelSampler(n_classes, kernel=kernel, D=D, nu=nu, alpha=alpha, bucket=bucket,
+                                         seed=seed)
+
+
 LOSSES = {
     "sgns": _plain(_losses.SGNS, "sgns"),
     "nce": _plain(_losses.NCE, "nce"),
@@ -69,6 +78,7 @@ SAMPLERS = {
     "unigram": _unigram,
     "uniform": _uniform,
     "log_uniform": _log_uniform,
+    "kernel": _kernel,
 }
 
 
