@@ -99,28 +99,54 @@ cdef class KernelSampler(Sampler):
     Patent notice: the ``'rff'`` kernel (RF-softmax) is covered by US patent 12,205,005, "Sampled Softmax
     with Random Fourier Features"; check whether it applies to your use.
 
-    Kernels
-    -------
-    ``'rff'`` (RF-softmax, Rawat et al. 2019, eq. 16-19)
-        ``q`` and ``c`` are L2-normalised (a zero or non-finite vector stays zero) and
-        ``K(q, c) = exp(-nu ||q - c||^2 / 2)``, which for unit vectors is ``exp(-nu) exp(nu <q, c>)``: the
-        softmax kernel at temperature ``nu`` up to a constant.  ``phi(u) = [cos(W u), sin(W u)] / sqrt(D)``
-        with the ``D`` rows of ``W`` drawn from ``N(0, nu I)``, so ``<phi(q), phi(c)>`` is an unbiased
-        estimate of ``K`` (the paper prints ``N(0, I/nu)``, but its kernel ``exp(-nu ||x - y||^2 / 2)`` needs
-        variance ``nu``).  As in the paper's eq. 17, ``D`` counts the random projections: the feature vector
-        has ``2 D`` entries (a cosine and a sine per projection).
-    ``'quadratic'`` (Quadratic-softmax, Blanc & Rendle 2018; the paper's eq. 15 baseline)
-        ``K(q, c) = alpha <q, c>^2 + 1`` on the raw vectors, linearised exactly by
-        ``phi(u) = [sqrt(alpha) u_i u_i (i), sqrt(2 alpha) u_i u_j (i < j), 1]``, of dimension
-        ``1 + d (d + 1) / 2`` (the upper triangle of ``u u^T``; the full ``u (x) u`` would take ``1 + d^2``).
+    Parameters
+    ----------
+    n_classes : int
+    kernel : {'rff', 'quadratic'}
+    D : int, optional
+        Random projections of the ``'rff'`` map (>= 1; default 128).  Only for ``'rff'``.
+    nu : float, optional
+        Temperature of the ``'rff'`` kernel, in ``(0, 100]`` (default 4: the paper's best
+        ``T = 1/sqrt(nu) = 0.5`` on PennTreeBank).  Only for ``'rff'``.
+    alpha : float, optional
+        Scale of the quadratic kernel, ``>= 0`` (default 100 as in Blanc & Rendle).  Only for
+        ``'quadratic'``.
+    bucket : int
+        Classes per leaf (>= 1).
+    seed : int
+        Seed of the random projections (>= 0).
 
-    The tree
-    --------
-    The classes are cut into buckets of ``bucket`` consecutive ids; the buckets are the leaves of a complete
-    binary tree stored as a heap (node ``i`` has children ``2i`` and ``2i + 1``, leaves at
-    ``L .. 2L - 1`` for ``L = ceil(n / bucket)`` leaves).  Node ``v`` stores ``S_v = sum phi(c)`` over its
-    classes (float32).  A draw computes ``phi(q)`` once per ``draw`` call, then for each sample goes from the
-    root to a leaf, taking child ``x`` of ``{l, r}`` with probability ``m(x) / (m(l) + m(r))``, where
+    Attributes
+    ----------
+    n_features : int
+        ``F``, the length of ``phi``: ``2 D`` for ``'rff'``, ``1 + d (d + 1) / 2`` for ``'quadratic'``
+        (0 until bound).
+    n_leaves : int
+        ``L = ceil(n_classes / bucket)``.
+    last_refresh : tuple or None
+        ``("full" | "incremental", rows recomputed)`` of the latest refresh.
+    node_sums, node_sizes, memory_bytes
+        See the properties.
+
+    Notes
+    -----
+    Kernels.  ``'rff'`` (RF-softmax, Rawat et al. 2019, eq. 16-19): ``q`` and ``c`` are L2-normalised (a zero
+    or non-finite vector stays zero) and ``K(q, c) = exp(-nu ||q - c||^2 / 2)``, which for unit vectors is
+    ``exp(-nu) exp(nu <q, c>)``: the softmax kernel at temperature ``nu`` up to a constant (in a trainer whose
+    logits are raw ``<h, c>``, a cosine softmax).  ``phi(u) = [cos(W u), sin(W u)] / sqrt(D)`` with the
+    ``D`` rows of ``W`` drawn from ``N(0, nu I)``, so ``<phi(q), phi(c)>`` is an unbiased estimate of ``K``
+    (the paper prints ``N(0, I/nu)``, but its kernel ``exp(-nu ||x - y||^2 / 2)`` needs variance ``nu``).
+    As in the paper's eq. 17, ``D`` counts the random projections: the feature vector has ``2 D`` entries (a
+    cosine and a sine per projection).  ``'quadratic'`` (Quadratic-softmax, Blanc & Rendle 2018; the
+    paper's eq. 15 baseline): ``K(q, c) = alpha <q, c>^2 + 1`` on the raw vectors, linearised exactly by
+    ``phi(u) = [sqrt(alpha) u_i u_i (i), sqrt(2 alpha) u_i u_j (i < j), 1]``, of dimension
+    ``1 + d (d + 1) / 2`` (the upper triangle of ``u u^T``; the full ``u (x) u`` would take ``1 + d^2``).
+
+    The tree.  The classes are cut into buckets of ``bucket`` consecutive ids; the buckets are the leaves
+    of a complete binary tree stored as a heap (node ``i`` has children ``2i`` and ``2i + 1``, leaves at
+    ``L .. 2L - 1``).  Node ``v`` stores ``S_v = sum phi(c)`` over its classes (float32).  A draw computes
+    ``phi(q)`` once per ``draw`` call, then for each sample goes from the root to a leaf, taking child ``x``
+    of ``{l, r}`` with probability ``m(x) / (m(l) + m(r))``, where
 
         ``m(v) = min(max(<phi(q), S_v>, |v| k_min), |v| k_max)``
 
@@ -129,50 +155,32 @@ cdef class KernelSampler(Sampler):
     or exceed what the node's classes could sum to; clamping it into the range the true mass must lie in
     never moves it away from the true mass, and keeps every class reachable (no ``-inf`` log-probabilities).
     A non-finite mass (diverged vectors) becomes the floor.  In the leaf the class is chosen with
-    probability ``K(q, c) / sum_{bucket} K(q, c')`` computed exactly from the current rows (``bucket``
-    dot products of length ``d``; ``'rff'`` divides them by the row norms of the latest refresh).
+    probability ``K(q, c) / sum_{bucket} K(q, c')`` computed exactly from the current rows (``bucket`` dot
+    products of length ``d``; ``'rff'`` divides them by the row norms of the latest refresh).
 
     The log-probability reported for a draw is the sum of the logs of the branch probabilities actually used
     on its path plus the log of its in-bucket probability: the exact probability of the sampler's own
     distribution (``exact_logq``), even where that distribution departs from ``K / sum K`` by the RFF error
     and the clamping.  ``target_logq`` walks the target's path the same way, ``O(D log n)``.  With the
     quadratic kernel no clamp binds (up to float rounding) and the distribution is ``K / sum K``.
+    :meth:`probabilities` enumerates the distribution for a query.
 
-    Cost and memory
-    ---------------
-    ``phi(q)`` costs ``O(D d)`` per ``draw`` call (``O(d^2)`` for quadratic), each sample ``2 F log2(L)``
-    multiply-adds down the tree (``F`` the feature length; the top six levels are computed once per call)
-    plus ``bucket d`` in its leaf.  The tree holds ``2 L`` nodes of ``F`` float32:
-    ``8 F ceil(n / bucket)`` bytes.  For ``n = 1e6`` classes and ``D = 256`` projections (``F = 512``):
-    4.1 GB with ``bucket=1``, 256 MB with ``bucket=16`` (the default), 128 MB with ``bucket=32``,
-    64 MB with ``bucket=64``; for ``D = 128`` half of that.  Besides: a uint64 hash and (``'rff'``) a float64
-    inverse norm per class, 16 MB for ``n = 1e6``, and the ``D x d`` projections.  The quadratic map with ``d = 128`` has ``F = 8257``: 4.1 GB
-    for ``n = 1e6`` at ``bucket=16``.
+    Cost and memory.  ``phi(q)`` costs ``O(D d)`` per ``draw`` call (``O(d^2)`` for quadratic), each sample
+    ``2 F log2(L)`` multiply-adds down the tree (the top six levels are computed once per call) plus
+    ``bucket d`` in its leaf.  The tree holds ``2 L`` nodes of ``F`` float32: ``8 F ceil(n / bucket)``
+    bytes.  For ``n = 1e6`` classes and ``D = 256`` projections (``F = 512``): 4.1 GB with ``bucket=1``,
+    256 MB with ``bucket=16`` (the default), 128 MB with ``bucket=32``, 64 MB with ``bucket=64``; for
+    ``D = 128`` half of that.  Besides: a uint64 hash and (``'rff'``) a float64 inverse norm per class,
+    16 MB for ``n = 1e6``, and the ``D x d`` projections.  The quadratic map with ``d = 128`` has
+    ``F = 8257``: 4.1 GB for ``n = 1e6`` at ``bucket=16``.
 
-    Updates and threads
-    -------------------
-    :meth:`refresh` (called by trainers between chunks, and by :meth:`bind`) hashes the rows of the bound
-    table, and rebuilds the whole tree when more than 1/8 of the leaves changed, otherwise updates the
-    changed leaves and their ancestors (:meth:`update_rows`).  A rebuild is vectorised numpy: ``O(n d D)``
-    for the projections.  ``draw`` only reads the tree and the table; its per-thread scratch holds
-    ``phi(q)``, the normalised query, the cached masses and the bucket weights.  :meth:`refresh` and
-    :meth:`update_rows` must not run while draws do.
-
-    Parameters
-    ----------
-    n_classes : int
-    kernel : {'rff', 'quadratic'}
-    D : int, optional
-        Random projections of the ``'rff'`` map (>= 1; default 128).  Not used by ``'quadratic'``.
-    nu : float, optional
-        Temperature of the ``'rff'`` kernel, in ``(0, 100]`` (default 4: the paper's best ``T = 1/sqrt(nu)
-        = 0.5`` on PennTreeBank).  Not used by ``'quadratic'``.
-    alpha : float, optional
-        Scale of the quadratic kernel, ``>= 0`` (default 100 as in Blanc & Rendle).  Not used by ``'rff'``.
-    bucket : int
-        Classes per leaf (>= 1).
-    seed : int
-        Seed of the random projections (>= 0).
+    Updates and threads.  :meth:`refresh` (called by trainers between chunks, and by :meth:`bind`) hashes
+    the rows of the bound table, and rebuilds the whole tree when more than 1/8 of the leaves changed,
+    otherwise updates the changed leaves and their ancestors (as :meth:`update_rows`).  A rebuild is
+    vectorised numpy, ``O(n d D)`` for the projections.  ``draw`` only reads the tree and the table; its
+    per-thread scratch holds ``phi(q)``, the normalised query, the cached masses and the bucket weights.
+    :meth:`refresh` and :meth:`update_rows` must not run while draws do.  Until :meth:`bind` the sampler
+    draws uniformly.
     """
     cdef readonly str kernel
     cdef readonly int D
