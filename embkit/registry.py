@@ -11,6 +11,7 @@ import numbers
 import numpy as np
 
 from embkit._kernels import boltzmann as _boltzmann
+from embkit._kernels import kernel_sampler as _kernel_sampler
 from embkit._kernels import losses as _losses
 from embkit._kernels import samplers as _samplers
 
@@ -129,6 +130,12 @@ def _topk(counts=None, n_classes=None, **params):
     only losses that do not correct by ``log Q`` accept it (sgns, relaxed_softmax).  Takes no parameters."""
     _reject(params, "topk")
     return _boltzmann.TopK(n_classes)
+def _kernel(counts, n_classes, kernel="rff", D=None, nu=None, alpha=None, bucket=16, seed=1, **params):
+    """Kernel-based sampling through a sum tree: RF-softmax (``kernel='rff'``, covered by US patent
+    12,205,005) or Quadratic-softmax (``kernel='quadratic'``); see :class:`KernelSampler`."""
+    _reject(params, "the kernel sampler")
+    return _kernel_sampler.KernelSampler(n_classes, kernel=kernel, D=D, nu=nu, alpha=alpha, bucket=bucket,
+                                         seed=seed)
 
 
 LOSSES = {
@@ -150,6 +157,7 @@ SAMPLERS = {
     "boltzmann": _boltzmann_sampler,
     "softmax_exact": _softmax_exact,
     "topk": _topk,
+    "kernel": _kernel,
 }
 
 
