@@ -6,6 +6,7 @@ iterate over these registries, so an entry added here is tested without a new te
 more samplers add theirs through :func:`register_sampler`.
 """
 from embkit._kernels import losses as _losses
+from embkit._kernels import lsh as _lsh_kernels
 from embkit._kernels import samplers as _samplers
 
 
@@ -53,6 +54,14 @@ def _log_uniform(counts, n_classes, **params):
     return _samplers.log_uniform(n_classes)
 
 
+def _lsh(counts, n_classes, family="simhash", K=None, L=None, query="label", bin_size=8, rebuild_initial=0.01,
+         rebuild_decay=1.5, seed=1, **params):
+    """LSH negative sampling (Daghaghi et al. 2021); see :class:`embkit._kernels.lsh.LSHSampler`."""
+    _reject(params, "lsh")
+    return _lsh_kernels.LSHSampler(n_classes, family=family, K=K, L=L, query=query, bin_size=bin_size,
+                                   rebuild_initial=rebuild_initial, rebuild_decay=rebuild_decay, seed=seed)
+
+
 LOSSES = {
     "sgns": _plain(_losses.SGNS, "sgns"),
     "nce": _plain(_losses.NCE, "nce"),
@@ -69,6 +78,7 @@ SAMPLERS = {
     "unigram": _unigram,
     "uniform": _uniform,
     "log_uniform": _log_uniform,
+    "lsh": _lsh,
 }
 
 
