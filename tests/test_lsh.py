@@ -361,6 +361,15 @@ def test_unknown_parameters_and_oversized_bins():
     sampler = LSHSampler(10, family="dwta", bin_size=16)
     with pytest.raises(ValueError, match="bin_size must be at most the vector dimension"):
         sampler.bind(np.ones((10, 8), dtype=np.float32))
+    sampler = LSHSampler(10)
+    sampler.bind(np.ones((10, 8), dtype=np.float32))
+    with pytest.raises(ValueError, match="vectors have 5 dimensions, the hash functions 8"):
+        sampler.py_hash(np.ones(5))
+    with pytest.raises(ValueError, match="query has 5 dimensions"):
+        sampler.py_draw(3, 1, target=-1, query=np.ones(5))
+    # bound again to a wider table: new hash functions, tables rebuilt
+    sampler.bind(np.ones((10, 12), dtype=np.float32))
+    assert sampler.projections.shape == (sampler.K * sampler.L, 12) and sampler.rebuilds == 2
 
 
 # ----------------------------------------------------------------------------- training

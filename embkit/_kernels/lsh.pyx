@@ -14,10 +14,10 @@ import numpy as np
 
 from libc.stdint cimport uint64_t, int32_t
 from libc.stdlib cimport malloc, free
-from libc.string cimport memset, memcpy
-from libc.math cimport log
+from libc.string cimport memcpy
+from libc.math cimport log, INFINITY
 
-from embkit._kernels.common cimport emb_dot, rng_below
+from embkit._kernels.common cimport emb_dot, emb_prefetch_row, rng_below
 from embkit._kernels.samplers cimport Sampler
 
 FAMILIES = ("simhash", "dwta")
@@ -31,6 +31,8 @@ cdef enum:
     DWTA = 1
     # densification: how many other bins an empty DWTA bin tries before giving up (hash value 0)
     NPROBES = 32
+    # draws whose table slots are picked (and prefetched) before their ids are read
+    GATHER = 32
 
 N_PROBES = NPROBES
 
@@ -54,12 +56,15 @@ cdef inline int fold(uint64_t key, int bits, bint direct) noexcept nogil:
 cdef inline int dwta_winner(const float *x, const int32_t *bin, int bin_size) noexcept nogil:
     """Position of the largest non-zero coordinate of ``x`` among ``bin`` (first on ties), -1 if all are 0."""
     cdef int i, best = -1
-    cdef float v, bv = 0.0
+    cdef float v, bv = -INFINITY
+    cdef bint gt
     for i in range(bin_size):
+        # written without branches (random data would mispredict them): zeros count as -inf
         v = x[bin[i]]
-        if v != 0.0 and (best < 0 or v > bv):
-            best = i
-            bv = v
+        v = v if v != 0.0 else -INFINITY
+        gt = v > bv
+        best = i if gt else best
+        bv = v if gt else bv
     return best
 
 
@@ -93,9 +98,9 @@ cdef class LSHSampler(Sampler):
     non-zero coordinate within a random bin of ``bin_size`` distinct coordinates; a bin whose coordinates
     are all 0 borrows the value of another bin, tried in a fixed random order (up to ``N_PROBES``, else 0).
     The ``K`` values form a key (bits, or base-``bin_size`` digits); when the key range exceeds
-    ``2**bucket_bits`` (``bucket_bits = max(10, ceil(log2 n_classes))``) keys are folded into that many
-    buckets by multiplicative hashing.  Each table is stored in CSR form: ``tables[t]`` lists the class ids
-    sorted by bucket, ``offsets[t, b]`` where bucket ``b`` starts.
+    ``2**bucket_bits`` (``bucket_bits = max(10, ceil(log2 n_classes))``, at most 30) keys are folded into
+    that many buckets by multiplicative hashing.  Each table is stored in CSR form: ``tables[t]`` lists the
+    class ids sorted by bucket, ``offsets[t, b]`` where bucket ``b`` starts.
 
     Drawing.  The query vector ``x`` is ``W_out[target]`` with ``query='label'`` (LSH Label; the hidden
     vector is used when there is no target) and the hidden vector with ``query='embedding'`` (LSH
@@ -113,16 +118,22 @@ cdef class LSHSampler(Sampler):
         ``Q(j) = (1/L) sum_t [j in B_t] / c_t + e / (L (n - 1))``  for ``j != target``
 
     (``n`` instead of ``n - 1`` when there is no target).  Asking for it costs ``O(K L d)`` hashing and
-    ``O(L)`` a draw.  This is the current-tables realisation of the paper's Theorems 1-2, whose expected
-    form is ``p_j ~ 1 - (1 - a_j^K)^L`` with ``a_j`` the collision probability of ``x`` and ``w_j``
-    (``1 - angle / pi`` for SimHash).  ``target_logq`` is the log-probability the same procedure would give
-    the target if it were not excluded, ``(1/L) sum_t [target in B_t] / |B_t| + e0 / (L n)`` with ``e0``
-    the number of empty buckets, floored at ``1 / (L n)`` so that it stays finite.
+    ``O(L)`` a draw.  Over random hash functions ``P(j in B_t) = a_j^K``, with ``a_j`` the collision
+    probability of ``x`` and ``w_j`` (``1 - angle / pi`` for SimHash), so ``Q(j)`` is about
+    ``a_j^K E[1 / c_t]`` plus padding: increasing in ``a_j`` like the paper's Theorems 1-2, whose
+    ``1 - (1 - a_j^K)^L`` is the probability that ``j`` is in the union of the ``L`` buckets (the set the
+    paper's Algorithm 3 retrieves; here each draw samples one table instead).
+
+    ``target_logq`` is the log-probability the same procedure would give the target if it were not
+    excluded, ``(1/L) sum_t [target in B_t] / |B_t| + e0 / (L n)`` with ``e0`` the number of empty
+    buckets, floored at ``1 / (L n)`` so that it stays finite (the excluding sampler gives it 0, and an
+    infinite logQ correction would break the corrected losses).
 
     Updates.  The tables are built when the table is bound and rebuilt from the current output vectors by
     :meth:`refresh` (between chunks, with the GIL) on a decaying schedule: at progress ``r``, ``r + r g``,
     ``r + r g + r g**2``, ... with ``r = rebuild_initial`` and ``g = rebuild_decay`` (the paper: a short
-    initial period, then exponentially rarer updates).  A rebuild is ``O(n (K L d + L))``, vectorised.
+    initial period, then exponentially rarer updates).  A rebuild costs ``O(n L K d)`` (SimHash, one
+    matrix product) or ``O(n L K bin_size)`` (DWTA) plus an ``O(n L)`` counting sort.
     Draws only read the tables, so any number of threads may draw at once, each with its own scratch.
 
     Parameters
@@ -192,7 +203,7 @@ cdef class LSHSampler(Sampler):
         self.query_free = False
         self.exact_logq = True
         self.is_distribution = True
-        self.bucket_bits = max(10, int(math.ceil(math.log2(max(n_classes, 2)))))
+        self.bucket_bits = min(30, max(10, int(math.ceil(math.log2(max(n_classes, 2))))))
         if self.fam == SIMHASH:
             self.direct = self.K <= self.bucket_bits
             self.n_buckets = (1 << self.K) if self.direct else (1 << self.bucket_bits)
@@ -221,6 +232,13 @@ cdef class LSHSampler(Sampler):
             self._set_array("_bins", np.ascontiguousarray(bins, dtype=np.int32))
             self._set_array("_probes", np.ascontiguousarray(rng.integers(0, nh, (nh, N_PROBES)), dtype=np.int32))
         self.hash_dim = dim
+
+    def _check_dim(self, int dim):
+        """Make the hash functions on first use; afterwards vectors must have their dimension."""
+        if self.hash_dim == 0:
+            self._make_hashes(dim)
+        elif dim != self.hash_dim:
+            raise ValueError("vectors have %d dimensions, the hash functions %d" % (dim, self.hash_dim))
 
     def _set_array(self, name, arr):
         """Keep ``arr`` alive as attribute ``name`` and point the matching C pointer at it."""
@@ -278,8 +296,7 @@ cdef class LSHSampler(Sampler):
         X = np.ascontiguousarray(X, dtype=np.float32)
         if X.ndim != 2:
             raise ValueError("hash_rows needs a 2-d array")
-        if self.hash_dim != X.shape[1]:
-            self._make_hashes(X.shape[1])
+        self._check_dim(X.shape[1])
         cdef Py_ssize_t m = X.shape[0], start, stop, j
         codes = np.empty((m, self.L), dtype=np.int32)
         if m == 0:
@@ -317,10 +334,7 @@ cdef class LSHSampler(Sampler):
     def py_hash(self, x):
         """Bucket codes of one vector in every table, computed by the query path: (L,) int32."""
         xa = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
-        if self.hash_dim != xa.shape[0]:
-            if self.hash_dim:
-                raise ValueError("vector has %d dimensions, the hash functions %d" % (xa.shape[0], self.hash_dim))
-            self._make_hashes(xa.shape[0])
+        self._check_dim(xa.shape[0])
         codes = np.empty(self.L, dtype=np.int32)
         cdef float[::1] xv = xa
         cdef int32_t[::1] cv = codes
@@ -365,6 +379,8 @@ cdef class LSHSampler(Sampler):
         if self.W_out is None:
             raise RuntimeError("bind an output table first")
         W = np.asarray(self.W_out)
+        if W.shape[1] != self.hash_dim:
+            self._make_hashes(W.shape[1])                         # bound to a table of another width
         codes = np.ascontiguousarray(self.hash_rows(W).T)        # L x n
         cdef int n = self.n_classes, L = self.L, B = self.n_buckets
         offsets = np.zeros((L, B + 1), dtype=np.int32)
@@ -456,7 +472,8 @@ cdef class LSHSampler(Sampler):
         cdef const float *x = self.query_vector(query, target)
         cdef TableState *st = <TableState *> scratch
         cdef bint own = False, zero = False
-        cdef int i, t, c
+        cdef int i, i0, m, t, c
+        cdef Py_ssize_t slot[GATHER]
         if x != NULL and st == NULL:
             st = <TableState *> malloc(L * sizeof(TableState))
             own = True
@@ -466,20 +483,29 @@ cdef class LSHSampler(Sampler):
             zero = is_zero(x, self.dim)
             for t in range(L):
                 st[t].code = -1
-        for i in range(k):
-            if x == NULL:
-                ids[i] = self.pad(rng, target)
-                continue
-            t = <int>rng_below(rng, L)
-            if st[t].code < 0:
-                self.probe(x, zero, t, target, &st[t])
-            if st[t].eligible > 0:
-                c = st[t].start + <int>rng_below(rng, st[t].eligible)
-                if st[t].tpos >= 0 and c >= st[t].tpos:
-                    c += 1                                   # skip the target's slot
-                ids[i] = self.tab[<Py_ssize_t>t * n + c]
-            else:
-                ids[i] = self.pad(rng, target)
+        # in blocks: first pick every draw's table slot and prefetch it, then gather the ids, so the
+        # (with many classes, cache-missing) reads of the tables overlap
+        i0 = 0
+        while i0 < k:
+            m = k - i0 if k - i0 < GATHER else GATHER
+            for i in range(m):
+                if x == NULL:
+                    slot[i] = -1 - self.pad(rng, target)
+                    continue
+                t = <int>rng_below(rng, L)
+                if st[t].code < 0:
+                    self.probe(x, zero, t, target, &st[t])
+                if st[t].eligible > 0:
+                    c = st[t].start + <int>rng_below(rng, st[t].eligible)
+                    if st[t].tpos >= 0 and c >= st[t].tpos:
+                        c += 1                               # skip the target's slot
+                    slot[i] = <Py_ssize_t>t * n + c
+                    emb_prefetch_row(<const float *>(self.tab + slot[i]), 1)
+                else:
+                    slot[i] = -1 - self.pad(rng, target)
+            for i in range(m):
+                ids[i0 + i] = self.tab[slot[i]] if slot[i] >= 0 else <int>(-1 - slot[i])
+            i0 += m
         if logq != NULL or target_logq != NULL:
             if x != NULL:
                 for t in range(L):
@@ -505,6 +531,9 @@ cdef class LSHSampler(Sampler):
                 empty += (st[t].size == 0)
         pad_mass = padded / (L * pool)
         if logq != NULL:
+            if hashed:
+                for i in range(k):
+                    emb_prefetch_row(<const float *>(self.pos + <Py_ssize_t>ids[i] * L), L)
             for i in range(k):
                 j = ids[i]
                 if j == target and n > 1:
