@@ -13,6 +13,7 @@ import numpy as np
 from embkit._kernels import boltzmann as _boltzmann
 from embkit._kernels import kernel_sampler as _kernel_sampler
 from embkit._kernels import losses as _losses
+from embkit._kernels import lsh as _lsh_kernels
 from embkit._kernels import samplers as _samplers
 
 
@@ -136,6 +137,12 @@ def _kernel(counts, n_classes, kernel="rff", D=None, nu=None, alpha=None, bucket
     _reject(params, "the kernel sampler")
     return _kernel_sampler.KernelSampler(n_classes, kernel=kernel, D=D, nu=nu, alpha=alpha, bucket=bucket,
                                          seed=seed)
+def _lsh(counts, n_classes, family="simhash", K=None, L=None, query="label", bin_size=8, rebuild_initial=0.01,
+         rebuild_decay=1.5, seed=1, **params):
+    """LSH negative sampling (Daghaghi et al. 2021); see :class:`embkit._kernels.lsh.LSHSampler`."""
+    _reject(params, "lsh")
+    return _lsh_kernels.LSHSampler(n_classes, family=family, K=K, L=L, query=query, bin_size=bin_size,
+                                   rebuild_initial=rebuild_initial, rebuild_decay=rebuild_decay, seed=seed)
 
 
 LOSSES = {
@@ -158,6 +165,7 @@ SAMPLERS = {
     "softmax_exact": _softmax_exact,
     "topk": _topk,
     "kernel": _kernel,
+    "lsh": _lsh,
 }
 
 
