@@ -79,8 +79,6 @@ cdef class Sampler:
             q = &q_v[0]
         elif not self.query_free:
             raise ValueError("this sampler needs a query vector")
-        if not self.query_free and self.W_out is None:
-            raise RuntimeError("%s reads the class vectors: call bind(W_out) first" % type(self).__name__)
         ids = np.zeros(max(k, 1), dtype=np.intc)
         logq = np.zeros(max(k, 1), dtype=np.float64)
         cdef int[::1] ids_v = ids
