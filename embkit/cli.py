@@ -142,7 +142,7 @@ def _add_eval(subparsers, common):
                          help="how to read --pairs (auto: ids when every field is an integer)")
     ranking.add_argument("--negatives", type=int, default=100, metavar="N",
                          help="uniform negatives per pair for the approximate MPR (0: skip it)")
-    ranking.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the negative draws")
+    ranking.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the negative draws (default: 0)")
     p.set_defaults(func=cmd_eval)
 
 
