@@ -1,6 +1,17 @@
-"""embkit: fast word2vec-style embeddings with pluggable losses and samplers on Hogwild Cython kernels."""
-from embkit.word2vec import Word2Vec
-from embkit.persist import load_vectors
+"""embkit: fast word2vec-style embeddings with pluggable losses and samplers on Hogwild Cython kernels.
 
+``Word2Vec`` and ``load_vectors`` are imported on first use, so ``embkit.evaluation`` and the other pure
+Python modules import without the compiled kernels.
+"""
 __all__ = ["Word2Vec", "load_vectors"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    if name == "Word2Vec":
+        from embkit.word2vec import Word2Vec
+        return Word2Vec
+    if name == "load_vectors":
+        from embkit.persist import load_vectors
+        return load_vectors
+    raise AttributeError("module 'embkit' has no attribute %r" % name)
