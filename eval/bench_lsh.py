@@ -4,7 +4,9 @@ time, and how close its draws come to the softmax distribution it stands in for.
 1. Per-draw time for n = 1e3 ... 1e6 classes (random unit vectors, d = 128, k = 20 draws per ``draw`` call,
    one call per random query/target), for SimHash and DWTA, LSH Label and LSH Embedding, with and
    without log-probabilities.  The draws run in a compiled loop (``py_draw_many``); the best of
-   ``--repeat`` runs is reported.  The last column is the ratio of the 1e6 and 1e4 times.
+   ``--repeat`` runs is reported.  The last column is the ratio of the 1e6 and 1e4 times.  The uniform
+   alias-table sampler's per-draw time is given for reference: an O(1) sampler whose tables also leave
+   the caches as n grows.
 2. Table build time (hashing all rows + counting sort into the CSR tables) for each n.
 3. Total variation distance at n = 1e4 between the exact softmax ``p_j ~ exp(<q, w_j> / T)`` and
    (a) LSH Embedding's empirical draw distribution, (b) uniform draws at the same budget, and the
@@ -28,6 +30,7 @@ import numpy as np
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
+from embkit._kernels import samplers  # noqa: E402
 from embkit._kernels.lsh import LSHSampler  # noqa: E402
 
 
@@ -54,18 +57,27 @@ def time_draws(sampler, queries, targets, k, with_logq, repeat):
 def bench_scaling(args, rng):
     cases = [(fam, q, lq) for fam in args.families for q in ("label", "embedding") for lq in (False, True)]
     per_draw = {c: {} for c in cases}
+    reference = ("uniform (alias table), for reference", "-", True)
+    per_draw[reference] = {}
     build = {fam: {} for fam in args.families}
     for n in args.sizes:
+        alias = samplers.uniform(n)
+        best = np.inf
+        for r in range(args.repeat):
+            t0 = time.perf_counter()
+            alias.py_draw(args.calls * args.k, r + 1)
+            best = min(best, time.perf_counter() - t0)
+        per_draw[reference][n] = best / (args.calls * args.k)
         W = unit_rows(rng, n, args.dim)
         queries = unit_rows(rng, args.calls, args.dim)
         targets = rng.integers(0, n, args.calls).astype(np.intc)
         for fam in args.families:
-            samplers = {}
+            by_query = {}
             for query in ("label", "embedding"):
                 s = LSHSampler(n, family=fam, query=query, K=args.K.get(fam), L=args.L, seed=1)
                 s.bind(W)
-                samplers[query] = s
-            s = samplers["label"]
+                by_query[query] = s
+            s = by_query["label"]
             times = []
             for _ in range(args.repeat):
                 t0 = time.perf_counter()
@@ -74,12 +86,12 @@ def bench_scaling(args, rng):
             build[fam][n] = min(times)
             for (f, query, lq) in cases:
                 if f == fam:
-                    per_draw[(f, query, lq)][n] = time_draws(samplers[query], queries, targets, args.k, lq,
+                    per_draw[(f, query, lq)][n] = time_draws(by_query[query], queries, targets, args.k, lq,
                                                              args.repeat)
             print("n=%d %s done" % (n, fam), file=sys.stderr, flush=True)
-            del samplers, s
+            del by_query, s
         del W
-    return cases, per_draw, build
+    return cases + [reference], per_draw, build
 
 
 def softmax(z):

@@ -17,7 +17,7 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 from libc.math cimport log, INFINITY
 
-from embkit._kernels.common cimport emb_dot, emb_prefetch_row, rng_below
+from embkit._kernels.common cimport emb_dot_rows, emb_prefetch_row, rng_below
 from embkit._kernels.samplers cimport Sampler
 
 FAMILIES = ("simhash", "dwta")
@@ -44,6 +44,7 @@ cdef struct TableState:
     int size
     int tpos        # index of the target in the table's id row if it is in the bucket, else -1
     int eligible    # members other than the target
+    double weight   # probability a draw takes a given eligible member from this table: 1 / (L eligible), or 0
 
 
 cdef inline int fold(uint64_t key, int bits, bint direct) noexcept nogil:
@@ -173,8 +174,9 @@ cdef class LSHSampler(Sampler):
     cdef int fam
     cdef bint by_label
     cdef int hash_dim                   # dimension the hash functions were made for (0: none)
-    cdef object _proj, _bins, _probes, _offsets, _tables, _pos
+    cdef object _proj, _row_ids, _bins, _probes, _offsets, _tables, _pos
     cdef float *proj                    # SimHash: (L K) x dim projections
+    cdef int *row_ids                   # SimHash: 0 .. L K - 1, the projection rows of each table
     cdef int32_t *bins                  # DWTA: (L K) x bin_size coordinates
     cdef int32_t *probes                # DWTA: (L K) x N_PROBES bins to borrow from
     cdef int32_t *offsets               # L x (n_buckets + 1)
@@ -221,6 +223,7 @@ cdef class LSHSampler(Sampler):
         if self.fam == SIMHASH:
             proj = np.ascontiguousarray(rng.standard_normal((nh, dim)), dtype=np.float32)
             self._set_array("_proj", proj)
+            self._set_array("_row_ids", np.arange(nh, dtype=np.int32))
         else:
             if self.bin_size > dim:
                 raise ValueError("bin_size must be at most the vector dimension (%d), got %d"
@@ -260,15 +263,20 @@ cdef class LSHSampler(Sampler):
             self._tables, self.tab = arr, &iv[0]
         elif name == "_pos":
             self._pos, self.pos = arr, &iv[0]
+        elif name == "_row_ids":
+            self._row_ids, self.row_ids = arr, <int *> &iv[0]
 
     cdef int table_code(self, const float *x, int t) noexcept nogil:
         """Bucket of vector ``x`` (``hash_dim`` floats) in table ``t``."""
         cdef uint64_t key = 0
         cdef int i, h, a, idx
         cdef int dim = self.hash_dim
+        cdef float p[64]
         if self.fam == SIMHASH:
+            # the table's K projections in one pass (two rows at a time share the loads of x)
+            emb_dot_rows(x, self.proj, self.row_ids + t * self.K, self.K, dim, p)
             for i in range(self.K):
-                if emb_dot(self.proj + <Py_ssize_t>(t * self.K + i) * dim, x, dim) > 0.0:
+                if p[i] > 0.0:
                     key |= (<uint64_t>1) << i
         else:
             for i in range(self.K):
@@ -453,10 +461,14 @@ cdef class LSHSampler(Sampler):
 
     cdef void probe(self, const float *x, bint zero, int t, int target, TableState *st) noexcept nogil:
         """Hash ``x`` in table ``t`` and record its bucket and whether the target is in it."""
-        cdef int code = 0 if zero else self.table_code(x, t)
+        st.code = 0 if zero else self.table_code(x, t)
+        self.locate(t, target, st)
+
+    cdef void locate(self, int t, int target, TableState *st) noexcept nogil:
+        """Fill in the bucket bounds of ``st.code`` in table ``t`` and the target's place in it."""
+        cdef int code = st.code
         cdef int32_t *off = self.offsets + <Py_ssize_t>t * (self.n_buckets + 1)
         cdef int p
-        st.code = code
         st.start = off[code]
         st.size = off[code + 1] - off[code]
         st.tpos = -1
@@ -465,6 +477,7 @@ cdef class LSHSampler(Sampler):
             if st.start <= p < st.start + st.size:
                 st.tpos = p
         st.eligible = st.size - (1 if st.tpos >= 0 else 0)
+        st.weight = 1.0 / (self.L * <double>st.eligible) if st.eligible > 0 else 0.0
 
     cdef int draw(self, uint64_t *rng, const float *query, int target, int k, int *ids, double *logq,
                   double *target_logq, void *scratch) noexcept nogil:
@@ -481,8 +494,19 @@ cdef class LSHSampler(Sampler):
                 x = NULL
         if x != NULL:
             zero = is_zero(x, self.dim)
-            for t in range(L):
-                st[t].code = -1
+            if logq != NULL or target_logq != NULL:
+                # every table is needed: hash them all first, prefetching the bucket bounds to look up
+                for t in range(L):
+                    st[t].code = 0 if zero else self.table_code(x, t)
+                    emb_prefetch_row(<const float *>(self.offsets + <Py_ssize_t>t * (self.n_buckets + 1)
+                                                     + st[t].code), 2)
+                if target >= 0:
+                    emb_prefetch_row(<const float *>(self.pos + <Py_ssize_t>target * L), L)
+                for t in range(L):
+                    self.locate(t, target, &st[t])
+            else:
+                for t in range(L):
+                    st[t].code = -1
         # in blocks: first pick every draw's table slot and prefetch it, then gather the ids, so the
         # (with many classes, cache-missing) reads of the tables overlap
         i0 = 0
@@ -507,10 +531,6 @@ cdef class LSHSampler(Sampler):
                 ids[i0 + i] = self.tab[slot[i]] if slot[i] >= 0 else <int>(-1 - slot[i])
             i0 += m
         if logq != NULL or target_logq != NULL:
-            if x != NULL:
-                for t in range(L):
-                    if st[t].code < 0:
-                        self.probe(x, zero, t, target, &st[t])
             self.log_probs(x != NULL, st, target, k, ids, logq, target_logq)
         if own:
             free(st)
@@ -519,7 +539,8 @@ cdef class LSHSampler(Sampler):
     cdef void log_probs(self, bint hashed, const TableState *st, int target, int k, const int *ids,
                         double *logq, double *target_logq) noexcept nogil:
         """Exact log-probabilities of the draws (see the class docstring) from the per-table states."""
-        cdef int n = self.n_classes, L = self.L, i, t, j, p
+        cdef int n = self.n_classes, L = self.L, i, t, j
+        cdef const int32_t *row
         cdef int padded = L, empty = L
         cdef double pool = n - 1 if (target >= 0 and n > 1) else n
         cdef double q, pad_mass, incl
@@ -541,11 +562,11 @@ cdef class LSHSampler(Sampler):
                     continue
                 q = pad_mass
                 if hashed:
+                    row = self.pos + <Py_ssize_t>j * L
                     for t in range(L):
-                        if st[t].eligible > 0:
-                            p = self.pos[<Py_ssize_t>j * L + t]
-                            if st[t].start <= p < st[t].start + st[t].size:
-                                q += 1.0 / (L * <double>st[t].eligible)
+                        # j is in the bucket iff its place in table t lies in the bucket's range
+                        q += st[t].weight * <double>(<unsigned int>(row[t] - st[t].start)
+                                                     < <unsigned int>st[t].size)
                 logq[i] = log(q)
         if target_logq != NULL and target >= 0:
             if n == 1:
