@@ -65,7 +65,7 @@ def _unit_rows(X):
 
 def _inverse_norms(X):
     """``1 / ||x||`` of each row in float64; 0 for zero or non-finite rows."""
-    norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
+    norms = np.sqrt(np.einsum("ij,ij->i", X, X).astype(np.float64))
     good = np.isfinite(norms) & (norms > 0)
     out = np.zeros(X.shape[0])
     out[good] = 1.0 / norms[good]
@@ -280,10 +280,15 @@ cdef class KernelSampler(Sampler):
         """
         self._check_bound()
         X = np.asarray(X)
-        dtype = np.float32 if X.dtype == np.float32 else np.float64
-        X = np.atleast_2d(X.astype(dtype, copy=False))
+        X = np.atleast_2d(X.astype(np.float32 if X.dtype == np.float32 else np.float64, copy=False))
         if X.shape[1] != self.dim:
             raise ValueError("rows have %d dimensions, the class vectors %d" % (X.shape[1], self.dim))
+        return self._features(X, True)
+
+    def _features(self, X, bint scaled):
+        """:meth:`features` of a validated 2-d float array; ``'rff'`` leaves out the ``1/sqrt(D)`` factor
+        unless ``scaled``."""
+        dtype = X.dtype.type
         if not np.isfinite(X).all():
             X = np.where(np.isfinite(X).all(axis=1)[:, None], X, 0).astype(dtype)
         out = np.empty((X.shape[0], self.n_features), dtype=dtype)
@@ -291,7 +296,8 @@ cdef class KernelSampler(Sampler):
             T = _unit_rows(X) @ self._omega.T.astype(dtype, copy=False)
             np.cos(T, out=out[:, :self.D])
             np.sin(T, out=out[:, self.D:])
-            out *= dtype(1.0 / math.sqrt(self.D))
+            if scaled:
+                out *= dtype(1.0 / math.sqrt(self.D))
         else:
             i, j = np.triu_indices(self.dim)
             scale = np.where(i == j, math.sqrt(self.alpha), math.sqrt(2.0 * self.alpha)).astype(dtype)
@@ -386,20 +392,26 @@ cdef class KernelSampler(Sampler):
 
     def _update_leaves(self, W, buckets):
         """Recompute the sums of the leaves ``buckets`` (sorted, distinct) and of all their ancestors."""
-        L, b, n = self.n_leaves, self.bucket, self.n_classes
+        L, b, n, F = self.n_leaves, self.bucket, self.n_classes, self.n_features
         nodes = self._nodes
-        offsets = np.arange(b)
-        per_block = max(1, BUILD_FLOATS // (b * self.n_features))
+        scale = np.float32(1.0 / math.sqrt(self.D)) if self.rff else None
+        per_block = max(1, BUILD_FLOATS // (b * F))
         for start in range(0, buckets.size, per_block):
             group = buckets[start:start + per_block]
-            ids = group[:, None] * b + offsets                   # (g, b) class ids, past n in the last bucket
-            real = ids < n
-            rows = W[np.minimum(ids, n - 1).ravel()]
-            phi = self.features(rows).reshape(group.size, b, -1)
-            phi[~real] = 0.0
-            nodes[L + group] = phi.sum(axis=1)
-            if self.rff:
-                self._inv_norm[ids[real]] = _inverse_norms(rows[real.ravel()])
+            if group[group.size - 1] - group[0] + 1 == group.size:     # consecutive leaves: a view of the table
+                ids = slice(group[0] * b, min(n, (group[group.size - 1] + 1) * b))
+            else:
+                ids = (group[:, None] * b + np.arange(b)).ravel()
+                ids = ids[ids < n]                              # only the last bucket can be short
+            rows = W[ids]
+            phi = self._features(rows, False)
+            if phi.shape[0] < group.size * b:
+                phi = np.concatenate([phi, np.zeros((group.size * b - phi.shape[0], F), phi.dtype)])
+            sums = phi.reshape(group.size, b, F).sum(axis=1)
+            if scale is not None:
+                sums *= scale
+                self._inv_norm[ids] = _inverse_norms(rows)
+            nodes[L + group] = sums
         if buckets.size == L:
             _sum_levels(nodes, L)
             return
