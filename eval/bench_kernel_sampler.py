@@ -156,18 +156,18 @@ def table1(args, nu, kind):
     rows = []
     # references: the uniform proposal and the quadratic kernel
     tv, kl = tv_kl(P, np.full_like(P, 1.0 / n))
-    rows.append(["uniform", "-", "-", "%.3f" % tv, "%.3f" % kl, "-", "-"])
+    rows.append(["uniform", "-", "-", "-", "%.3f" % tv, "%.3f" % kl, "-", "-"])
     A = np.c_[cos.ravel() ** 2, np.ones(cos.size)]
     (alpha, beta), *_ = np.linalg.lstsq(A, K.ravel(), rcond=None)
     mse = np.mean((A @ [alpha, beta] - K.ravel()) ** 2)
     floor = np.exp(-2.0 * nu)                 # the least the kernel takes; clamps the fitted and RFF values
     quad = np.maximum(alpha * cos ** 2 + beta, floor)
     tv, kl = tv_kl(P, quad / quad.sum(axis=1, keepdims=True))
-    rows.append(["quadratic, best alpha=%.3g beta=%.3g" % (alpha, beta), 1 + d * (d + 1) // 2, "%.2e" % mse,
+    rows.append(["quadratic, best alpha=%.3g beta=%.3g" % (alpha, beta), "-", 1 + d * (d + 1) // 2, "%.2e" % mse,
                  "%.3f" % tv, "%.3f" % kl, "-", "-"])
     quad = 100.0 * cos ** 2 + 1.0              # Blanc & Rendle's alpha = 100, exact in the tree
     tv, kl = tv_kl(P, quad / quad.sum(axis=1, keepdims=True))
-    rows.append(["quadratic, alpha=100", 1 + d * (d + 1) // 2, "-", "%.3f" % tv, "%.3f" % kl, "-", "-"])
+    rows.append(["quadratic, alpha=100", "-", 1 + d * (d + 1) // 2, "-", "%.3f" % tv, "%.3f" % kl, "-", "-"])
     for D in args.table_D:
         sampler = KernelSampler(n, kernel="rff", D=D, nu=nu, bucket=args.bucket, seed=args.seed)
         sampler.bind(C.astype(np.float32))
@@ -177,9 +177,9 @@ def table1(args, nu, kind):
         tv_flat, kl_flat = tv_kl(P, flat / flat.sum(axis=1, keepdims=True))
         tree = np.array([sampler.probabilities(q) for q in Q])
         tv_tree, kl_tree = tv_kl(P, tree)
-        rows.append(["rff", 2 * D, "%.2e" % mse, "%.3f" % tv_flat, "%.3f" % kl_flat, "%.3f" % tv_tree,
+        rows.append(["rff", D, 2 * D, "%.2e" % mse, "%.3f" % tv_flat, "%.3f" % kl_flat, "%.3f" % tv_tree,
                      "%.3f" % kl_tree])
-    return markdown(["kernel", "features", "kernel MSE", "TV flat", "KL flat", "TV tree", "KL tree"], rows)
+    return markdown(["kernel", "D", "features", "kernel MSE", "TV flat", "KL flat", "TV tree", "KL tree"], rows)
 
 
 def main(argv=None):
