@@ -131,12 +131,16 @@ def _topk(counts=None, n_classes=None, **params):
     only losses that do not correct by ``log Q`` accept it (sgns, relaxed_softmax).  Takes no parameters."""
     _reject(params, "topk")
     return _boltzmann.TopK(n_classes)
+
+
 def _kernel(counts, n_classes, kernel="rff", D=None, nu=None, alpha=None, bucket=16, seed=1, **params):
     """Kernel-based sampling through a sum tree: RF-softmax (``kernel='rff'``, covered by US patent
     12,205,005) or Quadratic-softmax (``kernel='quadratic'``); see :class:`KernelSampler`."""
     _reject(params, "the kernel sampler")
     return _kernel_sampler.KernelSampler(n_classes, kernel=kernel, D=D, nu=nu, alpha=alpha, bucket=bucket,
                                          seed=seed)
+
+
 def _lsh(counts, n_classes, family="simhash", K=None, L=None, query="label", bin_size=8, rebuild_initial=0.01,
          rebuild_decay=1.5, seed=1, **params):
     """LSH negative sampling (Daghaghi et al. 2021); see :class:`embkit._kernels.lsh.LSHSampler`."""
