@@ -166,23 +166,12 @@ cdef class SGNS(Loss):
         if m == 1:
             return self.step_one(H[0], target, neg, k, lr, W_out, dim, dH, work)
         cdef int c = gather_columns(target, neg, NULL, k, 0.0, W_out, dim, work)
-        cdef float *S = work.scores
-        cdef float *G = work.coef
-        emb_scores(H, m, work.rows, c, S, dim)
+        emb_scores(H, m, work.rows, c, work.scores, dim)
         cdef double loss = 0.0
-        cdef float s, p, logp
-        cdef int a, q
+        cdef int a
         for a in range(m):
-            s = S[a * c]
-            p = emb_sigmoid_log(s, &logp)
-            loss -= logp
-            G[a * c] = lr * (1.0 - p)
-            for q in range(1, c):
-                s = S[a * c + q]
-                p = emb_sigmoid_log(s, &logp)
-                loss -= work.mult[q] * (logp - s)       # log s(-x) = log s(x) - x
-                G[a * c + q] = -lr * work.mult[q] * p
-        emb_batch_update(H, m, work.rows, c, G, dH, dim)
+            loss += logistic_coefficients(work.scores + a * c, work.mult, NULL, 0.0, c, lr, work.coef + a * c)
+        emb_batch_update(H, m, work.rows, c, work.coef, dH, dim)
         return loss
 
     cdef double step_one(self, float *h, int target, const int *neg, int k, float lr, float *W_out, int dim,
@@ -223,25 +212,35 @@ cdef class NCE(Loss):
                      double target_logq, float lr, float *W_out, int dim, float *dH,
                      Scratch *work) noexcept nogil:
         cdef int c = gather_columns(target, neg, neg_logq, k, target_logq, W_out, dim, work)
-        cdef float *S = work.scores
-        cdef float *G = work.coef
-        emb_scores(H, m, work.rows, c, S, dim)
+        emb_scores(H, m, work.rows, c, work.scores, dim)
         cdef double logk = log(k) if k > 0 else 0.0
         cdef double loss = 0.0
-        cdef float o, p, logp
-        cdef int a, q
+        cdef int a
         for a in range(m):
-            o = <float>(S[a * c] - work.logq[0] - logk)
-            p = emb_sigmoid_log(o, &logp)
-            loss -= logp
-            G[a * c] = lr * (1.0 - p)
-            for q in range(1, c):
-                o = <float>(S[a * c + q] - work.logq[q] - logk)
-                p = emb_sigmoid_log(o, &logp)
-                loss -= work.mult[q] * (logp - o)
-                G[a * c + q] = -lr * work.mult[q] * p
-        emb_batch_update(H, m, work.rows, c, G, dH, dim)
+            loss += logistic_coefficients(work.scores + a * c, work.mult, work.logq, logk, c, lr,
+                                          work.coef + a * c)
+        emb_batch_update(H, m, work.rows, c, work.coef, dH, dim)
         return loss
+
+
+cdef inline double logistic_coefficients(const float *S, const float *mult, const double *logq, double logk,
+                                         int c, float lr, float *G) noexcept nogil:
+    """Logistic loss of one input: column 0 (the target) positive, the others negative, each counted
+    ``mult[q]`` times, on logits ``S[q] - logq[q] - logk`` (no correction when ``logq`` is NULL).  Writes
+    ``G = lr * (label - s(o))`` per column and returns the loss."""
+    cdef double loss = 0.0
+    cdef float o, p, logp
+    cdef int q
+    for q in range(c):
+        o = S[q] if logq == NULL else <float>(S[q] - logq[q] - logk)
+        p = emb_sigmoid_log(o, &logp)
+        if q == 0:
+            loss -= logp
+            G[0] = lr * (1.0 - p)
+        else:
+            loss -= mult[q] * (logp - o)        # log s(-o) = log s(o) - o
+            G[q] = -lr * mult[q] * p
+    return loss
 
 
 cdef inline double softmax_coefficients(const float *S, const float *mult, const double *offset, int c,
