@@ -339,5 +339,6 @@ class Word2Vec:
 
     def __repr__(self):
         size = len(self.vocab) if self.vocab is not None else 0
+        sampler = "-" if self.loss in registry.UNSAMPLED_LOSSES else (self.sampler or "unigram")
         return "Word2Vec<%s, vocab=%d, vector_size=%d, loss=%s, sampler=%s>" % (
-            "skip-gram" if self.sg else "cbow", size, self.vector_size, self.loss, self.sampler)
+            "skip-gram" if self.sg else "cbow", size, self.vector_size, self.loss, sampler)
