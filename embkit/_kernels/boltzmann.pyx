@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from libc.stdint cimport uint64_t
-from libc.math cimport exp, log, INFINITY
+from libc.math cimport exp, log, fmin, INFINITY
 from libc.stdlib cimport malloc, free
 
 from embkit._kernels.common cimport emb_dot_rows, emb_prefetch_row, rng_uniform
@@ -248,7 +248,8 @@ cdef class MHBoltzmann(Boltzmann):
     estimate of ``Z = sum_j D(j) exp(G(j)/T) = E_{j~D}[exp(G(j)/T)]`` with relative standard deviation
     ``cv / sqrt(M)``, ``cv`` the coefficient of variation of ``exp(G/T)`` under ``D``; ``log Z_hat`` is the
     same for every id of a call, so the error shifts all of a call's ``logq`` (and ``target_logq``) by the
-    same amount.  ``G`` of a drawn id is the score computed when it was proposed.
+    same amount.  ``G`` of a drawn id is the score computed when it was proposed.  Estimates above 0 (a
+    probability above 1, possible when ``Z_hat`` underestimates ``Z``) are clamped to 0.
 
     Parameters
     ----------
@@ -313,12 +314,14 @@ cdef class MHBoltzmann(Boltzmann):
                     logq[rec] = g_cur
                 rec += 1
         log_z = z_top + log(z_sum / <double>total)
+        # an estimate above log 1 is impossible: clamp it (an underestimated Z would otherwise give a
+        # well-scored target a log-probability > 0 and a logQ-corrected loss extreme logits)
         if logq != NULL:
             for b in range(rec):
-                logq[b] += self.logd[ids[b]] - log_z
+                logq[b] = fmin(logq[b] + self.logd[ids[b]] - log_z, 0.0)
         if target_logq != NULL and target >= 0:
             _score_ids(query, self.out, self.dim, &target, 1, target_logq, self.inv_t)
-            target_logq[0] += self.logd[target] - log_z
+            target_logq[0] = fmin(target_logq[0] + self.logd[target] - log_z, 0.0)
         return rec
 
 
