@@ -19,7 +19,7 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-KERNELS = ["common", "samplers", "losses", "windows", "boltzmann", "kernel_sampler", "lsh"]
+KERNELS = ["common", "samplers", "losses", "windows", "pairs", "rows", "boltzmann", "kernel_sampler", "lsh"]
 # Reassociation lets gcc vectorise dot products; scoped to the kernels only.
 FAST_MATH = ["-fno-math-errno", "-fassociative-math", "-fno-signed-zeros", "-fno-trapping-math",
              "-ffp-contract=fast"]

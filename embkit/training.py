@@ -20,6 +20,7 @@ class TrainingReport:
     examples: int = 0       # (input, target) training examples
     seconds: float = 0.0
     epoch_loss: list = field(default_factory=list)   # mean loss per example, per epoch
+    epoch_seconds: list = field(default_factory=list)  # training time of each epoch (callbacks excluded)
 
     @property
     def words_per_second(self):
@@ -33,11 +34,11 @@ class TrainingReport:
 class _Bar:
     """tqdm bar over words (words/s, loss, ETA); silent when disabled."""
 
-    def __init__(self, total, desc, enabled):
+    def __init__(self, total, desc, enabled, unit="w"):
         self.bar = None
         if enabled:
             from tqdm.auto import tqdm
-            self.bar = tqdm(total=int(total), desc=desc, unit="w", unit_scale=True, dynamic_ncols=True,
+            self.bar = tqdm(total=int(total), desc=desc, unit=unit, unit_scale=True, dynamic_ncols=True,
                             smoothing=0.1)
 
     def update(self, n, loss):
@@ -50,29 +51,37 @@ class _Bar:
             self.bar.close()
 
 
-def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, progress=True, desc="train"):
+def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, progress=True, desc="train",
+               unit="w", on_epoch=None):
     """Train ``trainer`` over ``epochs`` passes.
 
     Parameters
     ----------
     trainer : kernel trainer
-        Has ``train_chunk(tokens, ends, words_before, chunk_seed, n_threads, slice_index)`` and
-        ``before_chunk(progress)`` (called with the GIL between chunks).
+        Has ``train_chunk(*chunk.kernel_args, words_before, chunk_seed, n_threads, slice_index)``
+        returning ``(loss_sum, examples, words)``, and ``before_chunk(progress)`` (called with the GIL
+        between chunks).
     chunk_epochs : callable
-        ``chunk_epochs(epoch)`` returns an iterable of chunks for that epoch.
+        ``chunk_epochs(epoch)`` returns an iterable of chunks for that epoch; a chunk has ``kernel_args``
+        and ``raw_words``.
     words_per_epoch : int
-        Expected in-vocabulary words per epoch (the learning-rate schedule's unit).
+        Expected units per epoch (words, pairs or examples: the learning-rate schedule's unit).
     workers : int
         Threads.
     alpha : float
         Starting learning rate, quoted in the divergence error.
+    progress, desc, unit :
+        Show a progress bar, with this label and unit.
+    on_epoch : callable, optional
+        ``on_epoch(epoch, report)`` after each epoch (with the GIL); returning True stops training early.
     """
     report = TrainingReport()
-    bar = _Bar(words_per_epoch * epochs, desc, progress)
+    bar = _Bar(words_per_epoch * epochs, desc, progress, unit)
     pool = None if HAVE_OPENMP or workers == 1 else ThreadPoolExecutor(workers)
     start = time.perf_counter()
     try:
         for epoch in range(epochs):
+            epoch_start = time.perf_counter()
             epoch_loss = 0.0
             epoch_examples = 0
             words_done = 0
@@ -81,11 +90,11 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
                 seed = epoch * 1000003 + index
                 trainer.before_chunk(words_before / max(1, words_per_epoch * epochs))
                 if pool is None:
-                    loss, examples, words = trainer.train_chunk(chunk.tokens, chunk.ends, words_before, seed,
+                    loss, examples, words = trainer.train_chunk(*chunk.kernel_args, words_before, seed,
                                                                 workers)
                 else:
                     parts = list(pool.map(
-                        lambda t: trainer.train_chunk(chunk.tokens, chunk.ends, words_before, seed, workers, t),
+                        lambda t: trainer.train_chunk(*chunk.kernel_args, words_before, seed, workers, t),
                         range(workers)))
                     loss = sum(p[0] for p in parts)
                     examples = sum(p[1] for p in parts)
@@ -106,9 +115,13 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
             report.epochs += 1
             mean = epoch_loss / max(epoch_examples, 1)
             report.epoch_loss.append(mean)
+            report.epoch_seconds.append(time.perf_counter() - epoch_start)
             elapsed = time.perf_counter() - start
-            logger.info("epoch %d/%d: loss %.4f, %d words, %.0f words/s", epoch + 1, epochs, mean, words_done,
-                        report.words / max(elapsed, 1e-9))
+            logger.info("epoch %d/%d: loss %.4f, %d %s, %.0f %s/s", epoch + 1, epochs, mean, words_done, unit,
+                        report.words / max(elapsed, 1e-9), unit)
+            if on_epoch is not None and on_epoch(epoch, report):
+                logger.info("stopped after epoch %d", epoch + 1)
+                break
     finally:
         report.seconds = time.perf_counter() - start
         bar.close()

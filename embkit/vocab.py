@@ -161,6 +161,11 @@ class EncodedChunk:
     def __len__(self):
         return self.tokens.shape[0]
 
+    @property
+    def kernel_args(self):
+        """What the ``windows`` driver's ``train_chunk`` takes before its common arguments."""
+        return self.tokens, self.ends
+
 
 def encode_chunks(corpus, key_to_index, chunk_tokens=1 << 18):
     """Yield :class:`EncodedChunk` of about ``chunk_tokens`` in-vocabulary tokens each.

@@ -16,6 +16,8 @@ from libc.string cimport memset
 
 from embkit._kernels.common cimport (emb_axpy, emb_scale_copy, emb_prefetch_row, rng_uniform, rng_below, mix_seed,
                                      EMBKIT_HAVE_OPENMP)
+from embkit._kernels.drive cimport (SliceResult, Negatives, linear_lr, negatives_init, negatives_free,
+                                    next_negatives, neg_ids, neg_logq)
 from embkit._kernels.losses cimport Loss, Scratch, scratch_new, scratch_free
 from embkit._kernels.samplers cimport Sampler
 
@@ -46,61 +48,8 @@ cdef struct Config:
     Py_ssize_t sampler_scratch # bytes of per-thread scratch the sampler needs
 
 
-cdef struct SliceResult:
-    double loss
-    long long examples
-    long long words
-
-
 cdef inline float learning_rate(const Config *c, Py_ssize_t pos) noexcept nogil:
-    cdef double progress = (c.words_before + pos) / c.total_words
-    cdef double lr = c.alpha - (c.alpha - c.min_alpha) * progress
-    if lr < c.min_alpha:
-        lr = c.min_alpha
-    return <float>lr
-
-
-cdef struct Negatives:
-    int *ids             # 2 * k ids: the current set and the next one, drawn ahead
-    double *logq         # 2 * k log-probabilities, or NULL when the loss does not use them
-    double tlq[2]        # the target's log-probability, per half
-    void *scratch        # the sampler's per-thread scratch
-    int k
-    int cur              # which half is current
-    bint ready           # the other half is already drawn
-    bint ahead           # the sampler ignores the query, so sets may be drawn one example early
-
-
-cdef inline void _draw_half(const Config *c, Sampler sampler, uint64_t *rng, const float *query, int target,
-                            Negatives *ng, int half) noexcept nogil:
-    """Draw ``k`` negatives into one half and start loading their output rows into cache."""
-    cdef int *ids = ng.ids + half * ng.k
-    sampler.draw(rng, query, target, ng.k, ids, NULL if ng.logq == NULL else ng.logq + half * ng.k,
-                 NULL if ng.logq == NULL else &ng.tlq[half], ng.scratch)
-    cdef int j
-    for j in range(ng.k):
-        emb_prefetch_row(c.W_out + <Py_ssize_t>ids[j] * c.dim, c.dim)
-
-
-cdef inline int next_negatives(const Config *c, Sampler sampler, uint64_t *rng, const float *query,
-                               int target, Negatives *ng) noexcept nogil:
-    """Make the negatives of the current example available; return the half that holds them.
-
-    With a query-free sampler the set of the following example is drawn now, so its rows are in cache by
-    the time it is needed (the draws come in the same order, so runs stay reproducible).
-    """
-    if not ng.ahead:
-        _draw_half(c, sampler, rng, query, target, ng, 0)
-        return 0
-    if ng.ready:
-        ng.cur = 1 - ng.cur
-    else:
-        _draw_half(c, sampler, rng, query, target, ng, ng.cur)
-    _draw_half(c, sampler, rng, query, target, ng, 1 - ng.cur)
-    ng.ready = True
-    if ng.logq != NULL:
-        ng.tlq[ng.cur] = sampler.log_prob(target)     # drawn ahead: the target was not known then
-    return ng.cur
+    return linear_lr(c.alpha, c.min_alpha, c.words_before + pos, c.total_words)
 
 
 cdef inline Py_ssize_t subsample(const Config *c, Py_ssize_t start, Py_ssize_t end, int32_t *buf,
@@ -136,27 +85,13 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
     cdef float *dH = <float *> malloc(<size_t>batch * dim * sizeof(float))
     cdef float *hid = <float *> malloc(dim * sizeof(float))
     cdef float **rows = <float **> malloc(2 * c.window * sizeof(float *))
-    cdef int *neg = <int *> malloc((2 * k + 1) * sizeof(int))
-    cdef double *logq = <double *> malloc((2 * k + 1) * sizeof(double))
     cdef Scratch *work = scratch_new(batch, c.columns, k)
-    if (buf == NULL or dH == NULL or hid == NULL or rows == NULL or neg == NULL or logq == NULL
-            or work == NULL):
-        free(buf); free(dH); free(hid); free(rows); free(neg); free(logq); scratch_free(work)
-        return -1
     cdef Negatives ng
-    ng.ids = neg
-    ng.logq = logq if loss.needs_logq else NULL
-    ng.k = k
-    ng.cur = 0
-    ng.ready = False
-    ng.ahead = sampler is not None and sampler.query_free
-    ng.tlq[0] = ng.tlq[1] = 0.0
-    ng.scratch = NULL
-    if sampler is not None and c.sampler_scratch > 0:
-        ng.scratch = malloc(c.sampler_scratch)
-        if ng.scratch == NULL:
-            free(buf); free(dH); free(hid); free(rows); free(neg); free(logq); scratch_free(work)
-            return -1
+    cdef int ng_status = negatives_init(&ng, sampler is not None and sampler.query_free, k, loss.needs_logq,
+                                        c.sampler_scratch, c.W_out, dim)
+    if buf == NULL or dH == NULL or hid == NULL or rows == NULL or work == NULL or ng_status != 0:
+        free(buf); free(dH); free(hid); free(rows); scratch_free(work); negatives_free(&ng)
+        return -1
     cdef int half = 0
 
     cdef uint64_t rng = slice_seed
@@ -199,9 +134,9 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
                         for j in range(m):
                             emb_axpy(1.0 / m, rows[j], hid, dim)
                         query = hid
-                    half = next_negatives(c, sampler, &rng, query, target, &ng)
-                total_loss += loss.step(rows, m, target, neg + half * k, logq + half * k, k, ng.tlq[half], lr,
-                                        c.W_out, dim, dH, work)
+                    half = next_negatives(sampler, &rng, query, target, &ng)
+                total_loss += loss.step(rows, m, target, neg_ids(&ng, half), neg_logq(&ng, half), k, ng.tlq[half],
+                                        lr, c.W_out, dim, dH, work)
                 for j in range(m):
                     emb_axpy(1.0, dH + j * dim, rows[j], dim)
                 examples += m
@@ -210,9 +145,9 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
                     if j + 1 < m:
                         emb_prefetch_row(rows[j + 1], dim)
                     if k > 0:
-                        half = next_negatives(c, sampler, &rng, rows[j], target, &ng)
-                    total_loss += loss.step(&rows[j], 1, target, neg + half * k, logq + half * k, k,
-                                            ng.tlq[half], lr, c.W_out, dim, dH, work)
+                        half = next_negatives(sampler, &rng, rows[j], target, &ng)
+                    total_loss += loss.step(&rows[j], 1, target, neg_ids(&ng, half), neg_logq(&ng, half),
+                                            k, ng.tlq[half], lr, c.W_out, dim, dH, work)
                     emb_axpy(1.0, dH, rows[j], dim)
                 examples += m
             else:
@@ -223,14 +158,14 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
                 if c.cbow_mean:
                     emb_scale_copy(1.0 / m, hid, hid, dim)
                 if k > 0:
-                    half = next_negatives(c, sampler, &rng, hid, target, &ng)
-                total_loss += loss.step(&hid, 1, target, neg + half * k, logq + half * k, k, ng.tlq[half], lr,
-                                        c.W_out, dim, dH, work)
+                    half = next_negatives(sampler, &rng, hid, target, &ng)
+                total_loss += loss.step(&hid, 1, target, neg_ids(&ng, half), neg_logq(&ng, half), k, ng.tlq[half],
+                                        lr, c.W_out, dim, dH, work)
                 for j in range(m):
                     emb_axpy(1.0, dH, rows[j], dim)
                 examples += 1
         start = end
-    free(buf); free(dH); free(hid); free(rows); free(neg); free(logq); scratch_free(work); free(ng.scratch)
+    free(buf); free(dH); free(hid); free(rows); scratch_free(work); negatives_free(&ng)
     out.loss = total_loss
     out.examples = examples
     out.words = words

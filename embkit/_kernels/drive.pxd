@@ -1,0 +1,108 @@
+# Pieces every driver (windows, pairs, rows) shares: the learning-rate schedule, per-slice results and the
+# negatives of the current example, drawn one example ahead when the sampler ignores the query.
+from libc.stdint cimport uint64_t
+from libc.stdlib cimport malloc, free
+
+from embkit._kernels.common cimport emb_prefetch_row
+from embkit._kernels.samplers cimport Sampler
+
+
+cdef struct SliceResult:
+    double loss
+    long long examples
+    long long words
+
+
+cdef inline float linear_lr(double alpha, double min_alpha, double done, double total) noexcept nogil:
+    """Learning rate after ``done`` of ``total`` units of the run (linear decay, floored at ``min_alpha``)."""
+    cdef double lr = alpha - (alpha - min_alpha) * (done / total)
+    if lr < min_alpha:
+        lr = min_alpha
+    return <float>lr
+
+
+cdef struct Negatives:
+    int *ids             # 2 * k ids: the current set and the next one, drawn ahead
+    double *logq         # 2 * k log-probabilities, or NULL when the loss does not use them
+    double tlq[2]        # the target's log-probability, per half
+    void *scratch        # the sampler's per-thread scratch
+    const float *W_out   # output table, to prefetch the drawn rows
+    int dim
+    int k
+    int cur              # which half is current
+    bint ready           # the other half is already drawn
+    bint ahead           # the sampler ignores the query, so sets may be drawn one example early
+
+
+cdef inline int negatives_init(Negatives *ng, bint ahead, int k, bint with_logq, Py_ssize_t scratch,
+                               const float *W_out, int dim) noexcept nogil:
+    """Allocate the buffers of ``k`` negatives per example and ``scratch`` bytes of sampler scratch.
+
+    ``ahead``: the sampler is query-free, so sets are drawn one example early.  Returns -1 when out of memory.
+    """
+    ng.k = k
+    ng.W_out = W_out
+    ng.dim = dim
+    ng.cur = 0
+    ng.ready = False
+    ng.ahead = ahead
+    ng.tlq[0] = ng.tlq[1] = 0.0
+    ng.ids = <int *> malloc((2 * k + 1) * sizeof(int))
+    ng.logq = <double *> malloc((2 * k + 1) * sizeof(double))
+    ng.scratch = NULL
+    if scratch > 0:
+        ng.scratch = malloc(scratch)
+    if ng.ids == NULL or ng.logq == NULL or (scratch > 0 and ng.scratch == NULL):
+        negatives_free(ng)
+        return -1
+    if not with_logq:
+        free(ng.logq)
+        ng.logq = NULL
+    return 0
+
+
+cdef inline void negatives_free(Negatives *ng) noexcept nogil:
+    free(ng.ids); free(ng.logq); free(ng.scratch)
+    ng.ids = NULL
+    ng.logq = NULL
+    ng.scratch = NULL
+
+
+cdef inline void _draw_half(Sampler sampler, uint64_t *rng, const float *query, int target, Negatives *ng,
+                            int half) noexcept nogil:
+    """Draw ``k`` negatives into one half and start loading their output rows into cache."""
+    cdef int *ids = ng.ids + half * ng.k
+    sampler.draw(rng, query, target, ng.k, ids, NULL if ng.logq == NULL else ng.logq + half * ng.k,
+                 NULL if ng.logq == NULL else &ng.tlq[half], ng.scratch)
+    cdef int j
+    for j in range(ng.k):
+        emb_prefetch_row(ng.W_out + <Py_ssize_t>ids[j] * ng.dim, ng.dim)
+
+
+cdef inline int next_negatives(Sampler sampler, uint64_t *rng, const float *query, int target,
+                               Negatives *ng) noexcept nogil:
+    """Make the negatives of the current example available; return the half that holds them.
+
+    With a query-free sampler the set of the following example is drawn now, so its rows are in cache by
+    the time it is needed (the draws come in the same order, so runs stay reproducible).
+    """
+    if not ng.ahead:
+        _draw_half(sampler, rng, query, target, ng, 0)
+        return 0
+    if ng.ready:
+        ng.cur = 1 - ng.cur
+    else:
+        _draw_half(sampler, rng, query, target, ng, ng.cur)
+    _draw_half(sampler, rng, query, target, ng, 1 - ng.cur)
+    ng.ready = True
+    if ng.logq != NULL:
+        ng.tlq[ng.cur] = sampler.log_prob(target)     # drawn ahead: the target was not known then
+    return ng.cur
+
+
+cdef inline int *neg_ids(Negatives *ng, int half) noexcept nogil:
+    return ng.ids + half * ng.k
+
+
+cdef inline double *neg_logq(Negatives *ng, int half) noexcept nogil:
+    return NULL if ng.logq == NULL else ng.logq + half * ng.k

@@ -1,0 +1,297 @@
+# cython: cdivision=True
+"""The ``rows`` driver: sparse feature rows with label sets (extreme classification).
+
+For example ``r`` the hidden vector is the weighted sum of its feature rows, ``h = sum_f x_rf W_in[f]``,
+optionally L2-normalised and divided by a temperature: ``H = h / (|h| tau)``.  Each positive label of the
+example (or one drawn at random, with ``one_label``) is a target of one loss step on ``H``; the steps'
+gradients are summed, taken back through the normalisation and added to the feature rows.  With
+``normalize_classes`` the output rows a step touched are projected back onto the unit sphere afterwards,
+so scores are cosines over ``tau`` (the RF-softmax setting).  Chunks of example ids are split into slices
+trained by OpenMP threads with their own random generator (Hogwild), as in the other drivers.
+"""
+from cython.parallel cimport prange
+from libc.math cimport sqrt
+from libc.stdint cimport uint64_t, int32_t, int64_t
+from libc.stdlib cimport malloc, free
+from libc.string cimport memset
+
+from embkit._kernels.common cimport emb_axpy, emb_dot, emb_scale_copy, rng_below, mix_seed
+from embkit._kernels.drive cimport (SliceResult, Negatives, linear_lr, negatives_init, negatives_free,
+                                    next_negatives, neg_ids, neg_logq)
+from embkit._kernels.losses cimport Loss, Scratch, scratch_new, scratch_free
+from embkit._kernels.samplers cimport Sampler
+
+cdef int SLICES_PER_THREAD = 4
+
+
+cdef struct RowConfig:
+    float *W_in
+    float *W_out
+    int dim
+    int n_labels
+    const int64_t *x_ptr
+    const int32_t *x_idx
+    const float *x_val
+    const int64_t *y_ptr
+    const int32_t *y_idx
+    const int32_t *order       # example ids of this chunk
+    int negative
+    bint normalize
+    bint normalize_classes
+    bint one_label
+    bint all_rows              # the loss touches every output row (full softmax)
+    float inv_tau
+    double alpha
+    double min_alpha
+    double total
+    double before
+    int columns
+    Py_ssize_t sampler_scratch
+
+
+cdef inline void unit_row(float *row, int dim) noexcept nogil:
+    cdef float n = sqrt(emb_dot(row, row, dim))
+    if n > 0:
+        emb_scale_copy(1.0 / n, row, row, dim)
+
+
+cdef inline void renormalize_touched(const RowConfig *c, int target, const int *neg, int k) noexcept nogil:
+    """Project the output rows a step updated back onto the unit sphere."""
+    cdef int j
+    if c.all_rows:
+        for j in range(c.n_labels):
+            unit_row(c.W_out + <Py_ssize_t>j * c.dim, c.dim)
+        return
+    unit_row(c.W_out + <Py_ssize_t>target * c.dim, c.dim)
+    for j in range(k):
+        unit_row(c.W_out + <Py_ssize_t>neg[j] * c.dim, c.dim)
+
+
+cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, Py_ssize_t begin, Py_ssize_t end,
+                    uint64_t seed, SliceResult *out) noexcept nogil:
+    """Train the examples ``order[begin:end]``; -1 if out of memory."""
+    cdef int dim = c.dim
+    cdef int k = c.negative
+    cdef float *h = <float *> malloc(dim * sizeof(float))
+    cdef float *H = <float *> malloc(dim * sizeof(float))
+    cdef float *g = <float *> malloc(dim * sizeof(float))
+    cdef float *dH = <float *> malloc(dim * sizeof(float))
+    cdef Scratch *work = scratch_new(1, c.columns, k)
+    cdef Negatives ng
+    cdef int ng_status = negatives_init(&ng, sampler is not None and sampler.query_free, k, loss.needs_logq,
+                                        c.sampler_scratch, c.W_out, dim)
+    if h == NULL or H == NULL or g == NULL or dH == NULL or work == NULL or ng_status != 0:
+        free(h); free(H); free(g); free(dH); scratch_free(work); negatives_free(&ng)
+        return -1
+    cdef uint64_t rng = seed
+    cdef double total_loss = 0.0
+    cdef long long examples = 0, steps = 0
+    cdef Py_ssize_t p, q, r, last
+    cdef int half = 0, label, n_lab
+    cdef float norm = 1.0, scale, proj, lr
+    cdef float *Hp = H
+    for p in range(begin, end):
+        r = c.order[p]
+        lr = linear_lr(c.alpha, c.min_alpha, c.before + p, c.total)
+        n_lab = <int>(c.y_ptr[r + 1] - c.y_ptr[r])
+        if n_lab == 0:
+            continue
+        memset(h, 0, dim * sizeof(float))
+        for q in range(c.x_ptr[r], c.x_ptr[r + 1]):
+            emb_axpy(c.x_val[q], c.W_in + <Py_ssize_t>c.x_idx[q] * dim, h, dim)
+        scale = c.inv_tau
+        if c.normalize:
+            norm = sqrt(emb_dot(h, h, dim))
+            if norm <= 0:
+                continue
+            scale = c.inv_tau / norm
+        emb_scale_copy(scale, h, H, dim)
+        memset(g, 0, dim * sizeof(float))
+        q = c.y_ptr[r]
+        last = c.y_ptr[r + 1]
+        if c.one_label:
+            q += rng_below(&rng, n_lab)
+            last = q + 1
+        while q < last:
+            label = c.y_idx[q]
+            if k > 0:
+                half = next_negatives(sampler, &rng, H, label, &ng)
+            total_loss += loss.step(&Hp, 1, label, neg_ids(&ng, half), neg_logq(&ng, half), k, ng.tlq[half],
+                                    lr, c.W_out, dim, dH, work)
+            if c.normalize_classes:
+                renormalize_touched(c, label, neg_ids(&ng, half), k)
+            emb_axpy(1.0, dH, g, dim)
+            steps += 1
+            q += 1
+        # g = -lr dL/dH; dL/dh = scale (I - u u^T) dL/dH with u = h / |h| when normalised
+        if c.normalize:
+            proj = emb_dot(H, g, dim) / (c.inv_tau * c.inv_tau)   # (u . g) |H|^2 / |H|^2 with |H| = inv_tau
+            emb_axpy(-proj, H, g, dim)
+        for q in range(c.x_ptr[r], c.x_ptr[r + 1]):
+            emb_axpy(scale * c.x_val[q], g, c.W_in + <Py_ssize_t>c.x_idx[q] * dim, dim)
+        examples += 1
+    free(h); free(H); free(g); free(dH); scratch_free(work); negatives_free(&ng)
+    out.loss = total_loss
+    out.examples = steps
+    out.words = end - begin
+    return 0
+
+
+cdef int32_t order_max(const int32_t[::1] a) noexcept nogil:
+    cdef int32_t m = a[0]
+    cdef Py_ssize_t i
+    for i in range(1, a.shape[0]):
+        if a[i] > m:
+            m = a[i]
+    return m
+
+
+cdef int32_t order_min(const int32_t[::1] a) noexcept nogil:
+    cdef int32_t m = a[0]
+    cdef Py_ssize_t i
+    for i in range(1, a.shape[0]):
+        if a[i] < m:
+            m = a[i]
+    return m
+
+
+cdef class RowTrainer:
+    """Tables, examples, loss, sampler and settings of one run of the ``rows`` driver.
+
+    Parameters
+    ----------
+    W_in : float32 C-contiguous array (n_features, dim)
+        Feature rows.
+    W_out : float32 C-contiguous array (n_labels, dim)
+        Class rows (or hierarchical-softmax nodes).
+    x_indptr, x_indices, x_data : CSR arrays (int64, int32, float32) of the feature matrix
+    y_indptr, y_indices : CSR arrays (int64, int32) of the label matrix
+    loss, sampler : Loss, Sampler
+    negative : int
+    normalize : bool
+        L2-normalise the hidden vector.
+    tau : float
+        Temperature: scores are divided by it.
+    normalize_classes : bool
+        Keep the class rows on the unit sphere (projected after every step).
+    one_label : bool
+        Train on one positive label per example and visit (drawn at random) instead of all of them.
+    alpha, min_alpha : float
+        Learning rate at the start and end of the run (linear decay by examples trained).
+    total_examples : float
+        Examples the whole run visits (epochs x examples per epoch).
+    seed : int
+    """
+    cdef float[:, ::1] W_in
+    cdef float[:, ::1] W_out
+    cdef object arrays
+    cdef Loss loss
+    cdef Sampler sampler
+    cdef RowConfig cfg
+    cdef uint64_t seed
+
+    def __init__(self, float[:, ::1] W_in not None, float[:, ::1] W_out not None,
+                 const int64_t[::1] x_indptr not None, const int32_t[::1] x_indices not None,
+                 const float[::1] x_data not None, const int64_t[::1] y_indptr not None,
+                 const int32_t[::1] y_indices not None, Loss loss not None, Sampler sampler, int negative,
+                 bint normalize, double tau, bint normalize_classes, bint one_label, double alpha,
+                 double min_alpha, double total_examples, uint64_t seed):
+        if W_in.shape[1] != W_out.shape[1]:
+            raise ValueError("W_in and W_out must have the same number of columns")
+        if x_indptr.shape[0] != y_indptr.shape[0]:
+            raise ValueError("the feature and label matrices must have the same number of rows")
+        if x_indices.shape[0] != x_data.shape[0]:
+            raise ValueError("x_indices and x_data must have the same length")
+        if not tau > 0:
+            raise ValueError("tau must be > 0, got %r" % tau)
+        if loss.uses_negatives and negative > 0 and sampler is None:
+            raise ValueError("this loss needs a sampler for its negatives")
+        if sampler is not None and sampler.n_classes != W_out.shape[0]:
+            raise ValueError("sampler has %d classes but W_out has %d rows" % (sampler.n_classes, W_out.shape[0]))
+        if normalize_classes and loss.output_rows(W_out.shape[0]) != W_out.shape[0]:
+            raise ValueError("normalize_classes needs one output row per class (not hierarchical softmax)")
+        self.W_in = W_in
+        self.W_out = W_out
+        self.arrays = (x_indptr, x_indices, x_data, y_indptr, y_indices)
+        self.loss = loss
+        self.sampler = sampler
+        self.seed = seed
+        c = &self.cfg
+        c.W_in = &W_in[0, 0]
+        c.W_out = &W_out[0, 0]
+        c.dim = W_in.shape[1]
+        c.n_labels = W_out.shape[0]
+        c.x_ptr = &x_indptr[0]
+        c.x_idx = &x_indices[0] if x_indices.shape[0] else NULL
+        c.x_val = &x_data[0] if x_data.shape[0] else NULL
+        c.y_ptr = &y_indptr[0]
+        c.y_idx = &y_indices[0] if y_indices.shape[0] else NULL
+        c.negative = negative if loss.uses_negatives else 0
+        c.normalize = normalize
+        c.normalize_classes = normalize_classes
+        c.one_label = one_label
+        c.all_rows = not loss.uses_negatives
+        c.inv_tau = 1.0 / tau
+        c.alpha = alpha
+        c.min_alpha = min_alpha
+        c.total = total_examples if total_examples > 0 else 1.0
+        c.columns = loss.columns(c.negative, W_out.shape[0])
+        c.sampler_scratch = sampler.scratch_bytes() if sampler is not None else 0
+
+    def before_chunk(self, double progress):
+        """Let an adaptive sampler refresh what it derives from the output table (between chunks)."""
+        if self.sampler is not None and not self.sampler.query_free:
+            self.sampler.refresh(progress)
+
+    def train_chunk(self, const int32_t[::1] order not None, double examples_before, uint64_t chunk_seed,
+                    int n_threads, int slice_index=-1):
+        """Train the examples ``order`` (row ids); returns ``(loss_sum, label_steps, examples)``.
+
+        Threads and slices work as in the ``windows`` driver.
+        """
+        cdef Py_ssize_t n = order.shape[0]
+        if n == 0:
+            return 0.0, 0, 0
+        cdef Py_ssize_t n_rows = (<object>self.arrays[0]).shape[0] - 1
+        if order_max(order) >= n_rows or order_min(order) < 0:
+            raise IndexError("example ids must be in [0, %d)" % n_rows)
+        cdef RowConfig c = self.cfg
+        c.order = &order[0]
+        c.before = examples_before
+        cdef int n_slices = n_threads if (slice_index >= 0 or n_threads == 1) else n_threads * SLICES_PER_THREAD
+        if slice_index >= n_threads:
+            raise IndexError("slice_index %d >= n_threads %d" % (slice_index, n_threads))
+        cdef SliceResult *res = <SliceResult *> malloc(n_slices * sizeof(SliceResult))
+        cdef int *status = <int *> malloc(n_slices * sizeof(int))
+        if res == NULL or status == NULL:
+            free(res); free(status)
+            raise MemoryError()
+        memset(res, 0, n_slices * sizeof(SliceResult))
+        memset(status, 0, n_slices * sizeof(int))
+        cdef int t
+        cdef Loss loss = self.loss
+        cdef Sampler sampler = self.sampler
+        cdef uint64_t base = mix_seed(self.seed, chunk_seed)
+        try:
+            if slice_index >= 0:
+                t = slice_index
+                with nogil:
+                    status[t] = train_rows(&c, loss, sampler, n * t // n_slices, n * (t + 1) // n_slices,
+                                           mix_seed(base, t), &res[t])
+            else:
+                for t in prange(n_slices, nogil=True, schedule="dynamic", chunksize=1, num_threads=n_threads):
+                    status[t] = train_rows(&c, loss, sampler, n * t // n_slices, n * (t + 1) // n_slices,
+                                           mix_seed(base, t), &res[t])
+            total = 0.0
+            steps = 0
+            examples = 0
+            for t in range(n_slices):
+                if status[t] != 0:
+                    raise MemoryError("could not allocate training scratch buffers")
+                total += res[t].loss
+                steps += res[t].examples
+                examples += res[t].words
+            return total, steps, examples
+        finally:
+            free(res)
+            free(status)
