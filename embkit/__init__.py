@@ -1,9 +1,9 @@
 """embkit: fast word2vec-style embeddings with pluggable losses and samplers on Hogwild Cython kernels.
 
-``Word2Vec`` and ``load_vectors`` are imported on first use, so ``embkit.evaluation`` and the other pure
+``Word2Vec``, ``ItemEmbedding``, ``ExtremeClassifier`` and ``load_vectors`` are imported on first use, so ``embkit.evaluation`` and the other pure
 Python modules import without the compiled kernels.
 """
-__all__ = ["Word2Vec", "load_vectors"]
+__all__ = ["Word2Vec", "ItemEmbedding", "ExtremeClassifier", "load_vectors"]
 __version__ = "0.1.0"
 
 
@@ -11,6 +11,12 @@ def __getattr__(name):
     if name == "Word2Vec":
         from embkit.word2vec import Word2Vec
         return Word2Vec
+    if name == "ItemEmbedding":
+        from embkit.items import ItemEmbedding
+        return ItemEmbedding
+    if name == "ExtremeClassifier":
+        from embkit.extreme import ExtremeClassifier
+        return ExtremeClassifier
     if name == "load_vectors":
         from embkit.persist import load_vectors
         return load_vectors

@@ -211,3 +211,34 @@ def check_pairing(loss, sampler, negative, n_classes):
         raise ValueError("%s corrects by the sampler's log-probabilities, but %s picks negatives "
                          "deterministically and has none; use sgns or relaxed_softmax with it"
                          % (type(loss).__name__, type(sampler).__name__))
+
+
+def build_objective(loss, sampler, counts, n_classes, negative, loss_params=None, sampler_params=None,
+                    W_out=None, default_sampler="unigram"):
+    """Build a loss and its sampler by name, check that they pair, and bind an adaptive sampler.
+
+    Parameters
+    ----------
+    loss, sampler : str or None
+        Registry names; ``sampler=None`` takes ``default_sampler`` for a sampled loss.
+    counts : array of int
+        Class popularity (the unigram / popularity samplers, Huffman tree, degeneracy).
+    n_classes, negative : int
+    loss_params, sampler_params : dict, optional
+    W_out : float32 array, optional
+        Output table an adaptive sampler reads (bound here).
+
+    Returns
+    -------
+    (Loss, Sampler or None)
+    """
+    built = make_loss(loss, counts=counts, **(loss_params or {}))
+    if not built.uses_negatives:
+        if sampler is not None:
+            raise ValueError("loss %r uses no sampler; do not pass sampler=%r" % (loss, sampler))
+        return built, None
+    made = make_sampler(sampler or default_sampler, counts=counts, n_classes=n_classes, **(sampler_params or {}))
+    check_pairing(built, made, negative, n_classes)
+    if not made.query_free and W_out is not None:
+        made.bind(W_out)
+    return built, made

@@ -5,6 +5,7 @@ import numbers
 import numpy as np
 
 from embkit import persist, registry
+from embkit._checks import check_param as _check, check_names
 from embkit._kernels.windows import WindowTrainer
 from embkit.cache import ChunkCache, prefetch
 from embkit.corpus import MAX_SENTENCE_LENGTH, as_corpus
@@ -19,11 +20,6 @@ PARAMS = ("vector_size", "alpha", "window", "min_count", "max_vocab_size", "samp
           "min_alpha", "sg", "hs", "negative", "ns_exponent", "cbow_mean", "epochs", "max_final_vocab",
           "max_sentence_length", "loss", "sampler", "loss_params", "sampler_params", "shared_negatives",
           "chunk_tokens")
-
-
-def _check(name, value, ok, rule, kind=numbers.Real):
-    if isinstance(value, bool) or not isinstance(value, kind) or not ok(value):
-        raise ValueError("%s must be %s, got %r" % (name, rule, value))
 
 
 class Word2Vec:
@@ -159,18 +155,10 @@ class Word2Vec:
             raise ValueError("cbow_mean must be 0 or 1, got %r" % self.cbow_mean)
         if self.hs not in (0, 1):
             raise ValueError("hs must be 0 or 1, got %r" % self.hs)
-        if self.loss not in registry.LOSSES:
-            raise ValueError("unknown loss %r; valid losses: %s" % (self.loss, ", ".join(sorted(registry.LOSSES))))
-        if self.sampler is not None and self.sampler not in registry.SAMPLERS:
-            raise ValueError("unknown sampler %r; valid samplers: %s"
-                             % (self.sampler, ", ".join(sorted(registry.SAMPLERS))))
-        if self.loss not in registry.UNSAMPLED_LOSSES:
-            if self.negative == 0:
-                raise ValueError("negative must be >= 1 for the %s loss (negative=0 needs hs=1 or a loss that "
-                                 "draws no negatives: %s)" % (self.loss, ", ".join(sorted(registry.UNSAMPLED_LOSSES))))
-        elif self.sampler is not None:
-            raise ValueError("the %s loss draws no negatives, so sampler=%r does not apply; leave sampler unset"
-                             % (self.loss, self.sampler))
+        check_names(self.loss, self.sampler, registry)
+        if self.loss not in registry.UNSAMPLED_LOSSES and self.negative == 0:
+            raise ValueError("negative must be >= 1 for the %s loss (negative=0 needs hs=1 or a loss that "
+                             "draws no negatives: %s)" % (self.loss, ", ".join(sorted(registry.UNSAMPLED_LOSSES))))
 
     # ------------------------------------------------------------------ vocabulary
     def build_vocab(self, corpus_iterable=None, corpus_file=None, progress=None):

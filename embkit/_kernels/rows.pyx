@@ -9,6 +9,8 @@ gradients are summed, taken back through the normalisation and added to the feat
 so scores are cosines over ``tau`` (the RF-softmax setting).  Chunks of example ids are split into slices
 trained by OpenMP threads with their own random generator (Hogwild), as in the other drivers.
 """
+import numpy as np
+
 from cython.parallel cimport prange
 from libc.math cimport sqrt
 from libc.stdint cimport uint64_t, int32_t, int64_t
@@ -295,3 +297,46 @@ cdef class RowTrainer:
         finally:
             free(res)
             free(status)
+
+
+cdef void top_of_row(const float *s, Py_ssize_t n, int k, int64_t *ids, float *vals) noexcept nogil:
+    """The ``k`` largest of ``s[0:n]`` into ``ids``/``vals``, best first (ties: lower id first)."""
+    cdef int filled = 0, a, b
+    cdef Py_ssize_t j
+    cdef float v
+    for j in range(n):
+        v = s[j]
+        if filled == k and not v > vals[k - 1]:
+            continue
+        # insertion into the sorted top list (k is small)
+        a = filled if filled < k else k - 1
+        while a > 0 and v > vals[a - 1]:
+            vals[a] = vals[a - 1]
+            ids[a] = ids[a - 1]
+            a -= 1
+        vals[a] = v
+        ids[a] = j
+        if filled < k:
+            filled += 1
+    for b in range(filled, k):
+        ids[b] = -1
+        vals[b] = -1e38
+
+
+def top_k_rows(const float[:, ::1] scores not None, int k, int n_threads=1):
+    """Indices and values of the ``k`` largest scores of every row, best first, over ``n_threads`` threads.
+
+    Rows with fewer than ``k`` columns are padded with id -1.  NaN scores are never selected.
+    """
+    if k < 1:
+        raise ValueError("k must be >= 1, got %d" % k)
+    cdef Py_ssize_t n = scores.shape[0], m = scores.shape[1], r
+    ids = np.empty((n, k), dtype=np.int64)
+    vals = np.empty((n, k), dtype=np.float32)
+    cdef int64_t[:, ::1] iv = ids
+    cdef float[:, ::1] vv = vals
+    if n == 0:
+        return ids, vals
+    for r in prange(n, nogil=True, schedule="static", num_threads=max(1, n_threads)):
+        top_of_row(&scores[r, 0] if m > 0 else NULL, m, k, &iv[r, 0], &vv[r, 0])
+    return ids, vals

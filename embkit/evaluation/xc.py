@@ -82,13 +82,18 @@ def inverse_propensities(train_labels, A=0.55, B=1.5):
         (``C`` is then not positive and the model is meaningless).
     """
     mat = _binary_csr(train_labels, 'train_labels')
+    return inverse_propensities_from_counts(np.bincount(mat.indices, minlength=mat.shape[1]), mat.shape[0], A, B)
+
+
+def inverse_propensities_from_counts(label_counts, n_rows, A=0.55, B=1.5):
+    """:func:`inverse_propensities` from the training rows per label ``N_l`` and the row count ``N``."""
     A, B = float(A), float(B)
     if not (A > 0 and B > 0):
         raise ValueError('propensity parameters must be positive, got A=%r, B=%r' % (A, B))
-    n = mat.shape[0]
+    n = int(n_rows)
     if n < 3:
         raise ValueError('propensities need a training set of at least 3 rows (log N > 1), got %d' % n)
-    freq = np.bincount(mat.indices, minlength=mat.shape[1]).astype(np.float64)
+    freq = np.asarray(label_counts, dtype=np.float64)
     C = (np.log(n) - 1.0) * (B + 1.0) ** A
     return 1.0 + C * (freq + B) ** -A
 

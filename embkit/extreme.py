@@ -1,0 +1,317 @@
+"""``embkit.ExtremeClassifier``: sparse features -> dense embedding -> scores over a very large label set.
+
+The hidden vector of an example is the weighted sum of its feature rows (optionally L2-normalised and
+divided by a temperature ``tau``); a label's score is its dot product with the label's row.  Training runs
+on the ``rows`` driver with any loss and sampler of the registry (LSH, kernel, uniform, log-uniform,
+unigram, top-k, full softmax, ...), the setting of the LSH-negative-sampling and RF-softmax papers.
+
+Examples
+--------
+>>> import numpy as np, scipy.sparse as sp
+>>> from embkit import ExtremeClassifier
+>>> X = sp.random(200, 50, density=0.1, format="csr", random_state=0)
+>>> Y = sp.csr_matrix((np.ones(200), (np.arange(200), np.arange(200) % 7)), shape=(200, 7))
+>>> clf = ExtremeClassifier(vector_size=16, loss="full_softmax", epochs=2, progress=False).fit(X, Y)
+>>> clf.predict(X[:3], k=2)[0].shape
+(3, 2)
+"""
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import scipy.sparse as sp
+
+from embkit import persist, registry
+from embkit._checks import check_param, check_names, POSITIVE_INT, NON_NEGATIVE_INT, POSITIVE_REAL
+from embkit._kernels.rows import RowTrainer, top_k_rows
+from embkit.training import run_epochs
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ExtremeClassifier"]
+
+PARAMS = ("vector_size", "loss", "sampler", "negative", "normalize", "tau", "normalize_classes", "one_label",
+          "alpha", "min_alpha", "epochs", "workers", "seed", "loss_params", "sampler_params", "chunk_examples")
+
+#: cells of the score block computed at once by ``predict`` (rows x labels).
+_SCORE_BLOCK_CELLS = 1 << 24
+
+
+class _RowChunk:
+    __slots__ = ("kernel_args", "raw_words")
+
+    def __init__(self, order):
+        self.kernel_args = (order,)
+        self.raw_words = len(order)
+
+
+def _as_xy(X, Y=None):
+    """``(X csr float32, Y csr or None)`` from matrices or an object with ``X`` and ``Y`` (e.g. XCData)."""
+    if Y is None and hasattr(X, "X") and hasattr(X, "Y"):
+        X, Y = X.X, X.Y
+    if not sp.issparse(X):
+        X = sp.csr_matrix(np.asarray(X, dtype=np.float32))
+    X = sp.csr_matrix(X, dtype=np.float32)
+    X.sort_indices()
+    if X.nnz and not np.all(np.isfinite(X.data)):
+        raise ValueError("the feature matrix has non-finite values")
+    if Y is not None:
+        if not sp.issparse(Y):
+            Y = sp.csr_matrix(np.asarray(Y))
+        Y = sp.csr_matrix(Y)
+        Y.eliminate_zeros()
+        if Y.shape[0] != X.shape[0]:
+            raise ValueError("X has %d rows but Y has %d" % (X.shape[0], Y.shape[0]))
+    return X, Y
+
+
+class ExtremeClassifier:
+    """Multi-label classifier over many labels with sampled (or full) softmax-type losses.
+
+    Parameters
+    ----------
+    vector_size : int
+        Embedding dimension (128 by default, as in the XC papers).
+    loss : str
+        Registry loss (``sampled_softmax`` by default; ``sgns``, ``nce``, ``relaxed_softmax``,
+        ``full_softmax``, ``hs``).
+    sampler : str, optional
+        Registry sampler (default ``unigram``: label frequency ** 0.75); e.g. ``uniform``, ``log_uniform``,
+        ``lsh`` (``sampler_params={"query": "label" | "embedding", "family": "simhash" | "dwta"}``),
+        ``kernel``, ``topk``, ``boltzmann``.
+    negative : int
+        Negatives per positive label.
+    normalize : bool
+        L2-normalise the hidden vector.
+    tau : float
+        Temperature: scores are divided by ``tau`` (use with ``normalize``; e.g. 0.05-0.3 with normalised
+        class vectors).
+    normalize_classes : bool
+        Keep class vectors on the unit sphere (projected after every update): cosine scores, RF-softmax.
+    one_label : bool
+        Train on one positive label per example visit, drawn at random (fastText's softmax); default trains
+        on every positive label.
+    alpha, min_alpha : float
+        Learning rate at the start and end (linear decay; ``min_alpha`` defaults to ``alpha / 1000``).
+    epochs, workers, seed : int
+    loss_params, sampler_params : dict, optional
+    chunk_examples : int
+        Examples per kernel call (adaptive samplers refresh between calls).
+    progress : bool
+        Show a progress bar.
+
+    Attributes
+    ----------
+    feature_vectors : numpy.ndarray (n_features, vector_size)
+    label_vectors : numpy.ndarray (n_labels, vector_size)
+    label_counts : numpy.ndarray of int64
+        Positive examples per label in the training data.
+    n_skipped : int
+        Training rows without any label (skipped).
+    n_train : int
+        Training rows (for the propensities of PSP@k).
+    last_report : TrainingReport
+    """
+
+    def __init__(self, vector_size=128, loss="sampled_softmax", sampler=None, negative=20, normalize=True,
+                 tau=1.0, normalize_classes=False, one_label=False, alpha=0.1, min_alpha=None, epochs=10,
+                 workers=2, seed=1, loss_params=None, sampler_params=None, chunk_examples=1 << 13, progress=True):
+        self.vector_size = vector_size
+        self.loss = loss
+        self.sampler = sampler
+        self.negative = negative
+        self.normalize = bool(normalize)
+        self.tau = tau
+        self.normalize_classes = bool(normalize_classes)
+        self.one_label = bool(one_label)
+        self.alpha = alpha
+        self.min_alpha = alpha / 1000.0 if min_alpha is None and isinstance(alpha, (int, float)) else min_alpha
+        self.epochs = epochs
+        self.workers = workers
+        self.seed = seed
+        self.loss_params = dict(loss_params or {})
+        self.sampler_params = dict(sampler_params or {})
+        self.chunk_examples = chunk_examples
+        self.progress = progress
+        self.feature_vectors = self.label_vectors = None
+        self.label_counts = None
+        self.n_skipped = 0
+        self.n_train = 0
+        self.last_report = None
+        self._validate()
+
+    def _validate(self):
+        for name in ("vector_size", "epochs", "workers", "chunk_examples"):
+            check_param(name, getattr(self, name), *POSITIVE_INT)
+        check_param("negative", self.negative, *NON_NEGATIVE_INT)
+        check_param("seed", self.seed, *NON_NEGATIVE_INT)
+        check_param("alpha", self.alpha, *POSITIVE_REAL)
+        check_param("tau", self.tau, *POSITIVE_REAL)
+        check_param("min_alpha", self.min_alpha, lambda v: 0 <= v <= self.alpha, "a number in [0, alpha]")
+        check_names(self.loss, self.sampler, registry)
+        if self.loss not in registry.UNSAMPLED_LOSSES and self.negative == 0:
+            raise ValueError("negative must be >= 1 for the %s loss" % self.loss)
+        if self.normalize_classes and self.loss == "hs":
+            raise ValueError("normalize_classes needs one vector per label; the hs loss has tree nodes instead")
+
+    # ------------------------------------------------------------------ training
+    def fit(self, X, Y=None):
+        """Train on features ``X`` (n x F, sparse) and labels ``Y`` (n x L, sparse binary), or an XCData.
+
+        Rows without labels are skipped and counted (``n_skipped``).
+
+        Returns
+        -------
+        self
+        """
+        X, Y = _as_xy(X, Y)
+        if Y is None:
+            raise ValueError("fit needs the label matrix Y")
+        n, n_features = X.shape
+        n_labels = Y.shape[1]
+        if n_labels < 1 or n_features < 1:
+            raise ValueError("need at least one feature and one label, got %d features and %d labels"
+                             % (n_features, n_labels))
+        has_labels = np.diff(Y.indptr) > 0
+        self.n_skipped = int(n - has_labels.sum())
+        if self.n_skipped:
+            logger.info("%d of %d training rows have no label and are skipped", self.n_skipped, n)
+        rows = np.flatnonzero(has_labels & (np.diff(X.indptr) > 0)).astype(np.int32)
+        if len(rows) == 0:
+            raise ValueError("no training row has both a feature and a label")
+        self.label_counts = np.bincount(Y.indices, minlength=n_labels).astype(np.int64)
+        self.n_train = n
+        self._init_tables(n_features, n_labels)
+        loss, sampler = registry.build_objective(self.loss, self.sampler, self.label_counts, n_labels,
+                                                 self.negative, self.loss_params, self.sampler_params,
+                                                 self.label_vectors)
+        trainer = RowTrainer(self.feature_vectors, self.label_vectors, X.indptr.astype(np.int64),
+                             X.indices.astype(np.int32), X.data.astype(np.float32), Y.indptr.astype(np.int64),
+                             Y.indices.astype(np.int32), loss, sampler, self.negative, self.normalize, self.tau,
+                             self.normalize_classes, self.one_label, self.alpha, self.min_alpha,
+                             float(len(rows)) * self.epochs, self.seed)
+        rng = np.random.default_rng(self.seed)
+
+        def chunks(epoch):
+            order = rng.permutation(rows).astype(np.int32)
+            for start in range(0, len(order), self.chunk_examples):
+                yield _RowChunk(order[start:start + self.chunk_examples])
+
+        self.last_report = run_epochs(trainer, chunks, len(rows), self.epochs, self.workers, self.alpha,
+                                      progress=self.progress, desc="xc %s" % self.loss, unit="ex")
+        return self
+
+    def _init_tables(self, n_features, n_labels):
+        rng = np.random.default_rng(self.seed)
+        d = self.vector_size
+        W_in = rng.random((n_features, d), dtype=np.float32)
+        W_in -= 0.5
+        W_in /= d
+        loss = registry.make_loss(self.loss, counts=np.ones(n_labels, dtype=np.int64), **self.loss_params)
+        W_out = np.zeros((loss.output_rows(n_labels), d), dtype=np.float32)
+        if self.normalize_classes:
+            W_out = rng.standard_normal((n_labels, d), dtype=np.float32)
+            W_out /= np.linalg.norm(W_out, axis=1, keepdims=True)
+        self.feature_vectors, self.label_vectors = W_in, W_out
+
+    # ------------------------------------------------------------------ prediction
+    def _check_fitted(self):
+        if self.feature_vectors is None:
+            raise RuntimeError("the model is not trained yet: call fit() first")
+        if self.loss == "hs":
+            raise NotImplementedError("prediction with the hs loss is not supported: its output rows are tree "
+                                      "nodes, not labels; train with another loss to predict")
+
+    def embed(self, X):
+        """Hidden vectors of the rows of ``X`` (as scored: normalised and divided by ``tau`` if set)."""
+        self._check_fitted()
+        X, _ = _as_xy(X)
+        if X.shape[1] != self.feature_vectors.shape[0]:
+            raise ValueError("X has %d features, the model %d" % (X.shape[1], self.feature_vectors.shape[0]))
+        H = np.asarray(X @ self.feature_vectors, dtype=np.float32)
+        if self.normalize:
+            norms = np.linalg.norm(H, axis=1, keepdims=True)
+            np.divide(H, norms, out=H, where=norms > 0)
+        if self.tau != 1.0:
+            H /= self.tau
+        return np.ascontiguousarray(H)
+
+    def predict(self, X, k=5, workers=None):
+        """The ``k`` best labels of every row of ``X`` and their scores, best first.
+
+        Scores are computed in blocks of rows (one BLAS product per block) and each block's top-k is
+        selected by a multi-threaded C scan; blocks run on ``workers`` threads.
+
+        Returns
+        -------
+        (ids int64 (n, k), scores float32 (n, k))
+        """
+        check_param("k", k, *POSITIVE_INT)
+        H = self.embed(X)
+        n_labels = self.label_vectors.shape[0]
+        k = min(k, n_labels)
+        workers = self.workers if workers is None else workers
+        block = max(1, min(len(H), _SCORE_BLOCK_CELLS // max(n_labels, 1)))
+        ids = np.empty((len(H), k), dtype=np.int64)
+        vals = np.empty((len(H), k), dtype=np.float32)
+
+        def run(start):
+            S = H[start:start + block] @ self.label_vectors.T
+            ids[start:start + block], vals[start:start + block] = top_k_rows(np.ascontiguousarray(S), k, 1)
+
+        starts = range(0, len(H), block)
+        if workers > 1 and len(starts) > 1:
+            with ThreadPoolExecutor(workers) as pool:
+                list(pool.map(run, starts))
+        else:
+            for s in starts:
+                run(s)
+        return ids, vals
+
+    def evaluate(self, X, Y=None, ks=(1, 3, 5), train_labels=None, A=0.55, B=1.5):
+        """P@k, nDCG@k, PSP@k and PSnDCG@k on ``(X, Y)`` (or an XCData).
+
+        ``train_labels`` gives the propensities of PSP@k (default: the training label counts).
+        """
+        from embkit.evaluation.xc import xc_metrics
+        X, Y = _as_xy(X, Y)
+        if Y is None:
+            raise ValueError("evaluate needs the true labels Y")
+        if Y.shape[1] != self.label_vectors.shape[0]:
+            raise ValueError("Y has %d labels, the model %d" % (Y.shape[1], self.label_vectors.shape[0]))
+        top, _ = self.predict(X, k=max(ks))
+        propensity = train_labels
+        if propensity is None and self.n_train >= 3:
+            from embkit.evaluation.xc import inverse_propensities_from_counts
+            propensity = 1.0 / inverse_propensities_from_counts(self.label_counts, self.n_train, A, B)
+        return xc_metrics(Y, top, ks=ks, propensity=propensity, A=A, B=B)
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path, overwrite=True):
+        """Save tables, label counts and settings atomically to ``path``."""
+        if self.feature_vectors is None:
+            raise RuntimeError("nothing to save: the model is not trained yet")
+        persist.save_archive(path, {"model": "ExtremeClassifier", "n_train": self.n_train,
+                                    "params": {k: getattr(self, k) for k in PARAMS}},
+                             [], {"W_in": self.feature_vectors, "W_out": self.label_vectors,
+                                  "label_counts": self.label_counts}, overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path):
+        """Load a model written by :meth:`save`."""
+        config, _, arrays = persist.load_archive(path)
+        if config.get("model") != "ExtremeClassifier":
+            raise ValueError("%r holds a %s model, not ExtremeClassifier" % (path, config.get("model")))
+        params = config["params"]
+        model = cls(progress=False, **{k: params[k] for k in PARAMS if k in params})
+        model.feature_vectors = arrays["W_in"]
+        model.label_vectors = arrays["W_out"]
+        model.label_counts = arrays["label_counts"]
+        model.n_train = int(config.get("n_train", 0))
+        return model
+
+    def __repr__(self):
+        shape = (0, 0) if self.feature_vectors is None else (len(self.feature_vectors), len(self.label_vectors))
+        sampler = "-" if self.loss in registry.UNSAMPLED_LOSSES else (self.sampler or "unigram")
+        return "ExtremeClassifier<features=%d, labels=%d, vector_size=%d, loss=%s, sampler=%s>" % (
+            shape[0], shape[1], self.vector_size, self.loss, sampler)

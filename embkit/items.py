@@ -1,0 +1,418 @@
+"""``embkit.ItemEmbedding``: implicit factorisation of an item -> item co-occurrence matrix (next-item prediction).
+
+The model scores a target item ``j`` after a context item ``i`` by ``<W_in[i], W_out[j]>`` and is trained on
+the ``pairs`` driver with any loss and sampler of the registry: pairs ``(i, j)`` are drawn in proportion to
+their co-occurrence counts.  This is the setting of the relaxed-softmax paper's next-item experiments
+(MovieLens, Netflix, text pairs).
+
+Examples
+--------
+>>> import scipy.sparse as sp
+>>> from embkit import ItemEmbedding
+>>> counts = sp.random(50, 50, density=0.2, format="csr", random_state=0) * 10
+>>> model = ItemEmbedding(vector_size=16, epochs=2, progress=False).fit(counts)
+>>> model.recommend(3, topn=5).shape
+(5,)
+"""
+import logging
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from embkit import persist, registry
+from embkit._checks import (check_param, check_names, POSITIVE_INT, NON_NEGATIVE_INT, POSITIVE_REAL)
+from embkit._kernels.pairs import PairTrainer
+from embkit._kernels.samplers import AliasSampler
+from embkit.training import run_epochs
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ItemEmbedding", "as_pair_matrix"]
+
+# parameters saved with a model, in constructor order
+PARAMS = ("vector_size", "loss", "sampler", "negative", "alpha", "min_alpha", "epochs", "workers", "seed",
+          "loss_params", "sampler_params", "chunk_pairs")
+
+#: ``ItemEmbedding.evaluate`` metric names that ``fit(validation=...)`` can select the best epoch by.
+VALIDATION_METRICS = ("mpr_approx", "mpr", "likelihood", "log_likelihood", "prec5", "prec15", "prec50")
+
+
+class _PairChunk:
+    """``n`` pair draws: what the ``pairs`` driver's ``train_chunk`` takes first."""
+
+    __slots__ = ("kernel_args", "raw_words")
+
+    def __init__(self, n):
+        self.kernel_args = (n,)
+        self.raw_words = n
+
+
+def as_pair_matrix(pairs, n_items=None):
+    """Turn co-occurrence data into ``(csr counts, item names or None)``.
+
+    Parameters
+    ----------
+    pairs : scipy.sparse matrix, object with ``matrix`` (and ``items``), or array-like (n, 2) / (n, 3)
+        Square count matrix (rows: context items, columns: next items), a ``PairCounts``, or
+        ``(context, target[, count])`` rows.
+    n_items : int, optional
+        Number of items for array input (default: the largest id + 1).
+
+    Returns
+    -------
+    (scipy.sparse.csr_matrix of float64, list of str or None)
+    """
+    names = None
+    if hasattr(pairs, "matrix"):
+        names = getattr(pairs, "items", None)
+        names = None if names is None else [str(x) for x in names]
+        pairs = pairs.matrix
+    if sp.issparse(pairs):
+        m = sp.csr_matrix(pairs, dtype=np.float64)
+    else:
+        arr = np.asarray(pairs)
+        if arr.ndim != 2 or arr.shape[1] not in (2, 3) or arr.shape[0] == 0:
+            raise ValueError("pairs must be a sparse matrix or a non-empty (n, 2) or (n, 3) array of "
+                             "(context, target[, count]) rows, got shape %s" % (arr.shape,))
+        ids = arr[:, :2]
+        if not np.issubdtype(ids.dtype, np.integer):
+            if not np.all(np.equal(np.mod(ids, 1), 0)):
+                raise ValueError("pair ids must be integers")
+            ids = ids.astype(np.int64)
+        if ids.min() < 0:
+            raise ValueError("pair ids must be >= 0, got %d" % ids.min())
+        n = int(ids.max()) + 1 if n_items is None else int(n_items)
+        if ids.max() >= n:
+            raise ValueError("pair id %d is out of range for n_items=%d" % (ids.max(), n))
+        w = arr[:, 2].astype(np.float64) if arr.shape[1] == 3 else np.ones(len(arr))
+        m = sp.csr_matrix((w, (ids[:, 0], ids[:, 1])), shape=(n, n))
+    if m.shape[0] != m.shape[1]:
+        raise ValueError("the co-occurrence matrix must be square (items x items), got %s" % (m.shape,))
+    m.sum_duplicates()
+    m.eliminate_zeros()
+    if m.nnz and (not np.all(np.isfinite(m.data)) or m.data.min() < 0):
+        raise ValueError("co-occurrence counts must be finite and >= 0")
+    if m.nnz == 0:
+        raise ValueError("the co-occurrence matrix has no pairs")
+    if names is not None and len(names) != m.shape[0]:
+        raise ValueError("%d item names for %d items" % (len(names), m.shape[0]))
+    return m, names
+
+
+class ItemEmbedding:
+    """Item vectors from an item -> item co-occurrence matrix, for similar items and next-item prediction.
+
+    Parameters
+    ----------
+    vector_size : int
+        Dimension of the item vectors.
+    loss : str
+        Registry loss: ``sgns``, ``nce``, ``sampled_softmax``, ``relaxed_softmax``, ``full_softmax``, ``hs``.
+    sampler : str, optional
+        Registry sampler for the negatives (default ``unigram``: target popularity ** 0.75; ``uniform``,
+        ``boltzmann`` with ``T`` and ``degeneracy``, ``lsh``, ``kernel``, ...).
+    negative : int
+        Negatives per pair.
+    alpha, min_alpha : float
+        Learning rate at the start and end (linear decay; ``min_alpha`` defaults to ``alpha / 1000``).
+    epochs : int
+        Passes; one pass draws as many pairs as the matrix counts.
+    workers : int
+        Threads.
+    seed : int
+        Initialisation and sampling seed (``workers=1`` runs are reproducible).
+    loss_params, sampler_params : dict, optional
+        Extra parameters of the loss and sampler (e.g. ``{"T": 3, "degeneracy": "popularity"}``).
+    chunk_pairs : int
+        Pairs per kernel call (adaptive samplers refresh between calls).
+    progress : bool
+        Show a progress bar.
+
+    Attributes
+    ----------
+    context_vectors, target_vectors : numpy.ndarray (n_items, vector_size)
+        Input (context) and output (target) tables.
+    items : list of str
+        Item names (ids as strings when none were given).
+    last_report : TrainingReport
+    history : list of dict
+        Validation metrics per epoch when ``fit`` had ``validation``.
+    """
+
+    def __init__(self, vector_size=100, loss="sgns", sampler=None, negative=5, alpha=0.025, min_alpha=None,
+                 epochs=5, workers=2, seed=1, loss_params=None, sampler_params=None, chunk_pairs=1 << 16,
+                 progress=True):
+        self.vector_size = vector_size
+        self.loss = loss
+        self.sampler = sampler
+        self.negative = negative
+        self.alpha = alpha
+        self.min_alpha = alpha / 1000.0 if min_alpha is None and isinstance(alpha, (int, float)) else min_alpha
+        self.epochs = epochs
+        self.workers = workers
+        self.seed = seed
+        self.loss_params = dict(loss_params or {})
+        self.sampler_params = dict(sampler_params or {})
+        self.chunk_pairs = chunk_pairs
+        self.progress = progress
+        self.context_vectors = self.target_vectors = None
+        self.items = None
+        self.counts = None
+        self.last_report = None
+        self.history = []
+        self._validate()
+
+    def _validate(self):
+        for name in ("vector_size", "epochs", "workers", "chunk_pairs"):
+            check_param(name, getattr(self, name), *POSITIVE_INT)
+        check_param("negative", self.negative, *NON_NEGATIVE_INT)
+        check_param("seed", self.seed, *NON_NEGATIVE_INT)
+        check_param("alpha", self.alpha, *POSITIVE_REAL)
+        check_param("min_alpha", self.min_alpha, lambda v: 0 <= v <= self.alpha, "a number in [0, alpha]")
+        check_names(self.loss, self.sampler, registry)
+        if self.loss not in registry.UNSAMPLED_LOSSES and self.negative == 0:
+            raise ValueError("negative must be >= 1 for the %s loss" % self.loss)
+
+    # ------------------------------------------------------------------ training
+    def _init_tables(self, n):
+        rng = np.random.default_rng(self.seed)
+        W_in = rng.random((n, self.vector_size), dtype=np.float32)
+        W_in -= 0.5
+        W_in /= self.vector_size
+        loss = registry.make_loss(self.loss, counts=self.counts, **self.loss_params)
+        self.context_vectors = W_in
+        self.target_vectors = np.zeros((loss.output_rows(n), self.vector_size), dtype=np.float32)
+
+    def fit(self, pairs, validation=None, metric="mpr_approx", patience=None, items=None, n_negatives=100):
+        """Train on a co-occurrence matrix; optionally track a validation split and stop early.
+
+        Parameters
+        ----------
+        pairs : scipy.sparse matrix, PairCounts or array-like
+            Training co-occurrences (see :func:`as_pair_matrix`).
+        validation : same kinds as `pairs`, optional
+            Held-out pairs scored after every epoch (``history``); the tables of the best epoch by
+            `metric` are kept.
+        metric : str
+            One of :data:`VALIDATION_METRICS` (higher is better).
+        patience : int, optional
+            Stop after this many epochs without improvement of `metric` (None: run all epochs).
+        items : list of str, optional
+            Item names (default: from `pairs` if it has them, else ``"0"``, ``"1"``, ...).
+        n_negatives : int
+            Uniform negatives per validation pair for the approximate MPR.
+
+        Returns
+        -------
+        self
+        """
+        matrix, names = as_pair_matrix(pairs)
+        n = matrix.shape[0]
+        if items is not None:
+            names = [str(x) for x in items]
+            if len(names) != n:
+                raise ValueError("%d item names for %d items" % (len(names), n))
+        self.items = names if names is not None else [str(i) for i in range(n)]
+        if metric not in VALIDATION_METRICS:
+            raise ValueError("metric must be one of %s, got %r" % (", ".join(VALIDATION_METRICS), metric))
+        if patience is not None:
+            check_param("patience", patience, *POSITIVE_INT)
+        val = None
+        if validation is not None:
+            vm, _ = as_pair_matrix(validation, n_items=n)
+            if vm.shape[0] != n:
+                raise ValueError("the validation matrix has %d items, the training matrix %d" % (vm.shape[0], n))
+            val = _pairs_of(vm)
+        self.counts = np.asarray(matrix.sum(axis=0)).ravel().astype(np.int64)   # target popularity
+        self.counts = np.maximum(self.counts, 0)
+        self._init_tables(n)
+
+        coo = matrix.tocoo()
+        contexts = coo.row.astype(np.int32)
+        targets = coo.col.astype(np.int32)
+        entries = AliasSampler(coo.data)
+        pairs_per_epoch = int(round(coo.data.sum()))
+        pairs_per_epoch = max(pairs_per_epoch, 1)
+        loss, sampler = registry.build_objective(self.loss, self.sampler, self.counts, n, self.negative,
+                                                 self.loss_params, self.sampler_params, self.target_vectors)
+        trainer = PairTrainer(self.context_vectors, self.target_vectors, contexts, targets, entries, loss, sampler,
+                              self.negative, self.alpha, self.min_alpha, float(pairs_per_epoch) * self.epochs,
+                              self.seed)
+
+        def chunks(epoch):
+            left = pairs_per_epoch
+            while left > 0:
+                n_pairs = min(left, self.chunk_pairs)
+                left -= n_pairs
+                yield _PairChunk(n_pairs)
+
+        self.history = []
+        best = {"score": -math.inf, "tables": None, "epoch": None}
+
+        def on_epoch(epoch, report):
+            if val is None:
+                return False
+            res = self.evaluate(val, n_negatives=n_negatives)
+            row = dict(epoch=epoch + 1, loss=report.epoch_loss[-1], **_metrics_of(res))
+            self.history.append(row)
+            score = row[metric]
+            logger.info("epoch %d validation: %s", epoch + 1,
+                        ", ".join("%s %.4f" % (k, v) for k, v in row.items() if k != "epoch"))
+            if score > best["score"]:
+                best.update(score=score, epoch=epoch + 1,
+                            tables=(self.context_vectors.copy(), self.target_vectors.copy()))
+            return patience is not None and epoch + 1 - best["epoch"] >= patience
+
+        self.last_report = run_epochs(trainer, chunks, pairs_per_epoch, self.epochs, self.workers, self.alpha,
+                                      progress=self.progress, desc="items %s" % self.loss, unit="pair",
+                                      on_epoch=on_epoch)
+        if best["tables"] is not None and best["epoch"] != len(self.last_report.epoch_loss):
+            logger.info("keeping the tables of epoch %d (best validation %s %.4f)", best["epoch"], metric,
+                        best["score"])
+            self.context_vectors[...] = best["tables"][0]
+            self.target_vectors[...] = best["tables"][1]
+        self.best_epoch = best["epoch"]
+        return self
+
+    # ------------------------------------------------------------------ queries
+    def _check_fitted(self):
+        if self.context_vectors is None:
+            raise RuntimeError("the model is not trained yet: call fit() first")
+
+    def _index(self, item):
+        self._check_fitted()
+        if isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+            if not 0 <= item < len(self.items):
+                raise KeyError("item id %d is out of range [0, %d)" % (item, len(self.items)))
+            return int(item)
+        lookup = getattr(self, "_lookup", None)
+        if lookup is None or len(lookup) != len(self.items):
+            lookup = self._lookup = {name: i for i, name in enumerate(self.items)}
+        try:
+            return lookup[str(item)]
+        except KeyError:
+            raise KeyError("unknown item %r" % (item,)) from None
+
+    def scores(self, item):
+        """Scores ``<W_in[item], W_out[j]>`` of every target ``j`` after context ``item`` (name or id)."""
+        i = self._index(item)
+        return self.target_vectors[:len(self.items)] @ self.context_vectors[i]
+
+    def recommend(self, item, topn=10, exclude=(), return_scores=False):
+        """The ``topn`` most likely next items after ``item``, best first (ids).
+
+        Parameters
+        ----------
+        item : int or str
+        topn : int
+        exclude : iterable of int or str
+            Items to leave out (e.g. those already seen).
+        return_scores : bool
+            Also return the scores.
+        """
+        check_param("topn", topn, *POSITIVE_INT)
+        s = self.scores(item)
+        drop = [self._index(x) for x in exclude]
+        if drop:
+            s = s.copy()
+            s[drop] = -np.inf
+        topn = min(topn, len(s) - len(set(drop)))
+        top = np.argpartition(-s, topn - 1)[:topn] if topn < len(s) else np.arange(len(s))
+        top = top[np.lexsort((top, -s[top]))]
+        return (top, s[top]) if return_scores else top
+
+    def similar_items(self, item, topn=10, space="context"):
+        """Items whose vectors are closest to ``item``'s by cosine: ``[(name, similarity), ...]``.
+
+        ``space`` is ``"context"`` (input vectors), ``"target"`` (output vectors) or ``"both"`` (their sum).
+        """
+        return self.keyed_vectors(space).most_similar(self.items[self._index(item)], topn=topn)
+
+    def keyed_vectors(self, space="context"):
+        """The item vectors of ``space`` as a gensim ``KeyedVectors`` keyed by item name."""
+        from gensim.models import KeyedVectors
+        self._check_fitted()
+        n = len(self.items)
+        tables = {"context": self.context_vectors, "target": self.target_vectors[:n],
+                  "both": self.context_vectors + self.target_vectors[:n]}
+        if space not in tables:
+            raise ValueError("space must be 'context', 'target' or 'both', got %r" % (space,))
+        kv = KeyedVectors(self.vector_size, count=0, dtype=np.float32)
+        kv.add_vectors(self.items, tables[space])
+        return kv
+
+    @property
+    def wv(self):
+        """Context vectors as a gensim ``KeyedVectors`` (as ``Word2Vec.wv``)."""
+        return self.keyed_vectors("context")
+
+    def evaluate(self, pairs, ks=(5, 15, 50), n_negatives=100, seed=0, exclude=None, workers=None):
+        """Likelihood, MPR (exact and approximate) and Prec@k of held-out pairs.
+
+        Parameters
+        ----------
+        pairs : scipy.sparse matrix, PairCounts or array-like (n, 2) / (n, 3)
+            Test co-occurrences over this model's item ids (counts become repeated rows).
+
+        Returns
+        -------
+        embkit.evaluation.RankingResult
+        """
+        from embkit.evaluation.ranking import evaluate_ranking
+        self._check_fitted()
+        n = len(self.items)
+        if sp.issparse(pairs) or hasattr(pairs, "matrix"):
+            m, _ = as_pair_matrix(pairs)
+            if m.shape[0] != n:
+                raise ValueError("the evaluation matrix has %d items, the model %d" % (m.shape[0], n))
+            pairs = _pairs_of(m)
+        elif not isinstance(pairs, np.ndarray) or pairs.ndim != 2 or pairs.shape[1] != 2:
+            m, _ = as_pair_matrix(pairs, n_items=n)
+            pairs = _pairs_of(m)
+        return evaluate_ranking(self.context_vectors, self.target_vectors[:n], pairs, ks=ks,
+                                n_negatives=n_negatives, seed=seed, exclude=exclude, workers=workers)
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path, overwrite=True):
+        """Save tables, item names, counts and settings atomically to ``path``."""
+        self._check_fitted()
+        persist.save_archive(path, {"model": "ItemEmbedding", "params": {k: getattr(self, k) for k in PARAMS}},
+                             self.items, {"W_in": self.context_vectors, "W_out": self.target_vectors,
+                                          "counts": self.counts}, overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path):
+        """Load a model written by :meth:`save`."""
+        config, items, arrays = persist.load_archive(path)
+        if config.get("model") != "ItemEmbedding":
+            raise ValueError("%r holds a %s model, not ItemEmbedding" % (path, config.get("model")))
+        params = config["params"]
+        model = cls(progress=False, **{k: params[k] for k in PARAMS if k in params})
+        model.items = list(items)
+        model.context_vectors = arrays["W_in"]
+        model.target_vectors = arrays["W_out"]
+        model.counts = arrays["counts"]
+        return model
+
+    def __repr__(self):
+        n = len(self.items) if self.items is not None else 0
+        sampler = "-" if self.loss in registry.UNSAMPLED_LOSSES else (self.sampler or "unigram")
+        return "ItemEmbedding<items=%d, vector_size=%d, loss=%s, sampler=%s>" % (n, self.vector_size, self.loss,
+                                                                                 sampler)
+
+
+def _pairs_of(matrix):
+    """(context, target) rows of a count matrix, each repeated by its (rounded) count."""
+    coo = matrix.tocoo()
+    reps = np.maximum(np.rint(coo.data).astype(np.int64), 1)
+    return np.column_stack([np.repeat(coo.row, reps), np.repeat(coo.col, reps)]).astype(np.int64)
+
+
+def _metrics_of(result):
+    """Flat dict of the ranking metrics that validation can select by."""
+    out = {"mpr_approx": result.mpr_approx, "mpr": result.mpr, "likelihood": result.likelihood,
+           "log_likelihood": result.log_likelihood}
+    for k, v in result.precision.items():
+        out["prec%d" % k] = v
+    return {k: (float("nan") if v is None else float(v)) for k, v in out.items()}
