@@ -31,7 +31,8 @@ logger = logging.getLogger(__name__)
 __all__ = ["ExtremeClassifier"]
 
 PARAMS = ("vector_size", "loss", "sampler", "negative", "normalize", "tau", "normalize_classes", "one_label",
-          "alpha", "min_alpha", "epochs", "workers", "seed", "loss_params", "sampler_params", "chunk_examples")
+          "alpha", "min_alpha", "epochs", "workers", "seed", "loss_params", "sampler_params", "chunk_examples",
+          "batch_size")
 
 #: cells of the score block computed at once by ``predict`` (rows x labels).
 _SCORE_BLOCK_CELLS = 1 << 24
@@ -97,6 +98,10 @@ class ExtremeClassifier:
     loss_params, sampler_params : dict, optional
     chunk_examples : int
         Examples per kernel call (adaptive samplers refresh between calls).
+    batch_size : int, optional
+        With ``loss="full_softmax"``: train exact full softmax in mini-batches of this many examples with
+        BLAS products (:mod:`embkit.full_batch`), which reads each class row once per batch instead of
+        once per example -- much faster with many labels.  None uses the per-example kernel.
     progress : bool
         Show a progress bar.
 
@@ -115,7 +120,8 @@ class ExtremeClassifier:
 
     def __init__(self, vector_size=128, loss="sampled_softmax", sampler=None, negative=20, normalize=True,
                  tau=1.0, normalize_classes=False, one_label=False, alpha=0.1, min_alpha=None, epochs=10,
-                 workers=2, seed=1, loss_params=None, sampler_params=None, chunk_examples=1 << 13, progress=True):
+                 workers=2, seed=1, loss_params=None, sampler_params=None, chunk_examples=1 << 13, batch_size=None,
+                 progress=True):
         self.vector_size = vector_size
         self.loss = loss
         self.sampler = sampler
@@ -132,6 +138,7 @@ class ExtremeClassifier:
         self.loss_params = dict(loss_params or {})
         self.sampler_params = dict(sampler_params or {})
         self.chunk_examples = chunk_examples
+        self.batch_size = batch_size
         self.progress = progress
         self.feature_vectors = self.label_vectors = None
         self.label_counts = None
@@ -151,6 +158,11 @@ class ExtremeClassifier:
         check_names(self.loss, self.sampler, registry)
         if self.loss not in registry.UNSAMPLED_LOSSES and self.negative == 0:
             raise ValueError("negative must be >= 1 for the %s loss" % self.loss)
+        if self.batch_size is not None:
+            check_param("batch_size", self.batch_size, *POSITIVE_INT)
+            if self.loss != "full_softmax":
+                raise ValueError("batch_size applies to loss='full_softmax' only (sampled losses train per "
+                                 "example on the rows kernel), got loss=%r" % self.loss)
         if self.normalize_classes and self.loss == "hs":
             raise ValueError("normalize_classes needs one vector per label; the hs loss has tree nodes instead")
 
@@ -185,11 +197,17 @@ class ExtremeClassifier:
         loss, sampler = registry.build_objective(self.loss, self.sampler, self.label_counts, n_labels,
                                                  self.negative, self.loss_params, self.sampler_params,
                                                  self.label_vectors)
-        trainer = RowTrainer(self.feature_vectors, self.label_vectors, X.indptr.astype(np.int64),
-                             X.indices.astype(np.int32), X.data.astype(np.float32), Y.indptr.astype(np.int64),
-                             Y.indices.astype(np.int32), loss, sampler, self.negative, self.normalize, self.tau,
-                             self.normalize_classes, self.one_label, self.alpha, self.min_alpha,
-                             float(len(rows)) * self.epochs, self.seed)
+        total = float(len(rows)) * self.epochs
+        if self.batch_size is not None:
+            from embkit.full_batch import FullSoftmaxBatches
+            trainer = FullSoftmaxBatches(X, Y, self.feature_vectors, self.label_vectors, self.batch_size,
+                                         self.alpha, self.min_alpha, total, self.normalize, self.tau,
+                                         self.normalize_classes)
+        else:
+            trainer = RowTrainer(self.feature_vectors, self.label_vectors, X.indptr.astype(np.int64),
+                                 X.indices.astype(np.int32), X.data.astype(np.float32), Y.indptr.astype(np.int64),
+                                 Y.indices.astype(np.int32), loss, sampler, self.negative, self.normalize, self.tau,
+                                 self.normalize_classes, self.one_label, self.alpha, self.min_alpha, total, self.seed)
         rng = np.random.default_rng(self.seed)
 
         def chunks(epoch):

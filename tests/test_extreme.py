@@ -215,3 +215,33 @@ def test_bad_inputs(planted):
 def test_bad_parameters_name_themselves(kwargs, message):
     with pytest.raises(ValueError, match=message):
         ExtremeClassifier(**kwargs)
+
+
+# ----------------------------------------------------------------------------- full softmax in mini-batches
+
+@pytest.mark.parametrize("normalize, tau", [(False, 1.0), (True, 0.5)])
+def test_batches_of_one_equal_the_kernel(planted, normalize, tau):
+    # batch_size=1 applies each example's step before the next: the same SGD as the per-example kernel
+    # (on single-label rows: the kernel takes a multi-label row's label steps one after the other)
+    (X, Y), _ = planted
+    one = np.flatnonzero(np.diff(Y.indptr) == 1)
+    X, Y = X[one], Y[one]
+    kw = dict(vector_size=8, loss="full_softmax", epochs=1, workers=1, normalize=normalize, tau=tau, seed=2,
+              progress=False)
+    kernel = ExtremeClassifier(**kw).fit(X[:300], Y[:300])
+    batch = ExtremeClassifier(batch_size=1, **kw).fit(X[:300], Y[:300])
+    np.testing.assert_allclose(batch.label_vectors, kernel.label_vectors, rtol=2e-3, atol=2e-4)
+    np.testing.assert_allclose(batch.feature_vectors, kernel.feature_vectors, rtol=2e-3, atol=2e-4)
+    assert batch.last_report.epoch_loss[0] == pytest.approx(kernel.last_report.epoch_loss[0], rel=1e-3)
+
+
+def test_mini_batches_learn_the_planted_labels(planted):
+    (X, Y), (Xt, Yt) = planted
+    model = ExtremeClassifier(vector_size=32, loss="full_softmax", batch_size=32, epochs=5,
+                              progress=False).fit(X, Y)
+    assert _p1(model, Xt, Yt) >= 0.9
+
+
+def test_batch_size_needs_full_softmax():
+    with pytest.raises(ValueError, match="batch_size"):
+        ExtremeClassifier(loss="sgns", batch_size=8)

@@ -1,0 +1,96 @@
+"""Exact full-softmax training of the ``rows`` model in mini-batches of BLAS products.
+
+The per-example kernel reads and writes every class row once per label step, which is memory-bound when
+the classes do not fit in cache (at 1e5+ labels).  Here a batch of ``b`` examples is scored at once
+(``S = H W_out^T``), the softmax gradient of every positive label is summed, and the class rows are updated
+with one product (``W_out -= lr G^T H``), so each class row is read and written once per batch.  Updates are
+per-example SGD steps applied together at the end of the batch (the gradient of the batch's summed loss),
+with the same learning-rate schedule, normalisation and temperature as the kernel.
+"""
+import numpy as np
+
+__all__ = ["train_full_softmax_batches"]
+
+
+def _hidden(X_rows, W_in, normalize, tau):
+    h = np.asarray(X_rows @ W_in, dtype=np.float32)
+    if normalize:
+        norm = np.linalg.norm(h, axis=1)
+        ok = norm > 0
+        scale = np.where(ok, 1.0 / np.where(ok, norm, 1.0), 0.0).astype(np.float32) / np.float32(tau)
+    else:
+        scale = np.full(len(h), 1.0 / tau, dtype=np.float32)
+    return h * scale[:, None], scale
+
+
+def batch_step(X_rows, Y_rows, W_in, W_out, lr, normalize, tau, normalize_classes=False):
+    """One mini-batch step on the examples ``X_rows`` (csr) with labels ``Y_rows`` (csr); returns the loss sum.
+
+    ``lr`` is a scalar or one learning rate per example.  Updates ``W_in`` and ``W_out`` in place.
+    """
+    H, scale = _hidden(X_rows, W_in, normalize, tau)
+    S = H @ W_out.T
+    S -= S.max(axis=1, keepdims=True)
+    np.exp(S, out=S)
+    total = S.sum(axis=1, keepdims=True)
+    S /= total
+    rows = np.repeat(np.arange(Y_rows.shape[0]), np.diff(Y_rows.indptr))
+    labels = Y_rows.indices
+    loss = float(-np.log(np.maximum(S[rows, labels], 1e-30)).sum())
+    n_lab = np.diff(Y_rows.indptr).astype(np.float32)
+    lr = np.broadcast_to(np.asarray(lr, dtype=np.float32), (len(H),))
+    # G = lr * (n_labels * P - Y): the summed gradient of every positive label's softmax loss, scaled
+    S *= (n_lab * lr)[:, None]
+    np.subtract.at(S, (rows, labels), lr[rows])
+    dH = -(S @ W_out)                                # -lr dL/dH, from the class rows as they were
+    W_out -= S.T @ H
+    if normalize_classes:
+        W_out /= np.maximum(np.linalg.norm(W_out, axis=1, keepdims=True), 1e-12)
+    if normalize:
+        u = H * np.float32(tau)                      # unit hidden vectors
+        dH -= u * np.einsum("ij,ij->i", u, dH)[:, None]
+    dH *= scale[:, None]
+    used = np.unique(X_rows.indices)
+    sub = X_rows[:, used]
+    W_in[used] += np.asarray(sub.T @ dH, dtype=np.float32)
+    return loss
+
+
+def train_full_softmax_batches(X, Y, order, W_in, W_out, batch_size, alpha, min_alpha, examples_before,
+                               total_examples, normalize, tau, normalize_classes=False):
+    """Train the examples ``order`` in batches; returns ``(loss_sum, label_steps, examples)``.
+
+    Has the signature of a ``train_chunk`` body: the learning rate decays linearly with the examples done.
+    """
+    loss = 0.0
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        pos = examples_before + start + np.arange(len(idx))
+        lr = np.maximum(alpha - (alpha - min_alpha) * pos / max(total_examples, 1.0), min_alpha)
+        loss += batch_step(X[idx], Y[idx], W_in, W_out, lr, normalize, tau, normalize_classes)
+    return loss, int(np.diff(Y.indptr)[order].sum()), len(order)
+
+
+class FullSoftmaxBatches:
+    """A ``rows`` trainer (``before_chunk`` / ``train_chunk``) that runs :func:`train_full_softmax_batches`.
+
+    Threads come from the BLAS library; ``n_threads`` only splits a chunk when Python threads share it.
+    """
+
+    def __init__(self, X, Y, W_in, W_out, batch_size, alpha, min_alpha, total_examples, normalize, tau,
+                 normalize_classes):
+        self.X, self.Y, self.W_in, self.W_out = X, Y, W_in, W_out
+        self.batch_size = batch_size
+        self.alpha, self.min_alpha, self.total = alpha, min_alpha, total_examples
+        self.normalize, self.tau, self.normalize_classes = normalize, tau, normalize_classes
+
+    def before_chunk(self, progress):
+        """Nothing to refresh: there is no sampler."""
+
+    def train_chunk(self, order, examples_before, chunk_seed, n_threads, slice_index=-1):
+        if slice_index >= 0:
+            lo, hi = len(order) * slice_index // n_threads, len(order) * (slice_index + 1) // n_threads
+            order, examples_before = order[lo:hi], examples_before + lo
+        return train_full_softmax_batches(self.X, self.Y, order, self.W_in, self.W_out, self.batch_size,
+                                          self.alpha, self.min_alpha, examples_before, self.total,
+                                          self.normalize, self.tau, self.normalize_classes)
