@@ -1,4 +1,4 @@
-"""The ``embkit`` command line: ``embkit train`` and ``embkit eval``.
+"""The ``embkit`` command line: ``embkit train``, ``embkit eval``, ``embkit items`` and ``embkit xc``.
 
 Examples
 --------
@@ -14,6 +14,11 @@ Evaluate saved vectors (an embkit model, a word2vec text/binary file or a gensim
     embkit eval vectors.txt --suite ws353 simlex999 --format json
     embkit eval vectors.txt --suite msr --msr-file msr.csv           # MSR analogies (not bundled)
     embkit eval text8.embkit --suite ranking --pairs test-pairs.txt  # next-item ranking (model files only)
+
+Item embeddings (MovieLens/Netflix/text pairs) and extreme classification: see :mod:`embkit.cli_models`::
+
+    embkit items --data ml-100k --loss relaxed_softmax --sampler boltzmann --T 3
+    embkit xc --data bibtex --root path/to/xc-sets
 
 Exit status: 0 on success, 1 on errors (missing files, invalid parameters, divergence, download
 failures), 2 on usage errors (bad options, an existing ``--output`` without ``--overwrite``, unknown
@@ -149,13 +154,16 @@ def _add_eval(subparsers, common):
 def build_parser():
     """The argument parser of the ``embkit`` command."""
     from embkit import __version__
-    parser = argparse.ArgumentParser(prog=PROG, description="Fast word2vec-style word embeddings.")
+    parser = argparse.ArgumentParser(prog=PROG, description="Fast word2vec-style embeddings: words, items and extreme classification.")
     parser.add_argument("--version", action="version", version="%(prog)s " + __version__)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     common = _common_options()
     _add_train(subparsers, common)
     _add_eval(subparsers, common)
+    from embkit.cli_models import add_items, add_xc
+    add_items(subparsers, common, _HelpFormatter)
+    add_xc(subparsers, common, _HelpFormatter)
     return parser
 
 
@@ -206,14 +214,17 @@ def _model_kwargs(args):
     return kwargs
 
 
-def _train(model):
+def _train_logging():
+    """Context in which log lines do not break the progress bar."""
     try:
         from tqdm.contrib.logging import logging_redirect_tqdm
     except ImportError:  # old tqdm
-        redirect = contextlib.nullcontext()
-    else:
-        redirect = logging_redirect_tqdm(loggers=[logging.getLogger("embkit")])
-    with redirect:
+        return contextlib.nullcontext()
+    return logging_redirect_tqdm(loggers=[logging.getLogger("embkit")])
+
+
+def _train(model):
+    with _train_logging():
         return model.train()
 
 

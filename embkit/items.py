@@ -54,7 +54,8 @@ def as_pair_matrix(pairs, n_items=None):
     Parameters
     ----------
     pairs : scipy.sparse matrix, object with ``matrix`` (and ``items``), or array-like (n, 2) / (n, 3)
-        Square count matrix (rows: context items, columns: next items), a ``PairCounts``, or
+        Square count matrix (rows: context items, columns: next items), a ``PairCounts`` (its
+        ``names`` become the item names), or
         ``(context, target[, count])`` rows.
     n_items : int, optional
         Number of items for array input (default: the largest id + 1).
@@ -65,7 +66,7 @@ def as_pair_matrix(pairs, n_items=None):
     """
     names = None
     if hasattr(pairs, "matrix"):
-        names = getattr(pairs, "items", None)
+        names = getattr(pairs, "names", None)
         names = None if names is None else [str(x) for x in names]
         pairs = pairs.matrix
     if sp.issparse(pairs):
