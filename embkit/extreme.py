@@ -167,10 +167,11 @@ class ExtremeClassifier:
             raise ValueError("normalize_classes needs one vector per label; the hs loss has tree nodes instead")
 
     # ------------------------------------------------------------------ training
-    def fit(self, X, Y=None):
+    def fit(self, X, Y=None, on_epoch=None):
         """Train on features ``X`` (n x F, sparse) and labels ``Y`` (n x L, sparse binary), or an XCData.
 
-        Rows without labels are skipped and counted (``n_skipped``).
+        Rows without labels are skipped and counted (``n_skipped``).  ``on_epoch(epoch, report)`` is
+        called after every epoch (e.g. to evaluate); returning True stops training.
 
         Returns
         -------
@@ -216,7 +217,8 @@ class ExtremeClassifier:
                 yield _RowChunk(order[start:start + self.chunk_examples])
 
         self.last_report = run_epochs(trainer, chunks, len(rows), self.epochs, self.workers, self.alpha,
-                                      progress=self.progress, desc="xc %s" % self.loss, unit="ex")
+                                      progress=self.progress, desc="xc %s" % self.loss, unit="ex",
+                                      on_epoch=on_epoch)
         return self
 
     def _init_tables(self, n_features, n_labels):
