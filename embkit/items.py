@@ -295,9 +295,16 @@ class ItemEmbedding:
         except KeyError:
             raise KeyError("unknown item %r" % (item,)) from None
 
+    def _check_target_vectors(self):
+        if self.loss == "hs":
+            raise NotImplementedError("ranking targets needs one output vector per item; the hs loss trains "
+                                      "tree nodes instead -- use the context vectors (similar_items) or "
+                                      "another loss")
+
     def scores(self, item):
         """Scores ``<W_in[item], W_out[j]>`` of every target ``j`` after context ``item`` (name or id)."""
         i = self._index(item)
+        self._check_target_vectors()
         return self.target_vectors[:len(self.items)] @ self.context_vectors[i]
 
     def recommend(self, item, topn=10, exclude=(), return_scores=False):
@@ -335,12 +342,14 @@ class ItemEmbedding:
         from gensim.models import KeyedVectors
         self._check_fitted()
         n = len(self.items)
-        tables = {"context": self.context_vectors, "target": self.target_vectors[:n],
-                  "both": self.context_vectors + self.target_vectors[:n]}
-        if space not in tables:
+        if space not in ("context", "target", "both"):
             raise ValueError("space must be 'context', 'target' or 'both', got %r" % (space,))
+        if space != "context":
+            self._check_target_vectors()
+        vectors = {"context": lambda: self.context_vectors, "target": lambda: self.target_vectors[:n],
+                   "both": lambda: self.context_vectors + self.target_vectors[:n]}[space]()
         kv = KeyedVectors(self.vector_size, count=0, dtype=np.float32)
-        kv.add_vectors(self.items, tables[space])
+        kv.add_vectors(self.items, vectors)
         return kv
 
     @property
@@ -362,6 +371,7 @@ class ItemEmbedding:
         """
         from embkit.evaluation.ranking import evaluate_ranking
         self._check_fitted()
+        self._check_target_vectors()
         n = len(self.items)
         if sp.issparse(pairs) or hasattr(pairs, "matrix"):
             m, _ = as_pair_matrix(pairs)
