@@ -191,7 +191,7 @@ def read_netflix(path, block_bytes):
             movie_at_start = movie
             try:
                 data, movies, counts, movie = _split_movies(squeeze_blank_lines(block), movie)
-                user, rating, year, month, day = parse_block(data.replace(b"-", b","), 5, b",")
+                user, rating, year, month, day = parse_block(data, 5, b",-")
                 _check_ids(user)
                 days = _days_since_epoch(year, month, day)
             except BlockFormatError:
