@@ -160,7 +160,7 @@ def test_netflix_combined_file_list_and_training_set(tmp_path):
 def test_small_blocks_give_the_same_ratings(tmp_path, movielens):
     path = os.path.join(movielens, "ml-100k", "u.data")
     whole = load_ratings(path, min_rating=None)
-    pieces = load_ratings(path, min_rating=None, block_bytes=1000)
+    pieces = load_ratings(path, min_rating=None, block_bytes=20000)
     assert _columns(pieces) == _columns(whole)
     netflix = tmp_path / "combined_data_1.txt"
     netflix.write_text(NETFLIX * 50)
