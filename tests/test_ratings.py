@@ -11,7 +11,6 @@ import gzip
 import hashlib
 import os
 import shutil
-import urllib.error
 import zipfile
 from collections import Counter, defaultdict
 
@@ -262,19 +261,6 @@ def test_ml100k_timelines_against_plain_python(movielens):
 
 
 # ------------------------------------------------------------------------------------------ registry
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    folder = tmp_path / "cache"
-    monkeypatch.setenv("EMBKIT_CACHE", str(folder))
-    monkeypatch.delenv("EMBKIT_OFFLINE", raising=False)
-
-    def no_network(url, timeout):
-        raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
-
-    monkeypatch.setattr(datasets, "_urlopen", no_network)
-    return folder
-
-
 def test_resolve_paths_names_and_netflix(tmp_path, cache, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ml-100k").mkdir()  # an existing path wins over the registry name
