@@ -70,8 +70,9 @@ def iter_line_blocks(fh, block_bytes=BLOCK_BYTES):
             block = block.replace(b"\r", b"")
         yield block, line
         line += block.count(b"\n")
-    if carry.replace(b"\r", b""):
-        yield carry.replace(b"\r", b"") + b"\n", line
+    carry = carry.replace(b"\r", b"")
+    if carry:
+        yield carry + b"\n", line
 
 
 def squeeze_blank_lines(block):

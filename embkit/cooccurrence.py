@@ -32,6 +32,7 @@ Examples
 import logging
 import os
 import re
+from collections import Counter
 
 import numpy as np
 import scipy.sparse as sp
@@ -199,8 +200,7 @@ class PairCounts:
         if len(self.names) != n:
             raise ValueError("names has %d entries for %d items" % (len(self.names), n))
         if len(set(self.names)) != n:
-            seen = set()
-            duplicate = next(x for x in self.names if x in seen or seen.add(x))
+            duplicate = next(x for x, k in Counter(self.names).items() if k > 1)
             raise ValueError("item names must be distinct; %r appears more than once" % duplicate)
         if item_counts is None:
             item_counts = np.asarray(self.matrix.sum(axis=1)).ravel()
@@ -229,7 +229,7 @@ class PairCounts:
             The default 3 matches the window of the paper's text experiment and keeps the pairs those of
             next-item prediction; it also keeps their number linear in the number of ratings (at most 3
             per rating: about 30M for ml-20m at >= 4 stars), where whole timelines give ``L(L-1)/2``
-            pairs per user of ``L`` items -- billions for ml-20m, dominated by the heaviest users, whose
+            pairs per user of ``L`` items -- of the order of billions for ml-20m, dominated by the heaviest users, whose
             ratings are often entered in bulk with near-identical timestamps.
 
         Returns
@@ -260,7 +260,8 @@ class PairCounts:
         Parameters
         ----------
         source : str, os.PathLike or iterable of list of str
-            A file, folder or URL read by :class:`embkit.corpus.TextCorpus`, or sentences.
+            A file, folder or URL read by :class:`embkit.corpus.TextCorpus`, a corpus name of
+            :func:`embkit.datasets.resolve_corpus` (``'text8'``, ``'enwiki-sample'``), or sentences.
         vocab_size : int
             Keep the most frequent words (ties: first seen first).
         window : int, None or 'all'
@@ -274,10 +275,14 @@ class PairCounts:
             Item names are the words, most frequent first; item counts their corpus counts.
         """
         from embkit.corpus import MAX_SENTENCE_LENGTH, as_corpus
+        from embkit.datasets import resolve_corpus
         from embkit.vocab import Vocab
         if int(vocab_size) < 1:
             raise ValueError("vocab_size must be >= 1, got %r" % (vocab_size,))
+        vocab_size = int(vocab_size)
         window = _check_window(window)
+        if isinstance(source, (str, os.PathLike)):
+            source = resolve_corpus(source)
         corpus = as_corpus(sentences=source, max_sentence_length=max_sentence_length or MAX_SENTENCE_LENGTH)
         full = Vocab.build(corpus, min_count=1)
         vocab = Vocab(full.index_to_key[:vocab_size], full.counts[:vocab_size], raw_words=full.raw_words)
@@ -287,9 +292,8 @@ class PairCounts:
             lengths = np.diff(chunk.ends, prepend=0)
             for rows, cols in _forward_pairs(chunk.tokens, lengths, window):
                 acc.add(rows, cols)
-        name = source if isinstance(source, (str, os.PathLike)) else type(source).__name__
-        return cls(acc.result(), vocab.index_to_key, vocab.counts, None, "all" if window is None else window,
-                   os.fspath(name) if isinstance(name, os.PathLike) else name)
+        name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
+        return cls(acc.result(), vocab.index_to_key, vocab.counts, None, "all" if window is None else window, name)
 
     @classmethod
     def from_triples(cls, path, names=None, ids="auto"):

@@ -2,14 +2,11 @@
 
 Layouts
 -------
-=========  ==========================================  ============================================
-layout     files                                       lines
-=========  ==========================================  ============================================
-``tsv``    ml-100k ``u.data`` (and ``u1.base`` ...)    ``user<TAB>item<TAB>rating<TAB>timestamp``
-``dat``    ml-1m, ml-10m ``ratings.dat``               ``user::item::rating::timestamp``
-``csv``    ml-20m, ml-latest(-small) ``ratings.csv``   ``userId,movieId,rating,timestamp`` (header)
-``netflix``  ``combined_data_*.txt``, ``mv_*.txt``     ``MovieID:`` then ``CustomerID,Rating,YYYY-MM-DD``
-=========  ==========================================  ============================================
+* ``tsv``: ml-100k ``u.data`` (and ``u1.base`` ...), lines ``user<TAB>item<TAB>rating<TAB>timestamp``;
+* ``dat``: ml-1m and ml-10m ``ratings.dat``, lines ``user::item::rating::timestamp``;
+* ``csv``: ml-20m and ml-latest(-small) ``ratings.csv``, header ``userId,movieId,rating,timestamp``;
+* ``netflix``: Netflix Prize ``combined_data_*.txt`` and ``training_set/mv_*.txt``, a ``MovieID:`` line
+  followed by that movie's ``CustomerID,Rating,YYYY-MM-DD`` lines.
 
 A path may be a file (its layout comes from its name, else from its first line), a dataset folder (the
 rating files are found in it) or, for Netflix, a list of files.  ``.gz`` and ``.bz2`` files are
@@ -22,9 +19,9 @@ block.  A malformed line raises :class:`ValueError` naming the file and the line
 
 Examples
 --------
->>> r = load_ratings('ml-100k')                        # doctest: +SKIP
->>> r                                                  # doctest: +SKIP
-Ratings(55375 ratings >= 4 of 100000, 942 users, 1447 items, layout 'tsv', from 'ml-100k/u.data')
+>>> from embkit.rating_datasets import resolve_ratings
+>>> load_ratings(resolve_ratings('ml-100k'))            # doctest: +SKIP
+Ratings(55375 ratings >= 4 of 100000, 942 users, 1447 items, layout 'tsv', from '.../ml-100k/u.data')
 """
 import glob
 import logging
@@ -243,10 +240,12 @@ def _titles_for(files, titles):
         return None
     if titles is not True:
         return load_titles(titles)
-    folder = os.path.dirname(os.path.abspath(files[0])) if "://" not in files[0] else None
-    if folder is None:
+    if "://" in files[0]:
         return None
-    found = find_titles(folder) or find_titles(os.path.dirname(folder))
+    folder = os.path.dirname(os.path.abspath(files[0]))
+    found = find_titles(folder)
+    if found is None and os.path.basename(folder) == "training_set":  # Netflix: titles beside training_set/
+        found = find_titles(os.path.dirname(folder))
     return load_titles(found) if found else None
 
 

@@ -107,6 +107,19 @@ def fit_bpr(train, factors=64, iterations=100, learning_rate=0.01, regularizatio
                                                     num_threads=threads, random_state=seed), train)
 
 
+def fit_implicit(method, train, factors=64, threads=2, seed=0, **params):
+    """``(context_vectors, target_vectors)`` of implicit's ``'als'`` or ``'bpr'`` fitted on the train counts.
+
+    Other hyper-parameters default to :data:`ALS_DEFAULTS` / :data:`BPR_DEFAULTS`; see :func:`fit_als`.
+    """
+    fits = {"als": (fit_als, ALS_DEFAULTS), "bpr": (fit_bpr, BPR_DEFAULTS)}
+    if method.lower() not in fits:
+        raise ValueError("method must be 'als' or 'bpr', got %r" % (method,))
+    fit, defaults = fits[method.lower()]
+    W, O, _, _ = fit(train, threads=threads, seed=seed, **dict(defaults, factors=factors, **params))
+    return W, O
+
+
 def popularity_tables(train):
     """Reference row: every context scores a target by ``log(1 + its train count as a target)``.
 

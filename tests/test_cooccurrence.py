@@ -3,6 +3,7 @@
 Window semantics are checked on hand-made timelines and against a brute-force count; the real ml-100k
 counts against an independent plain-Python count of u.data.
 """
+import importlib.util
 import os
 from collections import Counter, defaultdict
 
@@ -217,3 +218,18 @@ def test_split_feeds_evaluate_ranking(ml100k_counts):
     O = rng.normal(size=(train.n_items, 8)).astype(np.float32)
     result = evaluate_ranking(W, O, test.pairs(), exclude=train.matrix, ks=(5,))
     assert result.n_pairs == test.total and 0.4 < result.mpr < 0.6
+
+
+def test_implicit_peer_tables_line_up_with_the_split(ml100k_counts):
+    pytest.importorskip("implicit")
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "eval", "recsys_peers.py")
+    spec = importlib.util.spec_from_file_location("recsys_peers", script)
+    recsys_peers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recsys_peers)
+    train, _, test = split_pairs(ml100k_counts, seed=0)
+    for method in ("als", "bpr"):
+        W, O = recsys_peers.fit_implicit(method, train, factors=8, threads=1, seed=0, iterations=2)
+        assert W.shape[0] == O.shape[0] == train.n_items and W.shape[1] == O.shape[1]
+        assert evaluate_ranking(W, O, test.pairs(), ks=(5,), n_negatives=10).n_pairs == test.total
+    with pytest.raises(ValueError, match="'als' or 'bpr'"):
+        recsys_peers.fit_implicit("svd", train)
