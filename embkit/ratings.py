@@ -27,6 +27,7 @@ import glob
 import logging
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Optional
 
 import numpy as np
@@ -90,12 +91,12 @@ class Ratings:
         return "Ratings(%s, %d users, %d items, layout %r, from %r)" % (
             kept, self.n_users, self.n_items, self.layout, self.source)
 
-    @property
+    @cached_property
     def n_users(self):
         """Distinct users."""
         return len(np.unique(self.user))
 
-    @property
+    @cached_property
     def n_items(self):
         """Distinct items."""
         return len(np.unique(self.item))
