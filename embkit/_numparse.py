@@ -13,10 +13,9 @@ the caller runs its per-line checker through :func:`locate_error`, which names t
 the problem; a slow pass over one block is cheap next to reading the file.
 """
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
-__all__ = ["BlockFormatError", "iter_line_blocks", "squeeze_blank_lines", "parse_block", "locate_error",
-           "open_binary"]
+__all__ = ["BlockFormatError", "iter_line_blocks", "squeeze_blank_lines", "parse_block",
+           "parse_tolerating_blank_lines", "locate_error", "open_binary"]
 
 #: Bytes read at a time.
 BLOCK_BYTES = 1 << 22
@@ -26,7 +25,9 @@ _PAD = 2 * 8  # bytes in front of a block, so the words ending at its first fiel
 _U = np.uint64
 _ASCII_ZEROS = _U(0x3030303030303030)
 _DIGIT_FLAGS = (_U(0x7676767676767676), _U(0x8080808080808080))
-_ALL_ONES = _U(0xFFFFFFFFFFFFFFFF)
+#: Mask keeping the last ``k`` bytes (the high ones) of a little-endian word, by ``k = 0..8``.
+_KEEP_MASKS = np.array([0] + [((1 << 64) - 1) >> (8 * (8 - k)) << (8 * (8 - k)) for k in range(1, 9)],
+                       dtype=np.uint64)
 _NEWLINE = 10
 _DOT = 46
 
@@ -84,49 +85,50 @@ def squeeze_blank_lines(block):
 
 def _words_ending_at(a, ends):
     """The eight bytes before each position of ``ends``, as little-endian uint64 words."""
-    windows = as_strided(a, shape=(len(a) - 7, 8), strides=(a.strides[0], a.strides[0]))
-    return windows[ends - 8].view("<u8")[:, 0]
+    words = np.ndarray(shape=(len(a) - 7,), dtype="<u8", buffer=a, strides=(1,))  # a word at every byte
+    return words[ends - 8]
 
 
 def _fold_digits(words, keep):
-    """Values of the last ``keep`` (0-8) ASCII digits of each word; also a flag of any non-digit byte.
+    """Values of the last ``keep`` (0-8) ASCII digits of each word, and flags of non-digit bytes.
 
     The first byte of a word is its least significant one, so the digits sit in the high bytes and the
-    bytes masked to zero in the low ones read as leading zeros.
+    bytes masked to zero in the low ones read as leading zeros.  A flags word has bit 7 of a byte set
+    where that byte is not a digit.
     """
     w = words ^ _ASCII_ZEROS  # '0'..'9' -> 0..9 with no borrow between bytes; anything else -> > 9
-    w &= np.left_shift(_ALL_ONES, (_U(8) * (_U(8) - keep.astype(_U))))
-    w[keep == 0] = 0  # a shift by 64 bits is undefined
-    bad = ((w + _DIGIT_FLAGS[0]) | w) & _DIGIT_FLAGS[1]
+    w &= _KEEP_MASKS[keep]
+    flags = (w + _DIGIT_FLAGS[0]) | w
     w = (w * _U(10) + (w >> _U(8))) & _U(0x00FF00FF00FF00FF)       # pairs of digits
     w = (w * _U(100) + (w >> _U(16))) & _U(0x0000FFFF0000FFFF)     # groups of four
     w = (w * _U(10000) + (w >> _U(32))) & _U(0x00000000FFFFFFFF)   # all eight
-    return w, bad
+    return w, flags
 
 
 def _parse_digits(a, ends, lengths):
     """Unsigned integers of the digit runs ``a[ends - lengths:ends]`` (1 to MAX_DIGITS digits each)."""
     if len(ends) == 0:
         return np.zeros(0, dtype=np.uint64)
-    if lengths.min() < 1 or lengths.max() > MAX_DIGITS:
+    longest = lengths.max()
+    if lengths.min() < 1 or longest > MAX_DIGITS:
         raise BlockFormatError("empty or too long field")
-    value, bad = _fold_digits(_words_ending_at(a, ends), np.minimum(lengths, 8))
-    if lengths.max() > 8:
-        high, bad_high = _fold_digits(_words_ending_at(a, ends - 8), np.clip(lengths - 8, 0, 8))
+    value, flags = _fold_digits(_words_ending_at(a, ends), np.minimum(lengths, 8))
+    bad = np.bitwise_or.reduce(flags)
+    if longest > 8:
+        high, flags = _fold_digits(_words_ending_at(a, ends - 8), np.clip(lengths - 8, 0, 8))
         value += high * _U(100000000)
-        bad |= bad_high
-    if bad.any():
+        bad |= np.bitwise_or.reduce(flags)
+    if bad & _DIGIT_FLAGS[1]:
         raise BlockFormatError("non-digit character")
     return value
 
 
-def _split_fields(a, n_fields, seps):
+def _split_fields(a, n_lines, n_fields, seps):
     """Field ends and lengths (two ``n_lines x n_fields`` arrays) of the padded block ``a``."""
     is_boundary = a == _NEWLINE
     for sep in seps:
         is_boundary |= a == sep
     bounds = np.flatnonzero(is_boundary)
-    n_lines = np.count_nonzero(a[bounds] == _NEWLINE)
     if len(bounds) != n_lines * n_fields:
         raise BlockFormatError("wrong number of fields")
     ends = bounds.reshape(n_lines, n_fields)
@@ -177,7 +179,7 @@ def parse_block(block, n_fields, seps=b"\t", decimal=()):
         dot in a decimal column), or a number of more than :data:`MAX_DIGITS` digits.
     """
     a = np.frombuffer(b"0" * _PAD + block, dtype=np.uint8)
-    ends, lengths = _split_fields(a, n_fields, seps)
+    ends, lengths = _split_fields(a, block.count(b"\n"), n_fields, seps)
     dots_at = np.flatnonzero(a == _DOT) if b"." in block else np.zeros(0, dtype=np.int64)
     # the field of each dot: position of the first field end at or after it, in row-major order
     dot_field = np.searchsorted(ends.ravel(), dots_at)
@@ -194,6 +196,19 @@ def parse_block(block, n_fields, seps=b"\t", decimal=()):
         else:
             columns.append(_parse_digits(a, ends[:, col], lengths[:, col]))
     return columns
+
+
+def parse_tolerating_blank_lines(parse, block, *args):
+    """``parse(block, *args)``, tried again on the block without its empty lines if it fails and has some.
+
+    Empty lines are rare, so the common path does not pay for looking for them.
+    """
+    try:
+        return parse(block, *args)
+    except BlockFormatError:
+        if b"\n\n" not in block and not block.startswith(b"\n"):
+            raise
+    return parse(squeeze_blank_lines(block), *args)
 
 
 def locate_error(block, first_line, path, check_line):

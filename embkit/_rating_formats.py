@@ -11,7 +11,7 @@ import re
 import numpy as np
 
 from embkit._numparse import (BlockFormatError, iter_line_blocks, locate_error, open_binary, parse_block,
-                              squeeze_blank_lines)
+                              parse_tolerating_blank_lines)
 
 #: Largest user or item id (ids are stored as int32).
 MAX_ID = np.iinfo(np.int32).max
@@ -97,6 +97,14 @@ def _csv_header(block):
     return block[cut:], 1
 
 
+def _parse_movielens(block, sep, double_colons):
+    if double_colons:
+        block = block.replace(b"::", b"\t")
+    user, item, rating, stamp = parse_block(block, 4, sep, decimal=(2,))
+    _check_ids(user, item)
+    return user.astype(np.int32), item.astype(np.int32), rating.astype(np.float32), stamp.astype(np.int64)
+
+
 def read_movielens(path, layout, block_bytes):
     """Yield the rating arrays of a MovieLens file, block by block.
 
@@ -119,16 +127,10 @@ def read_movielens(path, layout, block_bytes):
                 except ValueError as exc:
                     raise ValueError("%s, line 1: %s" % (path, exc)) from None
                 first += skipped
-            fast = squeeze_blank_lines(block)
-            if layout == "dat":
-                fast = fast.replace(b"::", b"\t")
             try:
-                user, item, rating, stamp = parse_block(fast, 4, fast_sep, decimal=(2,))
-                _check_ids(user, item)
+                yield parse_tolerating_blank_lines(_parse_movielens, block, fast_sep, layout == "dat")
             except BlockFormatError:
                 locate_error(block, first, path, lambda text: _check_movielens_line(text, sep))
-            yield (user.astype(np.int32), item.astype(np.int32), rating.astype(np.float32),
-                   stamp.astype(np.int64))
 
 
 # ---------------------------------------------------------------------------------------------- Netflix
@@ -179,6 +181,16 @@ def _days_since_epoch(year, month, day):
     return dates.astype(np.int64)
 
 
+def _parse_netflix(block, movie):
+    """The rating arrays of a Netflix block, and the movie current at its end."""
+    data, movies, counts, movie = _split_movies(block, movie)
+    user, rating, year, month, day = parse_block(data, 5, b",-")
+    _check_ids(user)
+    days = _days_since_epoch(year, month, day)
+    return (user.astype(np.int32), np.repeat(movies, counts), rating.astype(np.float32),
+            days * _SECONDS_PER_DAY), movie
+
+
 def read_netflix(path, block_bytes):
     """Yield the rating arrays of a Netflix Prize file (``combined_data_*.txt`` or ``mv_*.txt``), block by block.
 
@@ -188,13 +200,8 @@ def read_netflix(path, block_bytes):
     movie = None
     with open_binary(path) as fh:
         for block, first in iter_line_blocks(fh, block_bytes):
-            movie_at_start = movie
             try:
-                data, movies, counts, movie = _split_movies(squeeze_blank_lines(block), movie)
-                user, rating, year, month, day = parse_block(data, 5, b",-")
-                _check_ids(user)
-                days = _days_since_epoch(year, month, day)
+                arrays, movie = parse_tolerating_blank_lines(_parse_netflix, block, movie)
             except BlockFormatError:
-                locate_error(block, first, path, _NetflixChecker(movie_at_start))
-            yield (user.astype(np.int32), np.repeat(movies, counts), rating.astype(np.float32),
-                   days * _SECONDS_PER_DAY)
+                locate_error(block, first, path, _NetflixChecker(movie))
+            yield arrays
