@@ -13,8 +13,8 @@ Learning" (RecSys 2019, section 3.2.3).  Counts come from
   (:meth:`PairCounts.from_triples`).
 
 Pairs are enumerated with numpy, one window offset at a time over all timelines at once (no Python
-loop per pair or per user), and summed a bounded number at a time, so ml-20m (10M ratings >= 4) and
-text8 count in seconds.
+loop per pair or per user), and summed a bounded number at a time, so ml-20m (10M ratings >= 4) counts
+in seconds.
 
 :func:`~embkit.pair_split.split_pairs` splits the counts into train / validation / test; a split gives
 the ``(n, 2)`` (context, target) rows of :func:`embkit.evaluation.evaluate_ranking` through
@@ -25,6 +25,7 @@ Examples
 --------
 >>> from embkit.timelines import load_timelines
 >>> from embkit.cooccurrence import PairCounts, split_pairs
+>>> from embkit.evaluation import evaluate_ranking
 >>> counts = PairCounts.from_timelines(load_timelines('ml-100k'), window=3)   # doctest: +SKIP
 >>> train, valid, test = split_pairs(counts, (0.7, 0.1, 0.2), seed=0)         # doctest: +SKIP
 >>> evaluate_ranking(W, O, test.pairs(), exclude=train.matrix)               # doctest: +SKIP
@@ -229,8 +230,8 @@ class PairCounts:
             The default 3 matches the window of the paper's text experiment and keeps the pairs those of
             next-item prediction; it also keeps their number linear in the number of ratings (at most 3
             per rating: about 30M for ml-20m at >= 4 stars), where whole timelines give ``L(L-1)/2``
-            pairs per user of ``L`` items -- of the order of billions for ml-20m, dominated by the heaviest users, whose
-            ratings are often entered in bulk with near-identical timestamps.
+            pairs per user of ``L`` items -- of the order of billions for ml-20m, dominated by the
+            heaviest users, whose ratings are often entered in bulk with near-identical timestamps.
 
         Returns
         -------
@@ -325,9 +326,10 @@ class PairCounts:
         return cls(matrix, item_names, source=os.fspath(path))
 
     def with_counts(self, data, source=None):
-        """A :class:`PairCounts` over the same items and stored pairs, with the counts ``data`` (one per stored pair)."""
+        """The same items and stored pairs with other counts, ``data`` (one per stored pair, zeros dropped)."""
         m = self.matrix
-        matrix = sp.csr_matrix((np.asarray(data, dtype=np.int64), m.indices.copy(), m.indptr.copy()), shape=m.shape)
+        matrix = sp.csr_matrix((np.asarray(data, dtype=np.int64), m.indices.copy(), m.indptr.copy()),
+                               shape=m.shape)
         return PairCounts(matrix, self.names, self.item_counts, self.titles, self.window,
                           self.source if source is None else source)
 

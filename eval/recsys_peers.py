@@ -179,8 +179,8 @@ def _min_rating(text):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ratings", default="ml-100k", help="registered name or rating path (default ml-100k)")
-    parser.add_argument("--min-rating", type=_min_rating, default="default", help="keep ratings >= this ('default': 4 MovieLens, "
-                        "5 Netflix; 'none': all)")
+    parser.add_argument("--min-rating", type=_min_rating, default="default",
+                        help="keep ratings >= this ('default': 4 MovieLens, 5 Netflix; 'none': all)")
     parser.add_argument("--window", type=lambda text: text if text == "all" else int(text), default=3,
                         help="forward window, or 'all'")
     parser.add_argument("--fractions", type=float, nargs=3, default=(0.7, 0.1, 0.2))
