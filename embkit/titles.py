@@ -4,7 +4,8 @@ Four layouts are read (the file name decides):
 
 * ``u.item`` (ml-100k): ``id|title|release date|...``, Latin-1;
 * ``movies.dat`` (ml-1m, ml-10m): ``id::title::genres``, UTF-8 or else Latin-1;
-* ``movies.csv`` (ml-20m, ml-latest, ml-latest-small): CSV with the header ``movieId,title,genres``, UTF-8;
+* ``movies.csv`` (ml-20m, ml-latest, ml-latest-small): CSV with the header ``movieId,title,genres``, UTF-8
+  (or else Latin-1);
 * ``movie_titles.txt`` or ``.csv`` (Netflix Prize): ``id,year,title`` (titles may hold commas, the year
   may be ``NULL``), Latin-1, CRLF line endings; the title is returned as ``"title (year)"`` like the
   MovieLens titles.
@@ -14,6 +15,8 @@ Every reader raises :class:`ValueError` naming the file and the 1-based line of 
 import csv
 import io
 import os
+
+from embkit._numparse import open_binary
 
 __all__ = ["TITLE_FILES", "load_titles", "find_titles"]
 
@@ -43,7 +46,6 @@ def _decode(data, encodings):
 
 def _split_lines(path, sep, encodings, min_fields, max_split=-1):
     """``(line number, fields, line)`` of the non-empty lines of a delimited file."""
-    from embkit._numparse import open_binary
     with open_binary(path) as fh:
         text = _decode(fh.read(), encodings)
     for number, line in enumerate(text.splitlines(), 1):
@@ -74,9 +76,8 @@ def _read_netflix(path):
 
 
 def _read_csv(path):
-    from embkit._numparse import open_binary
     with open_binary(path) as fh:
-        text = fh.read().decode("utf-8")
+        text = _decode(fh.read(), ("utf-8", "latin-1"))
     titles = {}
     rows = csv.reader(io.StringIO(text, newline=""))
     for number, row in enumerate(rows, 1):
