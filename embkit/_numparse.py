@@ -15,7 +15,7 @@ the problem; a slow pass over one block is cheap next to reading the file.
 import numpy as np
 
 __all__ = ["BlockFormatError", "iter_line_blocks", "squeeze_blank_lines", "parse_block",
-           "parse_tolerating_blank_lines", "locate_error", "open_binary"]
+           "parse_tolerating_blank_lines", "line_error", "locate_error", "open_binary"]
 
 #: Bytes read at a time.
 BLOCK_BYTES = 1 << 22
@@ -211,6 +211,12 @@ def parse_tolerating_blank_lines(parse, block, *args):
     return parse(squeeze_blank_lines(block), *args)
 
 
+def line_error(path, number, problem, line):
+    """``ValueError("<path>, line <number>: <problem>: '<line>'")``, the line cut to 80 characters."""
+    shown = line if len(line) <= 80 else line[:77] + "..."
+    return ValueError("%s, line %d: %s: %r" % (path, number, problem, shown))
+
+
 def locate_error(block, first_line, path, check_line):
     """Find the first bad line of a block the fast path refused, and raise a ValueError naming it.
 
@@ -237,7 +243,6 @@ def locate_error(block, first_line, path, check_line):
         try:
             check_line(text)
         except ValueError as exc:
-            shown = text if len(text) <= 80 else text[:77] + "..."
-            raise ValueError("%s, line %d: %s: %r" % (path, first_line + offset, exc, shown)) from None
+            raise line_error(path, first_line + offset, exc, text) from None
     last = first_line + block.count(b"\n") - 1
     raise ValueError("%s, lines %d-%d: malformed (no single line could be blamed)" % (path, first_line, last))

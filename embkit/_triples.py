@@ -4,7 +4,7 @@ import re
 
 import numpy as np
 
-from embkit._numparse import open_binary
+from embkit._numparse import line_error, open_binary
 
 _SPLIT = re.compile(r"[\s,]+")
 _COUNT = re.compile(r"[0-9]+\Z")
@@ -21,15 +21,10 @@ def _fields(path):
             continue
         fields = _SPLIT.split(stripped)
         if len(fields) != 3:
-            raise _bad(path, number, "expected 3 fields 'context target count', found %d" % len(fields), line)
+            raise line_error(path, number, "expected 3 fields 'context target count', found %d" % len(fields), line)
         if not _COUNT.match(fields[2]):
-            raise _bad(path, number, "count %r is not a non-negative integer" % fields[2], line)
+            raise line_error(path, number, "count %r is not a non-negative integer" % fields[2], line)
         yield number, fields[0], fields[1], int(fields[2]), line
-
-
-def _bad(path, number, problem, line):
-    shown = line if len(line) <= 80 else line[:77] + "..."
-    return ValueError("%s, line %d: %s: %r" % (path, number, problem, shown))
 
 
 def read_triples(path, names=None, ids="auto"):
@@ -64,14 +59,15 @@ def read_triples(path, names=None, ids="auto"):
         for out, item in ((rows, i), (cols, j)):
             if mode == "index":
                 if not (item.isascii() and item.isdigit()):
-                    raise _bad(path, number, "item %r is not a non-negative integer index (ids='index')" % item, line)
+                    raise line_error(path, number, "item %r is not a non-negative integer index (ids='index')"
+                                     % item, line)
                 out[k] = int(item)
             elif mode == "name":
                 out[k] = index.setdefault(item, len(index))
             elif item in index:
                 out[k] = index[item]
             else:
-                raise _bad(path, number, "item %r is not one of the %d given names" % (item, len(names)), line)
+                raise line_error(path, number, "item %r is not one of the %d given names" % (item, len(names)), line)
     if mode == "index":
         names = [str(k) for k in range(int(max(rows.max(), cols.max())) + 1)]
     elif mode == "name":

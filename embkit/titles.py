@@ -16,7 +16,7 @@ import csv
 import io
 import os
 
-from embkit._numparse import open_binary
+from embkit._numparse import line_error, open_binary
 
 __all__ = ["TITLE_FILES", "load_titles", "find_titles"]
 
@@ -24,14 +24,9 @@ __all__ = ["TITLE_FILES", "load_titles", "find_titles"]
 TITLE_FILES = ("u.item", "movies.dat", "movies.csv", "movie_titles.txt", "movie_titles.csv")
 
 
-def _bad(path, number, problem, line):
-    shown = line if len(line) <= 80 else line[:77] + "..."
-    return ValueError("%s, line %d: %s: %r" % (path, number, problem, shown))
-
-
 def _item_id(text, path, number, line):
     if not (text.isascii() and text.isdigit()):
-        raise _bad(path, number, "item id %r is not a non-negative integer" % text, line)
+        raise line_error(path, number, "item id %r is not a non-negative integer" % text, line)
     return int(text)
 
 
@@ -53,7 +48,7 @@ def _split_lines(path, sep, encodings, min_fields, max_split=-1):
             continue
         fields = line.split(sep, max_split)
         if len(fields) < min_fields:
-            raise _bad(path, number, "expected at least %d fields separated by %r, found %d"
+            raise line_error(path, number, "expected at least %d fields separated by %r, found %d"
                        % (min_fields, sep, len(fields)), line)
         yield number, fields, line
 
@@ -87,8 +82,8 @@ def _read_csv(path):
             continue  # header
         line = ",".join(row)
         if len(row) < 2:
-            raise _bad(path, rows.line_num, "expected at least 2 fields (movieId,title,...), found %d" % len(row),
-                       line)
+            raise line_error(path, rows.line_num,
+                             "expected at least 2 fields (movieId,title,...), found %d" % len(row), line)
         titles[_item_id(row[0], path, rows.line_num, line)] = row[1]
     return titles
 
