@@ -72,6 +72,8 @@ class RemoteCorpus:
         Expected size and SHA-256 of the extracted member.
     description : str
         One line for help texts.
+    manual_hint : str
+        How to use a file fetched by hand, ending the message of a failed download.
     """
 
     name: str
@@ -83,6 +85,7 @@ class RemoteCorpus:
     member_size: Optional[int] = None
     member_sha256: Optional[str] = None
     description: str = ""
+    manual_hint: str = "CLI: --corpus PATH"
 
 
 #: Downloadable corpora, name -> :class:`RemoteCorpus`.
@@ -178,7 +181,7 @@ def _manual_help(spec):
         text += " (it is verified and unzipped on the next run), or unzip it anywhere"
     else:
         text += ", or save it anywhere"
-    return text + " and pass that path instead (CLI: --corpus PATH)"
+    return text + " and pass that path instead (%s)" % spec.manual_hint
 
 
 def _network_errors():
@@ -249,7 +252,9 @@ def _save_response(spec, response, path, progress):
 def _extract(spec, archive, target):
     """Unzip ``spec.member`` of ``archive`` to ``target`` atomically and verify it."""
     logger.info("unzipping %s to %s", spec.member, target)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix="-" + spec.member, dir=os.path.dirname(target))
+    os.makedirs(os.path.dirname(target), exist_ok=True)  # a member may sit in a folder of the archive
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix="-" + os.path.basename(spec.member),
+                               dir=os.path.dirname(target))
     try:
         with os.fdopen(fd, "wb") as out, zipfile.ZipFile(archive) as zf:
             try:

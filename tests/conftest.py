@@ -6,6 +6,7 @@
   ``EMBKIT_SHARED_DATA`` (relative paths are taken from the repository root), else ``../shared/data`` next
   to the repository; tests that use it are skipped when it is absent.
 * Corpora are small and written to ``tmp_path`` by the tests themselves.
+* ``cache`` is an empty download cache (``EMBKIT_CACHE``) in which any download fails as if offline.
 """
 import logging
 import os
@@ -30,6 +31,24 @@ def shared_data():
     if not os.path.isdir(path):
         pytest.skip("shared datasets not available at %s (set EMBKIT_SHARED_DATA)" % path)
     return path
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An empty EMBKIT_CACHE folder, downloads forbidden unless a test installs a fake opener."""
+    import urllib.error
+
+    from embkit import datasets
+
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("EMBKIT_CACHE", str(folder))
+    monkeypatch.delenv("EMBKIT_OFFLINE", raising=False)
+
+    def no_network(url, timeout):
+        raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
+
+    monkeypatch.setattr(datasets, "_urlopen", no_network)
+    return folder
 
 
 @pytest.fixture(autouse=True)

@@ -51,20 +51,6 @@ def corpus(tmp_path):
     return str(path)
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    """An empty EMBKIT_CACHE folder, downloads forbidden unless a test installs a fake opener."""
-    folder = tmp_path / "cache"
-    monkeypatch.setenv("EMBKIT_CACHE", str(folder))
-    monkeypatch.delenv("EMBKIT_OFFLINE", raising=False)
-
-    def no_network(url, timeout):
-        raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
-
-    monkeypatch.setattr(datasets, "_urlopen", no_network)
-    return folder
-
-
 def run(argv):
     """``embkit argv`` in this process: (exit status, stdout)."""
     out = io.StringIO()

@@ -1,0 +1,76 @@
+"""Reader of ``i j count`` co-occurrence files (used by :meth:`embkit.cooccurrence.PairCounts.from_triples`)."""
+import os
+import re
+
+import numpy as np
+
+from embkit._numparse import line_error, open_binary
+
+_SPLIT = re.compile(r"[\s,]+")
+_COUNT = re.compile(r"[0-9]+\Z")
+ID_MODES = ("auto", "index", "name")
+
+
+def _fields(path):
+    """``(line number, i, j, count, line)`` of each data line."""
+    with open_binary(path) as fh:
+        text = fh.read().decode("utf-8", errors="replace")
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        fields = _SPLIT.split(stripped)
+        if len(fields) != 3:
+            raise line_error(path, number, "expected 3 fields 'context target count', found %d" % len(fields), line)
+        if not _COUNT.match(fields[2]):
+            raise line_error(path, number, "count %r is not a non-negative integer" % fields[2], line)
+        yield number, fields[0], fields[1], int(fields[2]), line
+
+
+def read_triples(path, names=None, ids="auto"):
+    """Parse an ``i j count`` file.
+
+    Returns
+    -------
+    rows, cols, counts : numpy.ndarray
+        One entry per line (int64).
+    names : list of str
+        The item index.
+    """
+    if ids not in ID_MODES:
+        raise ValueError("ids must be one of %s, got %r" % (", ".join(ID_MODES), ids))
+    path = os.fspath(path)
+    if "://" not in path and not os.path.isfile(path):
+        raise FileNotFoundError("triple file %r does not exist" % path)
+    lines = list(_fields(path))
+    if not lines:
+        raise ValueError("%s holds no 'context target count' line" % path)
+    if names is not None:
+        names = [str(x) for x in names]
+        index = {x: k for k, x in enumerate(names)}
+        mode = "given"
+    else:
+        all_int = all(i.isascii() and i.isdigit() and j.isascii() and j.isdigit() for _, i, j, _, _ in lines)
+        mode = ("index" if all_int else "name") if ids == "auto" else ids
+        index = {}
+    rows = np.empty(len(lines), dtype=np.int64)
+    cols = np.empty(len(lines), dtype=np.int64)
+    for k, (number, i, j, _, line) in enumerate(lines):
+        for out, item in ((rows, i), (cols, j)):
+            if mode == "index":
+                if not (item.isascii() and item.isdigit()):
+                    raise line_error(path, number, "item %r is not a non-negative integer index (ids='index')"
+                                     % item, line)
+                out[k] = int(item)
+            elif mode == "name":
+                out[k] = index.setdefault(item, len(index))
+            elif item in index:
+                out[k] = index[item]
+            else:
+                raise line_error(path, number, "item %r is not one of the %d given names" % (item, len(names)), line)
+    if mode == "index":
+        names = [str(k) for k in range(int(max(rows.max(), cols.max())) + 1)]
+    elif mode == "name":
+        names = list(index)
+    counts = np.array([c for _, _, _, c, _ in lines], dtype=np.int64)
+    return rows, cols, counts, names

@@ -1,0 +1,424 @@
+"""Item -> next-item co-occurrence counts, the training data of implicit matrix factorisation.
+
+:class:`PairCounts` holds a sparse ``n_items x n_items`` matrix of counts: row ``i`` is a context item,
+column ``j`` an item that came after it, and the entry is how often it did.  The matrix is asymmetric
+(earlier -> later), as in the next-item experiments of Tanielian & Vasile, "Relaxed Softmax for PU
+Learning" (RecSys 2019, section 3.2.3).  Counts come from
+
+* user timelines (:meth:`PairCounts.from_timelines`): each item with the items that follow it within a
+  forward window;
+* a token stream (:meth:`PairCounts.from_text`): the top-N words, forward window 3, as the paper's text
+  experiment;
+* any scipy.sparse matrix (:meth:`PairCounts.from_matrix`) or an ``i j count`` text file
+  (:meth:`PairCounts.from_triples`).
+
+Pairs are enumerated with numpy, one window offset at a time over all timelines at once (no Python
+loop per pair or per user), and summed a bounded number at a time, so ml-20m (10M ratings >= 4) counts
+in seconds.
+
+:func:`~embkit.pair_split.split_pairs` splits the counts into train / validation / test; a split gives
+the ``(n, 2)`` (context, target) rows of :func:`embkit.evaluation.evaluate_ranking` through
+:meth:`PairCounts.pairs`, and the expanded int32 arrays of a training driver through
+:meth:`PairCounts.training_arrays`.
+
+Examples
+--------
+>>> from embkit.timelines import load_timelines
+>>> from embkit.cooccurrence import PairCounts, split_pairs
+>>> from embkit.evaluation import evaluate_ranking
+>>> counts = PairCounts.from_timelines(load_timelines('ml-100k'), window=3)   # doctest: +SKIP
+>>> train, valid, test = split_pairs(counts, (0.7, 0.1, 0.2), seed=0)         # doctest: +SKIP
+>>> evaluate_ranking(W, O, test.pairs(), exclude=train.matrix)               # doctest: +SKIP
+"""
+import logging
+import os
+import re
+from collections import Counter
+
+import numpy as np
+import scipy.sparse as sp
+
+from embkit.pair_split import split_pairs
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["PairCounts", "split_pairs", "DEFAULT_WINDOW", "DEFAULT_VOCAB_SIZE", "forward_pair_counts"]
+
+#: Default forward window: an item and the next 3 items of its timeline (see :meth:`PairCounts.from_timelines`).
+DEFAULT_WINDOW = 3
+#: Vocabulary of :meth:`PairCounts.from_text`: the 15,000 most frequent words, as in the paper.
+DEFAULT_VOCAB_SIZE = 15000
+#: Matrices of at most this many cells are summed in a dense array.
+DENSE_CELLS = 1 << 24
+#: Pairs held before they are summed into the sparse matrix.
+FLUSH_PAIRS = 1 << 24
+
+
+# ---------------------------------------------------------------------------------------------- counting
+def _check_window(window):
+    """An int >= 1, or None for the whole rest of the timeline (``'all'``)."""
+    if window is None or (isinstance(window, str) and window.lower() == "all"):
+        return None
+    if isinstance(window, (bool, float, str)) or int(window) != window or window < 1:
+        raise ValueError("window must be an integer >= 1, or None / 'all' for every later item, got %r" % (window,))
+    return int(window)
+
+
+def _forward_pairs(tokens, lengths, window):
+    """Yield ``(contexts, targets)``: each token with each of the next ``window`` tokens of its segment.
+
+    One array pair per offset ``d = 1, 2, ...``: the tokens with at least ``d`` followers in their
+    segment, and the token ``d`` places later.  ``window=None`` goes on to the end of every segment.
+    """
+    tokens = np.asarray(tokens)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    followers = np.repeat(np.cumsum(lengths), lengths) - np.arange(len(tokens), dtype=np.int64) - 1
+    active = np.flatnonzero(followers >= 1)
+    offset = 1
+    while len(active) and (window is None or offset <= window):
+        yield tokens[active], tokens[active + offset]
+        offset += 1
+        active = active[followers[active] >= offset]
+
+
+class _CountAccumulator:
+    """Sums ``(row, column)`` occurrences into an ``n x n`` int64 CSR matrix, a bounded number at a time."""
+
+    def __init__(self, n):
+        self.n = n
+        self.dense = n * n <= DENSE_CELLS
+        self.total = np.zeros(n * n, dtype=np.int64) if self.dense else sp.csr_matrix((n, n), dtype=np.int64)
+        self.pending = []
+        self.n_pending = 0
+
+    def add(self, rows, cols):
+        if len(rows):
+            self.pending.append(rows.astype(np.int64) * self.n + cols)
+            self.n_pending += len(rows)
+            if self.n_pending >= FLUSH_PAIRS:
+                self._flush()
+
+    def _flush(self):
+        if not self.pending:
+            return
+        keys = np.concatenate(self.pending)
+        self.pending, self.n_pending = [], 0
+        if self.dense:
+            self.total += np.bincount(keys, minlength=self.n * self.n)
+        else:
+            keys, counts = np.unique(keys, return_counts=True)
+            self.total = self.total + sp.csr_matrix((counts.astype(np.int64), (keys // self.n, keys % self.n)),
+                                                    shape=(self.n, self.n))
+
+    def result(self):
+        self._flush()
+        if self.dense:
+            return sp.csr_matrix(self.total.reshape(self.n, self.n))
+        return self.total
+
+
+def forward_pair_counts(tokens, lengths, n_items, window=DEFAULT_WINDOW):
+    """Count forward co-occurrences in segments of a token array.
+
+    Parameters
+    ----------
+    tokens : numpy.ndarray of int
+        Item ids ``0 <= id < n_items``, segment after segment.
+    lengths : numpy.ndarray of int
+        Length of each segment (a user timeline, a sentence); pairs never cross segments.
+    n_items : int
+        Number of items.
+    window : int or None
+        Each token is paired with the next ``window`` tokens of its segment; None: all later tokens.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        ``n_items x n_items`` int64 counts, rows = earlier item, columns = later item.
+    """
+    window = _check_window(window)
+    acc = _CountAccumulator(int(n_items))
+    for rows, cols in _forward_pairs(tokens, lengths, window):
+        acc.add(rows, cols)
+    return acc.result()
+
+
+def _count_matrix(matrix, what="matrix"):
+    """``matrix`` as a canonical square int64 CSR matrix of non-negative integer counts."""
+    if not sp.issparse(matrix):
+        matrix = np.asarray(matrix)
+        if matrix.ndim != 2:
+            raise ValueError("%s must be 2-D (n_items x n_items), got shape %s" % (what, matrix.shape))
+    m = sp.csr_matrix(matrix, copy=True)
+    if m.shape[0] != m.shape[1]:
+        raise ValueError("%s must be square (n_items x n_items: rows are context items, columns the items "
+                         "after them), got shape %s" % (what, m.shape))
+    m.sum_duplicates()
+    data = m.data
+    if data.dtype.kind not in "biuf":
+        raise ValueError("%s must hold numbers, got dtype %s" % (what, data.dtype))
+    bad = ~np.isfinite(data) | (data < 0) | (data != np.round(data)) if data.dtype.kind == "f" else data < 0
+    if np.any(bad):
+        k = int(np.argmax(bad))
+        row = int(np.searchsorted(m.indptr, k, side="right") - 1)
+        raise ValueError("%s must hold non-negative integer counts; found %r at row %d, column %d"
+                         % (what, data[k].item(), row, int(m.indices[k])))
+    m = m.astype(np.int64)
+    m.eliminate_zeros()
+    m.sort_indices()
+    return m
+
+
+# ---------------------------------------------------------------------------------------------- the counts
+class PairCounts:
+    """Counts of (context item, next item) pairs over one item index.
+
+    Parameters
+    ----------
+    matrix : scipy.sparse matrix or 2-D array
+        ``n_items x n_items`` non-negative integer counts; row = context item, column = next item.
+    names : sequence of str, optional
+        Distinct name of each item (default ``'0'``, ``'1'``, ...).
+    item_counts : array-like of int, optional
+        Occurrences of each item (default: the row sums, how often each item is a context).
+    titles : sequence of (str or None), optional
+        Display title of each item.
+    window : int, 'all' or None, optional
+        The forward window the pairs were counted with (None: not known).
+    source : str, optional
+        Where the pairs came from.
+
+    Attributes
+    ----------
+    matrix : scipy.sparse.csr_matrix
+        Canonical int64 CSR matrix (sorted indices, no duplicates, no stored zeros).
+    """
+
+    def __init__(self, matrix, names=None, item_counts=None, titles=None, window=None, source=""):
+        self.matrix = _count_matrix(matrix)
+        n = self.matrix.shape[0]
+        self.names = [str(i) for i in range(n)] if names is None else [str(x) for x in names]
+        if len(self.names) != n:
+            raise ValueError("names has %d entries for %d items" % (len(self.names), n))
+        if len(set(self.names)) != n:
+            duplicate = next(x for x, k in Counter(self.names).items() if k > 1)
+            raise ValueError("item names must be distinct; %r appears more than once" % duplicate)
+        if item_counts is None:
+            item_counts = np.asarray(self.matrix.sum(axis=1)).ravel()
+        self.item_counts = np.asarray(item_counts, dtype=np.int64)
+        if self.item_counts.shape != (n,):
+            raise ValueError("item_counts must have one entry per item (%d), got shape %s"
+                             % (n, self.item_counts.shape))
+        self.titles = list(titles) if titles is not None else None
+        if self.titles is not None and len(self.titles) != n:
+            raise ValueError("titles has %d entries for %d items" % (len(self.titles), n))
+        self.window = window
+        self.source = source
+        self._index = None
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_timelines(cls, timelines, window=DEFAULT_WINDOW):
+        """Count each item of each timeline with the items that follow it.
+
+        Parameters
+        ----------
+        timelines : embkit.timelines.Timelines
+        window : int, None or 'all'
+            Pair each item with the next ``window`` items of its timeline; None or ``'all'``: with every
+            later item ("seen together in a user timeline", the paper's wording, earlier -> later).
+            The default 3 matches the window of the paper's text experiment and keeps the pairs those of
+            next-item prediction; it also keeps their number linear in the number of ratings (at most 3
+            per rating: about 30M for ml-20m at >= 4 stars), where whole timelines give ``L(L-1)/2``
+            pairs per user of ``L`` items -- of the order of billions for ml-20m, dominated by the
+            heaviest users, whose ratings are often entered in bulk with near-identical timestamps.
+
+        Returns
+        -------
+        PairCounts
+            Item names are the raw item ids (as strings), item counts the ratings of each item.
+        """
+        window = _check_window(window)
+        matrix = forward_pair_counts(timelines.items, timelines.lengths, timelines.n_items, window)
+        counts = cls(matrix, timelines.names, timelines.item_counts, timelines.titles,
+                     "all" if window is None else window, timelines.source)
+        logger.info("%s: %d pair occurrences, %d distinct pairs of %d items (window %s)", timelines.source,
+                    counts.total, counts.nnz, counts.n_items, counts.window)
+        return counts
+
+    @classmethod
+    def from_matrix(cls, matrix, names=None, item_counts=None, titles=None):
+        """Counts from any scipy.sparse matrix or 2-D array (see the class parameters)."""
+        return cls(matrix, names, item_counts, titles, source="matrix")
+
+    @classmethod
+    def from_text(cls, source, vocab_size=DEFAULT_VOCAB_SIZE, window=DEFAULT_WINDOW, max_sentence_length=None):
+        """Forward co-occurrences of the ``vocab_size`` most frequent words of a corpus.
+
+        Out-of-vocabulary tokens are dropped *before* the windows are formed (as word2vec does), so a
+        window can reach over them; windows never cross a line (sentence) boundary.
+
+        Parameters
+        ----------
+        source : str, os.PathLike or iterable of list of str
+            A file, folder or URL read by :class:`embkit.corpus.TextCorpus`, a corpus name of
+            :func:`embkit.datasets.resolve_corpus` (``'text8'``, ``'enwiki-sample'``), or sentences.
+        vocab_size : int
+            Keep the most frequent words (ties: first seen first).
+        window : int, None or 'all'
+            Pair each word with the next ``window`` in-vocabulary words of its sentence.
+        max_sentence_length : int, optional
+            Longer lines are cut into pieces (default :data:`embkit.corpus.MAX_SENTENCE_LENGTH`).
+
+        Returns
+        -------
+        PairCounts
+            Item names are the words, most frequent first; item counts their corpus counts.
+        """
+        from embkit.corpus import MAX_SENTENCE_LENGTH, as_corpus
+        from embkit.datasets import resolve_corpus
+        from embkit.vocab import Vocab
+        if int(vocab_size) < 1:
+            raise ValueError("vocab_size must be >= 1, got %r" % (vocab_size,))
+        vocab_size = int(vocab_size)
+        window = _check_window(window)
+        if isinstance(source, (str, os.PathLike)):
+            source = resolve_corpus(source)
+        corpus = as_corpus(sentences=source, max_sentence_length=max_sentence_length or MAX_SENTENCE_LENGTH)
+        full = Vocab.build(corpus, min_count=1)
+        vocab = Vocab(full.index_to_key[:vocab_size], full.counts[:vocab_size], raw_words=full.raw_words)
+        del full
+        acc = _CountAccumulator(len(vocab))
+        for chunk in vocab.encode(corpus):
+            lengths = np.diff(chunk.ends, prepend=0)
+            for rows, cols in _forward_pairs(chunk.tokens, lengths, window):
+                acc.add(rows, cols)
+        name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
+        return cls(acc.result(), vocab.index_to_key, vocab.counts, None, "all" if window is None else window, name)
+
+    @classmethod
+    def from_triples(cls, path, names=None, ids="auto"):
+        """Read ``i j count`` lines (whitespace, tab or comma separated; ``#`` comments, blank lines skipped).
+
+        Repeated ``(i, j)`` lines are summed.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file (``.gz`` and ``.bz2`` are decompressed).
+        names : sequence of str, optional
+            The item index: every id must be one of these names.
+        ids : {'auto', 'index', 'name'}
+            Without ``names``: 'index' takes ids as integer indices ``0..n-1`` (``n`` = largest + 1);
+            'name' takes them as names, numbered by first appearance; 'auto' is 'index' when every id is
+            a non-negative integer, else 'name'.
+
+        Raises
+        ------
+        ValueError
+            A line without exactly three fields, a count that is not a non-negative integer, an id
+            that is not among ``names`` or not an integer with ``ids='index'``; the file and line are named.
+        """
+        from embkit._triples import read_triples
+        rows, cols, counts, item_names = read_triples(path, names, ids)
+        n = len(item_names)
+        matrix = sp.csr_matrix((counts, (rows, cols)), shape=(n, n), dtype=np.int64)
+        return cls(matrix, item_names, source=os.fspath(path))
+
+    def with_counts(self, data, source=None):
+        """The same items and stored pairs with other counts, ``data`` (one per stored pair, zeros dropped)."""
+        m = self.matrix
+        matrix = sp.csr_matrix((np.asarray(data, dtype=np.int64), m.indices.copy(), m.indptr.copy()),
+                               shape=m.shape)
+        return PairCounts(matrix, self.names, self.item_counts, self.titles, self.window,
+                          self.source if source is None else source)
+
+    # ------------------------------------------------------------------ views
+    @property
+    def n_items(self):
+        return self.matrix.shape[0]
+
+    @property
+    def nnz(self):
+        """Distinct pairs."""
+        return self.matrix.nnz
+
+    @property
+    def total(self):
+        """Pair occurrences (the sum of the counts)."""
+        return int(self.matrix.data.sum())
+
+    def __repr__(self):
+        return "PairCounts(%d items, %d pair occurrences, %d distinct pairs, window %s, from %r)" % (
+            self.n_items, self.total, self.nnz, self.window, self.source)
+
+    def index(self, name):
+        """Dense id of an item name (KeyError if unknown)."""
+        if self._index is None:
+            self._index = {x: i for i, x in enumerate(self.names)}
+        return self._index[str(name)]
+
+    def label(self, item):
+        """Title of a dense item id, or its name when it has no title."""
+        title = self.titles[item] if self.titles is not None else None
+        return title if title is not None else self.names[item]
+
+    def context_counts(self):
+        """Pair occurrences of each item as a context (the row sums)."""
+        return np.asarray(self.matrix.sum(axis=1)).ravel()
+
+    def target_counts(self):
+        """Pair occurrences of each item as a target (the column sums)."""
+        return np.asarray(self.matrix.sum(axis=0)).ravel()
+
+    def _expanded(self, dtype):
+        m = self.matrix
+        rows = np.repeat(np.arange(m.shape[0], dtype=dtype), np.diff(m.indptr))
+        return np.repeat(rows, m.data), np.repeat(m.indices.astype(dtype), m.data)
+
+    def pairs(self):
+        """Every pair occurrence as a ``(total, 2)`` int64 array of (context, target) rows.
+
+        A pair counted ``c`` times appears ``c`` times, rows in (context, target) order; this is the
+        ``pairs`` argument of :func:`embkit.evaluation.evaluate_ranking`.
+        """
+        contexts, targets = self._expanded(np.int64)
+        return np.stack([contexts, targets], axis=1)
+
+    def training_arrays(self, shuffle=False, seed=0):
+        """Every pair occurrence as two int32 arrays ``(contexts, targets)``, for a training driver.
+
+        Parameters
+        ----------
+        shuffle : bool
+            Put the occurrences in a random order (otherwise sorted by context, then target).
+        seed : int or None
+            Seed of the shuffle.
+        """
+        contexts, targets = self._expanded(np.int32)
+        if shuffle:
+            order = np.random.default_rng(seed).permutation(len(contexts))
+            contexts, targets = contexts[order], targets[order]
+        return contexts, targets
+
+    def split(self, fractions=(0.7, 0.1, 0.2), seed=0):
+        """:func:`~embkit.pair_split.split_pairs` of these counts."""
+        return split_pairs(self, fractions, seed)
+
+    def to_triples(self, path):
+        """Write ``context<TAB>target<TAB>count`` lines with the item names.
+
+        ``PairCounts.from_triples(path, names=counts.names)`` reads them back into the same item index.
+        """
+        bad = next((x for x in self.names if not x or re.search(r"[\s,#]", x)), None)
+        if bad is not None:
+            raise ValueError("item name %r cannot be written to a triple file (empty, or holds whitespace, ',' or "
+                             "'#')" % bad)
+        contexts, targets, counts = sp.find(self.matrix)
+        order = np.lexsort((targets, contexts))
+        names = self.names
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write("# context\ttarget\tcount\n")
+            fh.writelines("%s\t%s\t%d\n" % (names[i], names[j], c)
+                          for i, j, c in zip(contexts[order].tolist(), targets[order].tolist(),
+                                             counts[order].tolist()))
