@@ -60,6 +60,7 @@ def _as_xy(X, Y=None):
         if not sp.issparse(Y):
             Y = sp.csr_matrix(np.asarray(Y))
         Y = sp.csr_matrix(Y)
+        Y.sum_duplicates()          # sorted label ids per row (the rows kernel searches them)
         Y.eliminate_zeros()
         if Y.shape[0] != X.shape[0]:
             raise ValueError("X has %d rows but Y has %d" % (X.shape[0], Y.shape[0]))

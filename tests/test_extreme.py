@@ -245,3 +245,17 @@ def test_mini_batches_learn_the_planted_labels(planted):
 def test_batch_size_needs_full_softmax():
     with pytest.raises(ValueError, match="batch_size"):
         ExtremeClassifier(loss="sgns", batch_size=8)
+
+
+def test_other_positive_labels_are_never_negatives():
+    # two labels, both positive for the only example, a sampler over those two classes: every negative is
+    # an accidental hit, so each label step keeps only its positive term (log 2 at zero scores)
+    W_in = np.ones((1, 4), np.float32)
+    W_out = np.zeros((2, 4), np.float32)
+    sampler = registry.make_sampler("uniform", counts=[1, 1], n_classes=2)
+    trainer = RowTrainer(W_in, W_out, np.array([0, 1], np.int64), np.array([0], np.int32),
+                         np.array([1.0], np.float32), np.array([0, 2], np.int64), np.array([0, 1], np.int32),
+                         registry.make_loss("sgns"), sampler, 3, False, 1.0, False, False, 1e-9, 1e-9, 1.0, 0)
+    total, steps, _ = trainer.train_chunk(np.array([0], np.int32), 0.0, 0, 1)
+    assert steps == 2
+    assert total == pytest.approx(2 * np.log(2), rel=1e-3)

@@ -3,7 +3,8 @@
 
 For example ``r`` the hidden vector is the weighted sum of its feature rows, ``h = sum_f x_rf W_in[f]``,
 optionally L2-normalised and divided by a temperature: ``H = h / (|h| tau)``.  Each positive label of the
-example (or one drawn at random, with ``one_label``) is a target of one loss step on ``H``; the steps'
+example (or one drawn at random, with ``one_label``) is a target of one loss step on ``H``, whose negatives
+never include the example's other positive labels (they are dropped as accidental hits); the steps'
 gradients are summed, taken back through the normalisation and added to the feature rows.  With
 ``normalize_classes`` the output rows a step touched are projected back onto the unit sphere afterwards,
 so scores are cosines over ``tau`` (the RF-softmax setting).  Chunks of example ids are split into slices
@@ -69,6 +70,27 @@ cdef inline void renormalize_touched(const RowConfig *c, int target, const int *
         unit_row(c.W_out + <Py_ssize_t>neg[j] * c.dim, c.dim)
 
 
+cdef inline bint in_sorted(const int32_t *a, int n, int x) noexcept nogil:
+    """Whether ``x`` is in the ascending array ``a[0:n]`` (binary search)."""
+    cdef int lo = 0, hi = n, mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < n and a[lo] == x
+
+
+cdef inline void drop_other_positives(int *neg, int k, int label, const int32_t *labels, int n_lab) noexcept nogil:
+    """Turn negatives that are other positive labels of the example into the target, which the losses drop
+    (accidental hits): a multi-label example's own labels are never pushed down as its negatives."""
+    cdef int j
+    for j in range(k):
+        if neg[j] != label and in_sorted(labels, n_lab, neg[j]):
+            neg[j] = label
+
+
 cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, Py_ssize_t begin, Py_ssize_t end,
                     uint64_t seed, SliceResult *out) noexcept nogil:
     """Train the examples ``order[begin:end]``; -1 if out of memory."""
@@ -118,6 +140,8 @@ cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, Py_ssize_t b
             label = c.y_idx[q]
             if k > 0:
                 half = next_negatives(sampler, &rng, H, label, &ng)
+                if n_lab > 1:
+                    drop_other_positives(neg_ids(&ng, half), k, label, c.y_idx + c.y_ptr[r], n_lab)
             total_loss += loss.step(&Hp, 1, label, neg_ids(&ng, half), neg_logq(&ng, half), k, ng.tlq[half],
                                     lr, c.W_out, dim, dH, work)
             if c.normalize_classes:
