@@ -225,16 +225,14 @@ class ItemEmbedding:
             if vm.shape[0] != n:
                 raise ValueError("the validation matrix has %d items, the training matrix %d" % (vm.shape[0], n))
             val = _pairs_of(vm)
-        self.counts = np.asarray(matrix.sum(axis=0)).ravel().astype(np.int64)   # target popularity
-        self.counts = np.maximum(self.counts, 0)
+        self.counts = np.rint(np.asarray(matrix.sum(axis=0)).ravel()).astype(np.int64)   # target popularity
         self._init_tables(n)
 
         coo = matrix.tocoo()
         contexts = coo.row.astype(np.int32)
         targets = coo.col.astype(np.int32)
         entries = AliasSampler(coo.data)
-        pairs_per_epoch = int(round(coo.data.sum()))
-        pairs_per_epoch = max(pairs_per_epoch, 1)
+        pairs_per_epoch = max(int(round(coo.data.sum())), 1)
         loss, sampler = registry.build_objective(self.loss, self.sampler, self.counts, n, self.negative,
                                                  self.loss_params, self.sampler_params, self.target_vectors)
         trainer = PairTrainer(self.context_vectors, self.target_vectors, contexts, targets, entries, loss, sampler,
