@@ -240,6 +240,8 @@ def _parse_values(block, a, starts, ends):
     """
     n = len(starts)
     out = np.zeros(n, dtype=np.float64)
+    if not n:
+        return out.astype(np.float32)
     dots = np.flatnonzero(a == _DOT)
     owner = np.searchsorted(starts, dots, side="right") - 1  # the number each dot is in
     dot_at = np.full(n, -1, dtype=np.int64)  # offset of the dot in the value, -1: none
