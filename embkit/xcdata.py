@@ -41,7 +41,7 @@ import scipy.sparse as sp
 from embkit._xcparse import MAX_ID, IdSpec, parse_block
 from embkit.persist import atomic_path
 
-__all__ = ["XCData", "read_xc", "read_svmlight", "write_xc", "BLOCK_BYTES"]
+__all__ = ["XCData", "read_xc", "read_svmlight", "read_xc_header", "write_xc", "BLOCK_BYTES"]
 
 #: Bytes read and parsed at a time.
 BLOCK_BYTES = 1 << 22
@@ -200,6 +200,22 @@ def read_svmlight(path, *, base, label_base=None, n_features=None, n_labels=None
     """
     return read_xc(path, header=False, base=base, label_base=label_base, n_features=n_features,
                    n_labels=n_labels)
+
+
+def read_xc_header(path):
+    """The sizes a file's first line declares, reading nothing else.
+
+    Returns
+    -------
+    tuple of (int or None, int, int), or None
+        ``(points, features, labels)`` of an XC header (points None for a LEML header), or None
+        when the first line is not a header (or the file is empty).
+    """
+    from smart_open import open as sopen
+    source = os.fspath(path)
+    with sopen(source, "rb") as fh:
+        first = fh.readline()
+    return _parse_header(first, "auto", source) if first else None
 
 
 def _check_params(header, base, label_base, n_features, n_labels, block_bytes):

@@ -8,7 +8,9 @@ import pytest
 import scipy.sparse as sp
 
 from embkit import _xcparse
-from embkit.xcdata import XCData, read_svmlight, read_xc, write_xc
+from embkit.xcdata import XCData, read_svmlight, read_xc, read_xc_header, write_xc
+from embkit.xcdatasets import (XC_DATASETS, StatisticsMismatch, find_xc_files, load_xc_dataset,
+                               xc_dataset_info)
 
 REAL = {  # set -> (train points, test points, features, labels, unlabelled train, unlabelled test)
     "bibtex": (4880, 2515, 1836, 159, 0, 0),
@@ -165,6 +167,8 @@ def test_headers(tmp_path):
     assert leml.X.shape == (1, 5) and leml.Y.shape == (1, 4) and leml.header == (None, 5, 4)
     plain = read_xc(write(tmp_path, "0 1:1\n", "b.txt"))
     assert plain.header is None and plain.X.shape == (1, 2)
+    assert read_xc_header(write(tmp_path, "4 7 3\n1 2:1\n", "h.txt")) == (4, 7, 3)
+    assert read_xc_header(write(tmp_path, "1 2:1\n", "i.txt")) is None
     empty = read_xc(write(tmp_path, "0 7 3\n", "c.txt"))
     assert empty.X.shape == (0, 7) and empty.Y.shape == (0, 3)
     assert read_xc(write(tmp_path, "1 3 2\n1 2:1\n", "d.txt"), n_features=3, n_labels=2).n_points == 1
@@ -290,3 +294,75 @@ def test_fast_parser_matches_slow_parser():
         for field in ("n_rows", "label_counts", "labels", "feature_counts", "features", "values"):
             assert np.array_equal(getattr(fast, field), getattr(slow, field)), (block, field)
     assert n_valid > 450
+
+
+# ---------------------------------------------------------------------------------------------------
+# the repository's sets by name (embkit.xcdatasets)
+
+def fake_set(folder, train_name, test_name, n_train, n_test, n_feat, n_lab, header=True):
+    os.makedirs(folder, exist_ok=True)
+    for name, n in ((train_name, n_train), (test_name, n_test)):
+        text = ("%d %d %d\n" % (n, n_feat, n_lab) if header else "") + "0 1:1\n" * n
+        opener = gzip.open if name.endswith(".gz") else open
+        with opener(os.path.join(folder, name), "wt") as fh:
+            fh.write(text)
+
+
+def test_dataset_names():
+    assert xc_dataset_info("eurlex-4k").name == "EURLex-4K"
+    assert xc_dataset_info("EURLEX").name == "EURLex-4K"
+    assert xc_dataset_info("amazon_670k").n_labels == 670091
+    assert xc_dataset_info("wiki10-31k").propensity == (0.5, 0.4)
+    assert set(XC_DATASETS) >= {"Bibtex", "Delicious", "EURLex-4K", "AmazonCat-13K", "Wiki10-31K",
+                                "Delicious-200K", "Amazon-670K"}
+    with pytest.raises(ValueError, match="unknown XC data set 'wiki'; known sets: .*Bibtex.*Amazon-670K"):
+        xc_dataset_info("wiki")
+
+
+def test_load_shared_layout(shared_data):
+    train, test = load_xc_dataset("BibTeX", os.path.join(shared_data, "extreme-classification"))
+    assert train.X.shape == (4880, 1836) and test.Y.shape == (2515, 159)
+
+
+@pytest.mark.parametrize("folder, train_name, test_name", [
+    ("Bibtex", "train.txt", "test.txt"),
+    ("bibtex", "Bibtex_train.txt", "Bibtex_test.txt"),
+    (".", "bibtex_train.xc.txt.gz", "bibtex_test.xc.txt.gz"),
+    ("BIBTEX/Bibtex", "bibtex-trn.txt", "bibtex-tst.txt"),
+])
+def test_find_files_by_common_names(tmp_path, folder, train_name, test_name):
+    fake_set(str(tmp_path / folder), train_name, test_name, 4880, 2515, 1836, 159)
+    train_path, test_path = find_xc_files("bibtex", tmp_path)
+    assert os.path.basename(train_path) == train_name and os.path.basename(test_path) == test_name
+    train, test = load_xc_dataset("bibtex", tmp_path)
+    assert train.n_points == 4880 and test.n_labels == 159
+
+
+def test_find_files_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no train and test files of EURLex-4K found"):
+        find_xc_files("eurlex", tmp_path)
+    fake_set(str(tmp_path), "train.txt", "test.txt", 1, 1, 2, 2)
+    fake_set(str(tmp_path), "trn.txt", "tst.txt", 1, 1, 2, 2)
+    with pytest.raises(ValueError, match="several train files for EURLex-4K"):
+        find_xc_files("eurlex", tmp_path)
+    fake_set(str(tmp_path), "eurlex_train.txt", "eurlex_test.txt", 1, 1, 2, 2)
+    assert find_xc_files("eurlex-4k", tmp_path)[0].endswith("eurlex_train.txt")  # the named file wins
+
+
+def test_statistics_mismatch(tmp_path):
+    fake_set(str(tmp_path / "Delicious"), "train.txt", "test.txt", 12920, 3000, 500, 983)
+    with pytest.raises(StatisticsMismatch) as info:
+        load_xc_dataset("delicious", tmp_path)
+    assert str(info.value).startswith(str(tmp_path / "Delicious" / "test.txt") + ": 3000 points, but the test split")
+    assert "has 3185" in str(info.value)
+    train, test = load_xc_dataset("delicious", tmp_path, allow_mismatch=True)
+    assert test.n_points == 3000
+    fake_set(str(tmp_path / "Delicious"), "train.txt", "test.txt", 12920, 3185, 501, 983)
+    with pytest.raises(StatisticsMismatch, match="train.txt: 501 features"):
+        load_xc_dataset("delicious", tmp_path)
+
+
+def test_headerless_files_get_the_published_sizes(tmp_path):
+    fake_set(str(tmp_path), "bibtex_train.svm", "bibtex_test.svm", 4880, 2515, None, None, header=False)
+    train, test = load_xc_dataset("bibtex", tmp_path)
+    assert train.X.shape == (4880, 1836) and test.Y.shape == (2515, 159) and train.header is None
