@@ -1,0 +1,198 @@
+"""Peer for the extreme-classification benchmarks: fastText's supervised classifier on XC data.
+
+Every point becomes one fastText training line: its labels as ``__label__<id>`` and its features as
+tokens ``f<id>`` (once each for binary features; with ``--weighting repeat`` a feature of value ``v``
+is repeated ``max(1, round(v * scale))`` times, ``scale`` making the median value 1).  Points without
+labels are left out of training (fastText needs a label per line).  ``fasttext.train_supervised``
+learns an embedding per token (``wordNgrams=1``, ``minCount=1``, no n-gram buckets), averages them
+and scores labels with a linear layer, trained with
+``--loss`` (``ova``: one-vs-all binary logistic losses, the multi-label one; ``softmax``: one label
+drawn per step; ``ns``; ``hs``).  The top-5 labels of every test point are scored with
+:func:`embkit.evaluation.xc.xc_metrics`: P@k, nDCG@k, and PSP@k with the propensities of the
+training labels (the repository's ``A``, ``B`` for the set).
+
+Temporary files go to a temporary folder that is removed afterwards.  Prints a markdown table with
+the settings, the metrics (percent) and the train/predict seconds (wall clock; CPU seconds of all
+threads in brackets), then the command.
+
+Usage::
+
+    python eval/xc_peers.py --dataset bibtex --loss ova
+    python eval/xc_peers.py --dataset delicious --loss softmax,ova --epoch 30 --lr 0.5 --dim 200
+    python eval/xc_peers.py --train a.txt --test b.txt --loss ova       # any XC/svmlight files
+
+The sets are read with :func:`embkit.xcdatasets.load_xc_dataset` from ``--root`` (default: the
+``extreme-classification`` folder of the shared data, ``$EMBKIT_SHARED_DATA`` or ``../shared/data``
+next to the repository, as the tests find it).
+"""
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO_ROOT)
+
+from embkit.evaluation.xc import xc_metrics  # noqa: E402
+from embkit.xcdata import read_xc  # noqa: E402
+from embkit.xcdatasets import load_xc_dataset, xc_dataset_info  # noqa: E402
+
+LABEL = "__label__"
+KS = (1, 3, 5)
+
+
+def default_root():
+    """The shared data's ``extreme-classification`` folder, found as the test suite finds it."""
+    shared = os.environ.get("EMBKIT_SHARED_DATA", "../shared/data")
+    return os.path.normpath(os.path.join(REPO_ROOT, shared, "extreme-classification"))
+
+
+def fasttext_lines(data, weighting="binary", scale=1.0, with_labels=True, skip_unlabelled=False):
+    """Yield one fastText line (no newline) per point of `data`.
+
+    Parameters
+    ----------
+    data : embkit.xcdata.XCData
+    weighting : {"binary", "repeat"}
+        ``binary``: each stored feature once; ``repeat``: ``max(1, round(v * scale))`` times.
+    scale : float
+        Multiplier of the values for ``repeat``.
+    with_labels : bool
+        Start the line with the point's ``__label__`` tokens.
+    skip_unlabelled : bool
+        Leave out points without labels.
+    """
+    X, Y = data.X, data.Y
+    for r in range(data.n_points):
+        labels = Y.indices[Y.indptr[r]:Y.indptr[r + 1]]
+        if skip_unlabelled and not len(labels):
+            continue
+        ids = X.indices[X.indptr[r]:X.indptr[r + 1]]
+        if weighting == "repeat":
+            counts = np.maximum(1, np.rint(X.data[X.indptr[r]:X.indptr[r + 1]] * scale)).astype(np.int64)
+            ids = np.repeat(ids, counts)
+        words = ["f%d" % i for i in ids]
+        if with_labels:
+            words = [LABEL + str(lab) for lab in labels] + words
+        yield " ".join(words)
+
+
+def repeat_scale(data):
+    """Scale that maps the median stored feature value to 1 (for ``weighting="repeat"``)."""
+    values = data.X.data[data.X.data > 0]
+    return 1.0 / float(np.median(values)) if len(values) else 1.0
+
+
+def train_fasttext(train, workdir, weighting="binary", **params):
+    """Write `train` in fastText's format into `workdir` and train a supervised model.
+
+    Returns
+    -------
+    (fasttext model, float, float, float)
+        The model, the wall-clock and CPU seconds of training (without writing the file), and the
+        value scale used for ``weighting="repeat"`` (to format the test points alike).
+    """
+    import fasttext
+
+    path = os.path.join(workdir, "train.txt")
+    scale = repeat_scale(train)
+    with open(path, "w", encoding="ascii") as fh:
+        for line in fasttext_lines(train, weighting, scale, skip_unlabelled=True):
+            fh.write(line + "\n")
+    t0, c0 = time.perf_counter(), time.process_time()
+    model = fasttext.train_supervised(input=path, verbose=0, **params)
+    return model, time.perf_counter() - t0, time.process_time() - c0, scale
+
+
+def predict_top(model, test, k, weighting="binary", scale=1.0):
+    """Top-`k` label ids of every test point, int64 array (n, k) padded with -1, and the seconds."""
+    lines = list(fasttext_lines(test, weighting, scale, with_labels=False))
+    t0, c0 = time.perf_counter(), time.process_time()
+    labels, _ = model.predict(lines, k=k, threshold=-1.0)
+    seconds = (time.perf_counter() - t0, time.process_time() - c0)
+    top = np.full((len(lines), k), -1, dtype=np.int64)
+    for r, row in enumerate(labels):
+        ids = [int(lab[len(LABEL):]) for lab in row]
+        top[r, :len(ids)] = ids
+    return top, seconds
+
+
+def run(train, test, loss, args, propensity_params):
+    """Train and evaluate one fastText model; returns (XCResult, train seconds, predict seconds)."""
+    params = dict(loss=loss, lr=args.lr, dim=args.dim, epoch=args.epoch, wordNgrams=1, minCount=1,
+                  thread=args.threads, seed=args.seed, neg=args.neg, bucket=0)  # bucket: word n-gram table, unused
+    with tempfile.TemporaryDirectory(prefix="xc-fasttext-") as workdir:
+        model, wall, cpu, scale = train_fasttext(train, workdir, args.weighting, **params)
+        top, predict_seconds = predict_top(model, test, max(KS), args.weighting, scale)
+    A, B = propensity_params
+    result = xc_metrics(test.Y, top, ks=KS, propensity=train.Y, A=A, B=B, name="fastText %s" % loss)
+    return result, (wall, cpu), predict_seconds
+
+
+def load(args):
+    if args.train or args.test:
+        if not (args.train and args.test):
+            raise SystemExit("--train and --test go together")
+        return read_xc(args.train), read_xc(args.test), (0.55, 1.5), "%s / %s" % (args.train, args.test)
+    info = xc_dataset_info(args.dataset)
+    train, test = load_xc_dataset(info.name, args.root)
+    return train, test, info.propensity, info.name
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", default="bibtex", help="XC repository set (see embkit.xcdatasets)")
+    parser.add_argument("--root", default=default_root(), help="folder of the XC sets")
+    parser.add_argument("--train", help="train file instead of --dataset")
+    parser.add_argument("--test", help="test file instead of --dataset")
+    parser.add_argument("--loss", default="ova", help="comma-separated fastText losses (ova, softmax, ns, hs)")
+    parser.add_argument("--epoch", type=int, default=25)
+    parser.add_argument("--lr", type=float, default=0.5)
+    parser.add_argument("--dim", type=int, default=100)
+    parser.add_argument("--neg", type=int, default=5, help="negatives of the ns loss")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--weighting", choices=("binary", "repeat"), default="binary")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per loss (mean and spread reported)")
+    args = parser.parse_args(argv)
+
+    train, test, propensity_params, name = load(args)
+    print("%s: train %d x %d features, %d labels (%d unlabelled); test %d points (%d unlabelled)\n"
+          % (name, train.n_points, train.n_features, train.n_labels, train.n_unlabelled, test.n_points,
+             test.n_unlabelled))
+    header = ["set", "loss", "settings"] + ["P@%d" % k for k in KS] + ["nDCG@%d" % k for k in KS] \
+        + ["PSP@%d" % k for k in KS] + ["train s (CPU)", "predict s"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for loss in args.loss.split(","):
+        runs = [run(train, test, loss.strip(), args, propensity_params) for _ in range(max(1, args.repeat))]
+        cells = []
+        for key in ("precision", "ndcg", "psp"):
+            for k in KS:
+                vals = [getattr(r[0], key)[k] * 100 for r in runs]
+                cells.append("%.2f" % np.mean(vals) + (" ± %.2f" % np.std(vals) if len(vals) > 1 else ""))
+        settings = "epoch %d, lr %g, dim %d, %s, threads %d%s" % (
+            args.epoch, args.lr, args.dim, args.weighting, args.threads,
+            ", neg %d" % args.neg if loss.strip() == "ns" else "")
+        train_s = np.mean([r[1][0] for r in runs]), np.mean([r[1][1] for r in runs])
+        predict_s = np.mean([r[2][0] for r in runs])
+        print("| " + " | ".join([name, loss.strip(), settings] + cells
+                                + ["%.1f (%.1f)" % train_s, "%.2f" % predict_s]) + " |")
+    print("\nfastText %s, Python %s, %s; command: python %s" % (
+        _fasttext_version(), platform.python_version(), platform.machine(), " ".join(sys.argv)))
+
+
+def _fasttext_version():
+    try:
+        from importlib.metadata import version
+        return version("fasttext")
+    except Exception:  # the version is informative only
+        return "(version unknown)"
+
+
+if __name__ == "__main__":
+    main()
