@@ -242,15 +242,8 @@ def _parse_values(block, a, starts, ends):
     out = np.zeros(n, dtype=np.float64)
     if not n:
         return out.astype(np.float32)
-    dots = np.flatnonzero(a == _DOT)
-    owner = np.searchsorted(starts, dots, side="right") - 1  # the number each dot is in
-    dot_at = np.full(n, -1, dtype=np.int64)  # offset of the dot in the value, -1: none
-    is_value_dot = (owner >= 0) & (dots < ends[np.maximum(owner, 0)])
-    owner, dots = owner[is_value_dot], dots[is_value_dot]
-    if len(owner) and (np.diff(owner) == 0).any():
-        return None  # two dots in one value
-    dot_at[owner] = dots - starts[owner]
     lengths = ends - starts
+    dot_at = _dot_offsets(a, starts, lengths)
     n_digits = lengths - (dot_at >= 0)
     odd = np.flatnonzero((n_digits > _MAX_MANTISSA_DIGITS) | (n_digits == 0))
     keys = np.minimum(lengths, _MAX_MANTISSA_DIGITS + 1) * 32 + (dot_at + 1)  # dot_at < 16 unless odd
@@ -262,16 +255,16 @@ def _parse_values(block, a, starts, ends):
         dot -= 1
         at = starts[members]
         mantissa = np.zeros(len(at), dtype=np.int64)
-        bad = np.zeros(len(at), dtype=bool)
+        worst = np.zeros(len(at), dtype=np.uint8)
         for j in range(length):
             if j == dot:
                 continue
             digit = a[at + j] - np.uint8(_ZERO)
-            bad |= digit > 9
+            np.maximum(worst, digit, out=worst)
             mantissa *= 10
             mantissa += digit
-        frac = length - dot - 1 if dot >= 0 else 0
-        out[members] = mantissa / 10.0 ** frac
+        out[members] = mantissa / 10.0 ** (length - dot - 1 if dot >= 0 else 0)
+        bad = worst > 9
         if bad.any():
             odd = np.concatenate([odd, np.arange(n)[members][bad]])
     for i in odd:
@@ -284,6 +277,26 @@ def _parse_values(block, a, starts, ends):
     if not np.isfinite(out).all():
         return None
     return out
+
+
+def _dot_offsets(a, starts, lengths):
+    """Offset of the first "." in each number (-1: none), looking at one offset at a time.
+
+    Stops as soon as every "." of the block is accounted for, so "0.25"-style values take two passes.
+    """
+    dot_at = np.full(len(starts), -1, dtype=np.int64)
+    n_dots = int(np.count_nonzero(a == _DOT))
+    pending = np.arange(len(starts))
+    offset = 0
+    while n_dots and len(pending):
+        pending = pending[lengths[pending] > offset]
+        found = a[starts[pending] + offset] == _DOT
+        if found.any():
+            dot_at[pending[found]] = offset
+            n_dots -= int(np.count_nonzero(found))
+            pending = pending[~found]
+        offset += 1
+    return dot_at
 
 
 def _in_range(ids, limit):

@@ -169,15 +169,19 @@ def main(argv=None):
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for loss in args.loss.split(","):
-        runs = [run(train, test, loss.strip(), args, propensity_params) for _ in range(max(1, args.repeat))]
+        settings = "epoch %d, lr %g, dim %d, %s, threads %d%s" % (
+            args.epoch, args.lr, args.dim, args.weighting, args.threads,
+            ", neg %d" % args.neg if loss.strip() == "ns" else "")
+        try:
+            runs = [run(train, test, loss.strip(), args, propensity_params) for _ in range(max(1, args.repeat))]
+        except RuntimeError as exc:  # fastText stops with "Encountered NaN." when training diverges
+            print("| " + " | ".join([name, loss.strip(), settings, "failed: %s" % exc]) + " |")
+            continue
         cells = []
         for key in ("precision", "ndcg", "psp"):
             for k in KS:
                 vals = [getattr(r[0], key)[k] * 100 for r in runs]
                 cells.append("%.2f" % np.mean(vals) + (" ± %.2f" % np.std(vals) if len(vals) > 1 else ""))
-        settings = "epoch %d, lr %g, dim %d, %s, threads %d%s" % (
-            args.epoch, args.lr, args.dim, args.weighting, args.threads,
-            ", neg %d" % args.neg if loss.strip() == "ns" else "")
         train_s = np.mean([r[1][0] for r in runs]), np.mean([r[1][1] for r in runs])
         predict_s = np.mean([r[2][0] for r in runs])
         print("| " + " | ".join([name, loss.strip(), settings] + cells
