@@ -146,7 +146,8 @@ def read_xc(path, *, header="auto", base=0, label_base=None, n_features=None, n_
         Sizes of the feature and label spaces.  With a header they must agree with it; without one
         they bound the ids, and when None the largest id seen decides.
     block_bytes : int, optional
-        Bytes parsed at a time (memory use while reading is a few times this, plus the result).
+        Bytes parsed at a time; reading needs about 15 times this for the parse of a block, plus
+        the result.
 
     Returns
     -------
@@ -170,6 +171,8 @@ def read_xc(path, *, header="auto", base=0, label_base=None, n_features=None, n_
     from smart_open import open as sopen
     with sopen(source, "rb") as fh:
         first = fh.readline()
+        if first.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
+            first = first[3:]
         if not first:
             raise ValueError("%s, line 1: empty file (expected %s)"
                              % (source, "a header 'points features labels'" if header else "a point"))

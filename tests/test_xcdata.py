@@ -22,7 +22,7 @@ def write(tmp_path, text, name="data.txt"):
     path = tmp_path / name
     opener = gzip.open if name.endswith(".gz") else open
     with opener(path, "wb") as fh:
-        fh.write(text.encode("latin-1") if isinstance(text, str) else text)
+        fh.write(text.encode("utf-8") if isinstance(text, str) else text)
     return str(path)
 
 
@@ -169,6 +169,8 @@ def test_headers(tmp_path):
     assert plain.header is None and plain.X.shape == (1, 2)
     assert read_xc_header(write(tmp_path, "4 7 3\n1 2:1\n", "h.txt")) == (4, 7, 3)
     assert read_xc_header(write(tmp_path, "1 2:1\n", "i.txt")) is None
+    trailing = read_xc(write(tmp_path, "\ufeff2 3 2\n1 2:1\n\n \n\n", "t.txt"))  # BOM, blank lines
+    assert trailing.n_points == 2 and trailing.n_unlabelled == 1
     empty = read_xc(write(tmp_path, "0 7 3\n", "c.txt"))
     assert empty.X.shape == (0, 7) and empty.Y.shape == (0, 3)
     assert read_xc(write(tmp_path, "1 3 2\n1 2:1\n", "d.txt"), n_features=3, n_labels=2).n_points == 1
