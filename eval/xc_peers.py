@@ -11,7 +11,10 @@ drawn per step; ``ns``; ``hs``).  The top-5 labels of every test point are score
 :func:`embkit.evaluation.xc.xc_metrics`: P@k, nDCG@k, and PSP@k with the propensities of the
 training labels (the repository's ``A``, ``B`` for the set).
 
-Temporary files go to a temporary folder that is removed afterwards.  Prints a markdown table with
+Temporary files go to a temporary folder that is removed afterwards.  fastText runs in a child
+process with glibc's ``MALLOC_MMAP_THRESHOLD_=0`` (see :func:`train_and_predict`): the build used
+here otherwise starts from stale memory in its input matrix and fails with "Encountered NaN" on
+most sets.  Prints a markdown table with
 the settings, the metrics (percent) and the train/predict seconds (wall clock; CPU seconds of all
 threads in brackets), then the command.
 
@@ -26,8 +29,10 @@ The sets are read with :func:`embkit.xcdatasets.load_xc_dataset` from ``--root``
 next to the repository, as the tests find it).
 """
 import argparse
+import json
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
@@ -87,50 +92,82 @@ def repeat_scale(data):
     return 1.0 / float(np.median(values)) if len(values) else 1.0
 
 
-def train_fasttext(train, workdir, weighting="binary", **params):
-    """Write `train` in fastText's format into `workdir` and train a supervised model.
+def write_lines(path, lines):
+    with open(path, "w", encoding="ascii") as fh:
+        for line in lines:
+            fh.write(line + "\n")
 
-    Returns
-    -------
-    (fasttext model, float, float, float)
-        The model, the wall-clock and CPU seconds of training (without writing the file), and the
-        value scale used for ``weighting="repeat"`` (to format the test points alike).
+
+def fasttext_child(train_path, test_path, out_path, params_json):
+    """Train on `train_path`, write the top-k labels of each line of `test_path` to `out_path`.
+
+    Runs in the child process started by :func:`train_and_predict`; prints the wall-clock and CPU
+    seconds of training and of prediction as JSON.
     """
     import fasttext
 
-    path = os.path.join(workdir, "train.txt")
-    scale = repeat_scale(train)
-    with open(path, "w", encoding="ascii") as fh:
-        for line in fasttext_lines(train, weighting, scale, skip_unlabelled=True):
-            fh.write(line + "\n")
+    params = json.loads(params_json)
+    k = params.pop("k")
     t0, c0 = time.perf_counter(), time.process_time()
-    model = fasttext.train_supervised(input=path, verbose=0, **params)
-    return model, time.perf_counter() - t0, time.process_time() - c0, scale
-
-
-def predict_top(model, test, k, weighting="binary", scale=1.0):
-    """Top-`k` label ids of every test point, int64 array (n, k) padded with -1, and the seconds."""
-    lines = list(fasttext_lines(test, weighting, scale, with_labels=False))
+    model = fasttext.train_supervised(input=train_path, verbose=0, **params)
+    train_seconds = (time.perf_counter() - t0, time.process_time() - c0)
+    with open(test_path, encoding="ascii") as fh:
+        lines = fh.read().splitlines()
     t0, c0 = time.perf_counter(), time.process_time()
     labels, _ = model.predict(lines, k=k, threshold=-1.0)
-    seconds = (time.perf_counter() - t0, time.process_time() - c0)
-    top = np.full((len(lines), k), -1, dtype=np.int64)
-    for r, row in enumerate(labels):
-        ids = [int(lab[len(LABEL):]) for lab in row]
-        top[r, :len(ids)] = ids
-    return top, seconds
+    predict_seconds = (time.perf_counter() - t0, time.process_time() - c0)
+    with open(out_path, "w", encoding="ascii") as fh:
+        for row in labels:
+            fh.write(" ".join(lab[len(LABEL):] for lab in row) + "\n")
+    print(json.dumps({"train": train_seconds, "predict": predict_seconds}))
+
+
+def train_and_predict(train, test, k, weighting="binary", **params):
+    """Train fastText on `train` and predict the top-`k` labels of the points of `test`.
+
+    The data go through files in a temporary folder; fastText runs in a child process whose
+    memory allocations are all fresh, zeroed pages (glibc's ``MALLOC_MMAP_THRESHOLD_=0``): the
+    fastText build used here otherwise picks up stale heap contents in its input matrix (values
+    like 1e9 in the learned embeddings, and "Encountered NaN" at any learning rate on most sets).
+
+    Returns
+    -------
+    (numpy.ndarray, tuple, tuple)
+        Label ids of shape (n_test, k), best first, -1 where fewer were returned; the wall-clock
+        and CPU seconds of training and of prediction.
+
+    Raises
+    ------
+    RuntimeError
+        With fastText's message when training fails (e.g. diverges).
+    """
+    scale = repeat_scale(train)
+    with tempfile.TemporaryDirectory(prefix="xc-fasttext-") as workdir:
+        paths = [os.path.join(workdir, name) for name in ("train.txt", "test.txt", "top.txt")]
+        write_lines(paths[0], fasttext_lines(train, weighting, scale, skip_unlabelled=True))
+        write_lines(paths[1], fasttext_lines(test, weighting, scale, with_labels=False))
+        env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="0")
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child"] + paths
+                              + [json.dumps(dict(params, k=k))], env=env, capture_output=True, text=True)
+        if proc.returncode:
+            raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "fastText failed")
+        seconds = json.loads(proc.stdout.strip().splitlines()[-1])
+        top = np.full((test.n_points, k), -1, dtype=np.int64)
+        with open(paths[2], encoding="ascii") as fh:
+            for r, line in enumerate(fh):
+                ids = [int(t) for t in line.split()]
+                top[r, :len(ids)] = ids
+    return top, tuple(seconds["train"]), tuple(seconds["predict"])
 
 
 def run(train, test, loss, args, propensity_params):
     """Train and evaluate one fastText model; returns (XCResult, train seconds, predict seconds)."""
     params = dict(loss=loss, lr=args.lr, dim=args.dim, epoch=args.epoch, wordNgrams=1, minCount=1,
                   thread=args.threads, seed=args.seed, neg=args.neg, bucket=0)  # bucket: word n-gram table, unused
-    with tempfile.TemporaryDirectory(prefix="xc-fasttext-") as workdir:
-        model, wall, cpu, scale = train_fasttext(train, workdir, args.weighting, **params)
-        top, predict_seconds = predict_top(model, test, max(KS), args.weighting, scale)
+    top, train_seconds, predict_seconds = train_and_predict(train, test, max(KS), args.weighting, **params)
     A, B = propensity_params
     result = xc_metrics(test.Y, top, ks=KS, propensity=train.Y, A=A, B=B, name="fastText %s" % loss)
-    return result, (wall, cpu), predict_seconds
+    return result, train_seconds, predict_seconds
 
 
 def load(args):
@@ -183,7 +220,7 @@ def main(argv=None):
                 vals = [getattr(r[0], key)[k] * 100 for r in runs]
                 cells.append("%.2f" % np.mean(vals) + (" ± %.2f" % np.std(vals) if len(vals) > 1 else ""))
         train_s = np.mean([r[1][0] for r in runs]), np.mean([r[1][1] for r in runs])
-        predict_s = np.mean([r[2][0] for r in runs])
+        predict_s = np.mean([r[2][0] for r in runs])  # wall clock
         print("| " + " | ".join([name, loss.strip(), settings] + cells
                                 + ["%.1f (%.1f)" % train_s, "%.2f" % predict_s]) + " |")
     print("\nfastText %s, Python %s, %s; command: python %s" % (
@@ -199,4 +236,7 @@ def _fasttext_version():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--child"]:
+        fasttext_child(*sys.argv[2:6])
+    else:
+        main()
