@@ -115,6 +115,8 @@ def test_round_trip(tmp_path, name):
     assert entries(back.X) == entries(data.X) and entries(back.Y) == entries(data.Y)
     assert back.n_unlabelled == data.n_unlabelled >= 2
     assert not [f for f in os.listdir(tmp_path) if f.startswith(".tmp")]
+    tiny_blocks = read_xc(path, block_bytes=5)  # lines longer than a block
+    assert entries(tiny_blocks.X) == entries(data.X) and entries(tiny_blocks.Y) == entries(data.Y)
 
 
 def test_round_trip_svmlight_one_based(tmp_path):
