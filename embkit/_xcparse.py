@@ -69,7 +69,7 @@ class ParsedBlock:
         Points (lines) in the block.
     label_counts, feature_counts : numpy.ndarray of int64, shape (n_rows,)
         Labels / features per point.
-    labels, features : numpy.ndarray of int64
+    labels, features : numpy.ndarray of int32
         Label and feature ids, point after point, in file order.
     values : numpy.ndarray of float32
         Feature values, aligned with `features`.
@@ -150,8 +150,8 @@ def parse_block_fast(block, spec):
     label_rows, feature_rows = row[is_label], row[is_feature]
     if not (_no_repeats(label_rows, labels) and _no_repeats(feature_rows, features)):
         return None
-    return ParsedBlock(n_rows, np.bincount(label_rows, minlength=n_rows), labels,
-                       np.bincount(feature_rows, minlength=n_rows), features, values)
+    return ParsedBlock(n_rows, np.bincount(label_rows, minlength=n_rows), labels.astype(np.int32),
+                       np.bincount(feature_rows, minlength=n_rows), features.astype(np.int32), values)
 
 
 def _number_spans(a):
@@ -343,8 +343,8 @@ def parse_block_slow(block, first_line, spec, source):
         feature_counts.append(len(point_features))
         features.extend(point_features)
         values.extend(point_values)
-    return ParsedBlock(len(lines), np.array(label_counts, dtype=np.int64), np.array(labels, dtype=np.int64),
-                       np.array(feature_counts, dtype=np.int64), np.array(features, dtype=np.int64),
+    return ParsedBlock(len(lines), np.array(label_counts, dtype=np.int64), np.array(labels, dtype=np.int32),
+                       np.array(feature_counts, dtype=np.int64), np.array(features, dtype=np.int32),
                        np.array(values, dtype=np.float64).astype(np.float32))
 
 
