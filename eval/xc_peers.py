@@ -12,16 +12,16 @@ drawn per step; ``ns``; ``hs``).  The top-5 labels of every test point are score
 training labels (the repository's ``A``, ``B`` for the set).
 
 Temporary files go to a temporary folder that is removed afterwards.  fastText runs in a child
-process with glibc's ``MALLOC_MMAP_THRESHOLD_=0`` (see :func:`train_and_predict`): the build used
-here otherwise starts from stale memory in its input matrix and fails with "Encountered NaN" on
-most sets.  Prints a markdown table with
+process with glibc's ``MALLOC_MMAP_THRESHOLD_=4096`` (see :func:`train_and_predict`): the build
+used here otherwise starts from stale memory in its input matrix and fails with "Encountered NaN"
+on most sets.  Prints a markdown table with
 the settings, the metrics (percent) and the train/predict seconds (wall clock; CPU seconds of all
 threads in brackets), then the command.
 
 Usage::
 
     python eval/xc_peers.py --dataset bibtex --loss ova
-    python eval/xc_peers.py --dataset delicious --loss softmax,ova --epoch 30 --lr 0.5 --dim 200
+    python eval/xc_peers.py --dataset delicious --loss softmax,ova --epoch 25 --lr 0.1 --dim 200
     python eval/xc_peers.py --train a.txt --test b.txt --loss ova       # any XC/svmlight files
 
 The sets are read with :func:`embkit.xcdatasets.load_xc_dataset` from ``--root`` (default: the
@@ -48,6 +48,10 @@ from embkit.xcdatasets import load_xc_dataset, xc_dataset_info  # noqa: E402
 
 LABEL = "__label__"
 KS = (1, 3, 5)
+#: glibc's mmap threshold in the fastText child (bytes): larger allocations get zeroed pages.
+MMAP_THRESHOLD = 4096
+#: The script that trains and predicts in the child process.
+CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_fasttext_child.py")
 
 
 def default_root():
@@ -98,37 +102,14 @@ def write_lines(path, lines):
             fh.write(line + "\n")
 
 
-def fasttext_child(train_path, test_path, out_path, params_json):
-    """Train on `train_path`, write the top-k labels of each line of `test_path` to `out_path`.
-
-    Runs in the child process started by :func:`train_and_predict`; prints the wall-clock and CPU
-    seconds of training and of prediction as JSON.
-    """
-    import fasttext
-
-    params = json.loads(params_json)
-    k = params.pop("k")
-    t0, c0 = time.perf_counter(), time.process_time()
-    model = fasttext.train_supervised(input=train_path, verbose=0, **params)
-    train_seconds = (time.perf_counter() - t0, time.process_time() - c0)
-    with open(test_path, encoding="ascii") as fh:
-        lines = fh.read().splitlines()
-    t0, c0 = time.perf_counter(), time.process_time()
-    labels, _ = model.predict(lines, k=k, threshold=-1.0)
-    predict_seconds = (time.perf_counter() - t0, time.process_time() - c0)
-    with open(out_path, "w", encoding="ascii") as fh:
-        for row in labels:
-            fh.write(" ".join(lab[len(LABEL):] for lab in row) + "\n")
-    print(json.dumps({"train": train_seconds, "predict": predict_seconds}))
-
-
 def train_and_predict(train, test, k, weighting="binary", **params):
     """Train fastText on `train` and predict the top-`k` labels of the points of `test`.
 
     The data go through files in a temporary folder; fastText runs in a child process whose
-    memory allocations are all fresh, zeroed pages (glibc's ``MALLOC_MMAP_THRESHOLD_=0``): the
-    fastText build used here otherwise picks up stale heap contents in its input matrix (values
-    like 1e9 in the learned embeddings, and "Encountered NaN" at any learning rate on most sets).
+    allocations of 4 KB and more are fresh, zeroed pages (glibc's ``MALLOC_MMAP_THRESHOLD_=4096``):
+    the fastText build used here otherwise picks up stale heap contents in its input matrix
+    (weights like 1e9 in the learned embeddings, and "Encountered NaN" at any learning rate on most
+    sets).  The child checks the learned input weights and fails if they are still corrupted.
 
     Returns
     -------
@@ -146,9 +127,9 @@ def train_and_predict(train, test, k, weighting="binary", **params):
         paths = [os.path.join(workdir, name) for name in ("train.txt", "test.txt", "top.txt")]
         write_lines(paths[0], fasttext_lines(train, weighting, scale, skip_unlabelled=True))
         write_lines(paths[1], fasttext_lines(test, weighting, scale, with_labels=False))
-        env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="0")
-        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child"] + paths
-                              + [json.dumps(dict(params, k=k))], env=env, capture_output=True, text=True)
+        env = dict(os.environ, MALLOC_MMAP_THRESHOLD_=str(MMAP_THRESHOLD))
+        proc = subprocess.run([sys.executable, CHILD] + paths + [json.dumps(dict(params, k=k))], env=env,
+                              capture_output=True, text=True)
         if proc.returncode:
             raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "fastText failed")
         seconds = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -160,14 +141,48 @@ def train_and_predict(train, test, k, weighting="binary", **params):
     return top, tuple(seconds["train"]), tuple(seconds["predict"])
 
 
+def run_fasttext(train, test, loss="ova", epoch=25, lr=0.1, dim=100, thread=2, seed=0, neg=5,
+                 weighting="binary", ks=KS, propensity=(0.55, 1.5)):
+    """Train fastText supervised on `train`, predict `test` and score it.
+
+    Parameters
+    ----------
+    train, test : embkit.xcdata.XCData
+    loss : {"ova", "softmax", "ns", "hs"}
+    epoch, lr, dim, thread, seed, neg
+        fastText's parameters (``wordNgrams=1``, ``minCount=1``, ``bucket=0`` are fixed).
+    weighting : {"binary", "repeat"}
+        How feature values become tokens (see :func:`fasttext_lines`).
+    ks : tuple of int
+        Cut-offs of the metrics; ``max(ks)`` labels are predicted per point.
+    propensity : (float, float)
+        ``(A, B)`` of the propensity model; the propensities come from `train`'s labels.
+
+    Returns
+    -------
+    dict
+        ``metrics`` (:class:`embkit.evaluation.ranking_results.XCResult`), ``train_seconds`` and
+        ``train_cpu_seconds`` (all threads), ``predict_seconds``, ``params`` (what fastText got).
+
+    Raises
+    ------
+    RuntimeError
+        When fastText fails, e.g. "Encountered NaN." when training diverges (lower `lr`).
+    """
+    params = dict(loss=loss, lr=lr, dim=dim, epoch=epoch, wordNgrams=1, minCount=1, thread=thread, seed=seed,
+                  neg=neg, bucket=0)  # bucket: the word n-gram table, unused with wordNgrams=1
+    top, train_seconds, predict_seconds = train_and_predict(train, test, max(ks), weighting, **params)
+    A, B = propensity
+    metrics = xc_metrics(test.Y, top, ks=ks, propensity=train.Y, A=A, B=B, name="fastText %s" % loss)
+    return dict(metrics=metrics, train_seconds=train_seconds[0], train_cpu_seconds=train_seconds[1],
+                predict_seconds=predict_seconds[0], params=dict(params, weighting=weighting))
+
+
 def run(train, test, loss, args, propensity_params):
-    """Train and evaluate one fastText model; returns (XCResult, train seconds, predict seconds)."""
-    params = dict(loss=loss, lr=args.lr, dim=args.dim, epoch=args.epoch, wordNgrams=1, minCount=1,
-                  thread=args.threads, seed=args.seed, neg=args.neg, bucket=0)  # bucket: word n-gram table, unused
-    top, train_seconds, predict_seconds = train_and_predict(train, test, max(KS), args.weighting, **params)
-    A, B = propensity_params
-    result = xc_metrics(test.Y, top, ks=KS, propensity=train.Y, A=A, B=B, name="fastText %s" % loss)
-    return result, train_seconds, predict_seconds
+    """:func:`run_fasttext` with the command-line settings; returns (XCResult, train s, predict s)."""
+    out = run_fasttext(train, test, loss=loss, epoch=args.epoch, lr=args.lr, dim=args.dim, thread=args.threads,
+                       seed=args.seed, neg=args.neg, weighting=args.weighting, propensity=propensity_params)
+    return out["metrics"], (out["train_seconds"], out["train_cpu_seconds"]), (out["predict_seconds"],)
 
 
 def load(args):
@@ -188,7 +203,7 @@ def main(argv=None):
     parser.add_argument("--test", help="test file instead of --dataset")
     parser.add_argument("--loss", default="ova", help="comma-separated fastText losses (ova, softmax, ns, hs)")
     parser.add_argument("--epoch", type=int, default=25)
-    parser.add_argument("--lr", type=float, default=0.5)
+    parser.add_argument("--lr", type=float, default=0.1)
     parser.add_argument("--dim", type=int, default=100)
     parser.add_argument("--neg", type=int, default=5, help="negatives of the ns loss")
     parser.add_argument("--threads", type=int, default=2)
@@ -236,7 +251,4 @@ def _fasttext_version():
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--child"]:
-        fasttext_child(*sys.argv[2:6])
-    else:
-        main()
+    main()

@@ -113,3 +113,17 @@ def test_bad_parameters(kwargs, name):
 def test_empty_sets():
     train, test = make_xc(n_labels=10, n_features=20, n_train=0, n_test=3)
     assert train.X.shape == (0, 20) and test.Y.shape == (3, 10)
+
+
+def test_an_embedding_model_learns_it():
+    """fastText (an average of feature embeddings scored against label vectors) learns the planted labels."""
+    pytest.importorskip("fasttext")
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "eval"))
+    from xc_peers import run_fasttext
+
+    train, test = make_xc(label_law="uniform", seed=5, **dict(SMALL, n_train=3000, n_test=300))
+    out = run_fasttext(train, test, loss="ova", epoch=30, lr=0.5, dim=32, thread=1)
+    chance = test.Y.nnz / test.n_points / test.n_labels
+    assert 10 * chance < out["metrics"].precision[1] < 0.99
