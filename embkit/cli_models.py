@@ -7,7 +7,7 @@ Examples
     embkit items --data ml-100k                                   # MovieLens ratings >= 4, forward window 3
     embkit items --data path/to/ml-latest-small --loss relaxed_softmax --sampler boltzmann --T 3
     embkit items --text corpus.txt --vocab-size 15000 --window 3  # next-word prediction on text pairs
-    embkit xc --data bibtex --root path/to/xc-sets
+    embkit xc --data bibtex --root path/to/xc-sets                # sampled softmax, uniform, cosine / 0.1
     embkit xc --train train.txt --test test.txt --loss sampled_softmax --sampler lsh --param query=embedding
 """
 import json
@@ -38,11 +38,11 @@ def _params(pairs, flag):
     return out
 
 
-def _objective_options(p, loss, sampler, negative):
+def _objective_options(p, loss, sampler, negative, default_sampler="unigram"):
     g = p.add_argument_group("loss and sampler (any registered pair)")
     g.add_argument("--loss", default=loss, help="loss name (embkit.registry.LOSSES)")
     g.add_argument("--sampler", default=sampler, help="negative sampler (embkit.registry.SAMPLERS; default: %s)"
-                   % (sampler or "unigram"))
+                   % default_sampler)
     g.add_argument("--negative", type=int, default=negative, metavar="K", help="negatives per positive")
     g.add_argument("--T", type=float, default=None, metavar="T", help="Boltzmann sampler temperature")
     g.add_argument("--degeneracy", choices=("uniform", "popularity"), default=None,
@@ -190,12 +190,13 @@ def add_xc(subparsers, common, formatter):
     src.add_argument("--test", metavar="FILE", help="test file")
     src.add_argument("--allow-mismatch", action="store_true",
                      help="accept a named set whose sizes differ from the repository's")
-    _objective_options(p, "sampled_softmax", None, 20)
-    t = _train_options(p, 128, 0.1, 10)
-    t.add_argument("--tau", type=float, default=1.0, help="temperature (scores divided by it)")
+    _objective_options(p, "sampled_softmax", None, 50, default_sampler="uniform")
+    t = _train_options(p, 128, 0.1, 20)
+    t.add_argument("--tau", type=float, default=0.1, help="temperature (scores divided by it)")
     t.add_argument("--no-normalize", dest="normalize", action="store_false",
                    help="do not L2-normalise the hidden vector")
-    t.add_argument("--normalize-classes", action="store_true", help="keep label vectors on the unit sphere")
+    t.add_argument("--plain-classes", dest="normalize_classes", action="store_false",
+                   help="do not keep label vectors on the unit sphere (use with --tau 1)")
     t.add_argument("--one-label", action="store_true", help="one positive label per example visit")
     t.add_argument("--batch-size", type=int, default=None, help="full_softmax in BLAS mini-batches of this size")
     t.add_argument("--k", type=int, nargs="+", default=(1, 3, 5), metavar="K", help="cut-offs of the metrics")

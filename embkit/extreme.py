@@ -78,7 +78,7 @@ class ExtremeClassifier:
         Registry loss (``sampled_softmax`` by default; ``sgns``, ``nce``, ``relaxed_softmax``,
         ``full_softmax``, ``hs``).
     sampler : str, optional
-        Registry sampler (default ``unigram``: label frequency ** 0.75); e.g. ``uniform``, ``log_uniform``,
+        Registry sampler (default ``uniform``); e.g. ``unigram`` (label frequency ** 0.75), ``log_uniform``,
         ``lsh`` (``sampler_params={"query": "label" | "embedding", "family": "simhash" | "dwta"}``),
         ``kernel``, ``topk``, ``boltzmann``.
     negative : int
@@ -86,10 +86,11 @@ class ExtremeClassifier:
     normalize : bool
         L2-normalise the hidden vector.
     tau : float
-        Temperature: scores are divided by ``tau`` (use with ``normalize``; e.g. 0.05-0.3 with normalised
-        class vectors).
-    normalize_classes : bool
-        Keep class vectors on the unit sphere (projected after every update): cosine scores, RF-softmax.
+        Temperature: scores are divided by ``tau``.  With ``normalize`` and ``normalize_classes`` scores are
+        cosines / tau (the RF-softmax setting); 0.1-0.2 worked best on Bibtex and Delicious.
+    normalize_classes : bool, optional
+        Keep class vectors on the unit sphere (projected after every update).  Default: on, except for
+        ``hs`` (whose rows are tree nodes).  Set False (and ``tau=1``) for plain dot-product scores.
     one_label : bool
         Train on one positive label per example visit, drawn at random (fastText's softmax); default trains
         on every positive label.
@@ -119,8 +120,8 @@ class ExtremeClassifier:
     last_report : TrainingReport
     """
 
-    def __init__(self, vector_size=128, loss="sampled_softmax", sampler=None, negative=20, normalize=True,
-                 tau=1.0, normalize_classes=False, one_label=False, alpha=0.1, min_alpha=None, epochs=10,
+    def __init__(self, vector_size=128, loss="sampled_softmax", sampler=None, negative=50, normalize=True,
+                 tau=0.1, normalize_classes=None, one_label=False, alpha=0.1, min_alpha=None, epochs=20,
                  workers=2, seed=1, loss_params=None, sampler_params=None, chunk_examples=1 << 13, batch_size=None,
                  progress=True):
         self.vector_size = vector_size
@@ -129,7 +130,7 @@ class ExtremeClassifier:
         self.negative = negative
         self.normalize = bool(normalize)
         self.tau = tau
-        self.normalize_classes = bool(normalize_classes)
+        self.normalize_classes = (loss != "hs") if normalize_classes is None else bool(normalize_classes)
         self.one_label = bool(one_label)
         self.alpha = alpha
         self.min_alpha = alpha / 1000.0 if min_alpha is None and isinstance(alpha, (int, float)) else min_alpha
@@ -198,7 +199,7 @@ class ExtremeClassifier:
         self._init_tables(n_features, n_labels)
         loss, sampler = registry.build_objective(self.loss, self.sampler, self.label_counts, n_labels,
                                                  self.negative, self.loss_params, self.sampler_params,
-                                                 self.label_vectors)
+                                                 self.label_vectors, default_sampler="uniform")
         total = float(len(rows)) * self.epochs
         if self.batch_size is not None:
             from embkit.full_batch import FullSoftmaxBatches
@@ -333,6 +334,6 @@ class ExtremeClassifier:
 
     def __repr__(self):
         shape = (0, 0) if self.feature_vectors is None else (len(self.feature_vectors), len(self.label_vectors))
-        sampler = "-" if self.loss in registry.UNSAMPLED_LOSSES else (self.sampler or "unigram")
+        sampler = "-" if self.loss in registry.UNSAMPLED_LOSSES else (self.sampler or "uniform")
         return "ExtremeClassifier<features=%d, labels=%d, vector_size=%d, loss=%s, sampler=%s>" % (
             shape[0], shape[1], self.vector_size, self.loss, sampler)

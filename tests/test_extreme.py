@@ -146,7 +146,7 @@ def test_every_loss_and_sampler_pairing_trains(planted, loss, sampler):
 
 def test_seeded_single_thread_runs_are_identical(planted):
     (X, Y), _ = planted
-    kw = dict(vector_size=8, epochs=2, workers=1, seed=3, progress=False)
+    kw = dict(vector_size=8, epochs=2, workers=1, seed=3, negative=5, progress=False)
     a = ExtremeClassifier(**kw).fit(X, Y)
     b = ExtremeClassifier(**kw).fit(X, Y)
     assert np.array_equal(a.feature_vectors, b.feature_vectors)
@@ -155,9 +155,9 @@ def test_seeded_single_thread_runs_are_identical(planted):
 
 def test_one_label_mode_takes_one_step_per_example(planted):
     (X, Y), (Xt, Yt) = planted
-    model = ExtremeClassifier(vector_size=16, one_label=True, epochs=3, progress=False).fit(X, Y)
+    model = ExtremeClassifier(vector_size=16, one_label=True, epochs=3, negative=5, progress=False).fit(X, Y)
     assert model.last_report.examples == 3 * X.shape[0]
-    every = ExtremeClassifier(vector_size=16, epochs=3, progress=False).fit(X, Y)
+    every = ExtremeClassifier(vector_size=16, epochs=3, negative=5, progress=False).fit(X, Y)
     assert every.last_report.examples == 3 * Y.nnz
     assert _p1(model, Xt, Yt) >= 0.7
 
@@ -166,14 +166,14 @@ def test_rows_without_labels_are_skipped_and_counted(planted):
     (X, Y), _ = planted
     Y = Y.tolil()
     Y[:7] = 0
-    model = ExtremeClassifier(vector_size=8, epochs=1, progress=False).fit(X, Y.tocsr())
+    model = ExtremeClassifier(vector_size=8, epochs=1, negative=5, progress=False).fit(X, Y.tocsr())
     assert model.n_skipped == 7
     assert model.last_report.words == X.shape[0] - 7
 
 
 def test_predict_matches_brute_force(planted):
     (X, Y), (Xt, _) = planted
-    model = ExtremeClassifier(vector_size=16, epochs=2, progress=False, tau=0.5).fit(X, Y)
+    model = ExtremeClassifier(vector_size=16, epochs=2, negative=5, progress=False, tau=0.5).fit(X, Y)
     ids, scores = model.predict(Xt, k=4, workers=2)
     H = Xt @ model.feature_vectors
     H = H / np.linalg.norm(H, axis=1, keepdims=True) / 0.5
@@ -184,7 +184,7 @@ def test_predict_matches_brute_force(planted):
 
 def test_save_load_round_trip(planted, tmp_path):
     (X, Y), (Xt, Yt) = planted
-    model = ExtremeClassifier(vector_size=8, epochs=1, progress=False).fit(X, Y)
+    model = ExtremeClassifier(vector_size=8, epochs=1, negative=5, progress=False).fit(X, Y)
     model.save(tmp_path / "xc.embkit")
     again = ExtremeClassifier.load(tmp_path / "xc.embkit")
     assert np.array_equal(again.predict(Xt)[0], model.predict(Xt)[0])
@@ -196,10 +196,10 @@ def test_save_load_round_trip(planted, tmp_path):
 def test_bad_inputs(planted):
     (X, Y), _ = planted
     with pytest.raises(ValueError, match="rows"):
-        ExtremeClassifier(progress=False).fit(X, Y[:10])
+        ExtremeClassifier(negative=5, progress=False).fit(X, Y[:10])
     with pytest.raises(ValueError, match="no training row"):
-        ExtremeClassifier(progress=False).fit(X, sp.csr_matrix(Y.shape))
-    model = ExtremeClassifier(vector_size=8, epochs=1, progress=False).fit(X, Y)
+        ExtremeClassifier(negative=5, progress=False).fit(X, sp.csr_matrix(Y.shape))
+    model = ExtremeClassifier(vector_size=8, epochs=1, negative=5, progress=False).fit(X, Y)
     with pytest.raises(ValueError, match="features"):
         model.predict(X[:, :10])
     with pytest.raises(ValueError, match="labels"):
