@@ -12,9 +12,8 @@ drawn per step; ``ns``; ``hs``).  The top-5 labels of every test point are score
 training labels (the repository's ``A``, ``B`` for the set).
 
 Temporary files go to a temporary folder that is removed afterwards.  fastText runs in a child
-process with glibc's ``MALLOC_MMAP_THRESHOLD_=4096`` (see :func:`train_and_predict`): the build
-used here otherwise starts from stale memory in its input matrix and fails with "Encountered NaN"
-on most sets.  Prints a markdown table with
+process with glibc's ``MALLOC_MMAP_THRESHOLD_=0`` (see :func:`train_and_predict`): the build used
+here otherwise trains from stale memory and fails with "Encountered NaN" on most sets.  Prints a markdown table with
 the settings, the metrics (percent) and the train/predict seconds (wall clock; CPU seconds of all
 threads in brackets), then the command.
 
@@ -50,8 +49,9 @@ LABEL = "__label__"
 KS = (1, 3, 5)
 #: Learning rates tried in turn when none is given (the next after a divergence).
 AUTO_LRS = (0.5, 0.25, 0.1, 0.05)
-#: glibc's mmap threshold in the fastText child (bytes): larger allocations get zeroed pages.
-MMAP_THRESHOLD = 4096
+#: glibc's mmap threshold in the fastText child (bytes): allocations of this size and more get fresh,
+#: zeroed pages.  0 (all of them): with 4096, a model with a 500 x 16 input matrix still came out corrupted.
+MMAP_THRESHOLD = 0
 #: The script that trains and predicts in the child process.
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_fasttext_child.py")
 
@@ -108,10 +108,10 @@ def train_and_predict(train, test, k, weighting="binary", **params):
     """Train fastText on `train` and predict the top-`k` labels of the points of `test`.
 
     The data go through files in a temporary folder; fastText runs in a child process whose
-    allocations of 4 KB and more are fresh, zeroed pages (glibc's ``MALLOC_MMAP_THRESHOLD_=4096``):
-    the fastText build used here otherwise picks up stale heap contents in its input matrix
-    (weights like 1e9 in the learned embeddings, and "Encountered NaN" at any learning rate on most
-    sets).  The child checks the learned input weights and fails if they are still corrupted.
+    allocations are all fresh, zeroed pages (glibc's ``MALLOC_MMAP_THRESHOLD_=0``): the fastText
+    build used here otherwise picks up stale heap contents (weights like 1e9 in the learned input
+    embeddings, and "Encountered NaN" at any learning rate on most sets).  The child checks the
+    learned input weights and fails if they are still corrupted.
 
     Returns
     -------
