@@ -33,9 +33,13 @@ def fasttext_child(train_path, test_path, out_path, params_json):
         raise SystemExit("fastText returned corrupted embeddings (largest |weight| %g)" % largest)
     with open(test_path, encoding="ascii") as fh:
         lines = fh.read().splitlines()
+    filled = [i for i, line in enumerate(lines) if line.strip()]  # a point without features gets nothing
     t0, c0 = time.perf_counter(), time.process_time()
-    labels, _ = model.predict(lines, k=k, threshold=-1.0)
+    predicted, _ = model.predict([lines[i] for i in filled], k=k, threshold=-1.0)
     predict_seconds = (time.perf_counter() - t0, time.process_time() - c0)
+    labels = [[] for _ in lines]
+    for i, row in zip(filled, predicted):
+        labels[i] = row
     with open(out_path, "w", encoding="ascii") as fh:
         for row in labels:
             fh.write(" ".join(lab[len(LABEL):] for lab in row) + "\n")

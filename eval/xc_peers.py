@@ -12,16 +12,15 @@ drawn per step; ``ns``; ``hs``).  The top-5 labels of every test point are score
 training labels (the repository's ``A``, ``B`` for the set).
 
 Temporary files go to a temporary folder that is removed afterwards.  fastText runs in a child
-process with glibc's ``MALLOC_MMAP_THRESHOLD_=4096`` (see :func:`train_and_predict`): the build
-used here otherwise starts from stale memory in its input matrix and fails with "Encountered NaN"
-on most sets.  Prints a markdown table with
+process with glibc's ``MALLOC_MMAP_THRESHOLD_=0`` (see :func:`train_and_predict`): the build used
+here otherwise trains from stale memory and fails with "Encountered NaN" on most sets.  Prints a markdown table with
 the settings, the metrics (percent) and the train/predict seconds (wall clock; CPU seconds of all
 threads in brackets), then the command.
 
 Usage::
 
     python eval/xc_peers.py --dataset bibtex --loss ova
-    python eval/xc_peers.py --dataset delicious --loss softmax,ova --epoch 25 --lr 0.1 --dim 200
+    python eval/xc_peers.py --dataset delicious --loss softmax,ova --epoch 10 --lr 0.1 --dim 200
     python eval/xc_peers.py --train a.txt --test b.txt --loss ova       # any XC/svmlight files
 
 The sets are read with :func:`embkit.xcdatasets.load_xc_dataset` from ``--root`` (default: the
@@ -48,8 +47,11 @@ from embkit.xcdatasets import load_xc_dataset, xc_dataset_info  # noqa: E402
 
 LABEL = "__label__"
 KS = (1, 3, 5)
-#: glibc's mmap threshold in the fastText child (bytes): larger allocations get zeroed pages.
-MMAP_THRESHOLD = 4096
+#: Learning rates tried in turn when none is given (the next after a divergence).
+AUTO_LRS = (0.5, 0.25, 0.1, 0.05)
+#: glibc's mmap threshold in the fastText child (bytes): allocations of this size and more get fresh,
+#: zeroed pages.  0 (all of them): with 4096, a model with a 500 x 16 input matrix still came out corrupted.
+MMAP_THRESHOLD = 0
 #: The script that trains and predicts in the child process.
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_fasttext_child.py")
 
@@ -106,10 +108,10 @@ def train_and_predict(train, test, k, weighting="binary", **params):
     """Train fastText on `train` and predict the top-`k` labels of the points of `test`.
 
     The data go through files in a temporary folder; fastText runs in a child process whose
-    allocations of 4 KB and more are fresh, zeroed pages (glibc's ``MALLOC_MMAP_THRESHOLD_=4096``):
-    the fastText build used here otherwise picks up stale heap contents in its input matrix
-    (weights like 1e9 in the learned embeddings, and "Encountered NaN" at any learning rate on most
-    sets).  The child checks the learned input weights and fails if they are still corrupted.
+    allocations are all fresh, zeroed pages (glibc's ``MALLOC_MMAP_THRESHOLD_=0``): the fastText
+    build used here otherwise picks up stale heap contents (weights like 1e9 in the learned input
+    embeddings, and "Encountered NaN" at any learning rate on most sets).  The child checks the
+    learned input weights and fails if they are still corrupted.
 
     Returns
     -------
@@ -141,7 +143,7 @@ def train_and_predict(train, test, k, weighting="binary", **params):
     return top, tuple(seconds["train"]), tuple(seconds["predict"])
 
 
-def run_fasttext(train, test, loss="ova", epoch=25, lr=0.1, dim=100, thread=2, seed=0, neg=5,
+def run_fasttext(train, test, loss="ova", epoch=25, lr=None, dim=100, thread=2, seed=0, neg=5,
                  weighting="binary", ks=KS, propensity=(0.55, 1.5)):
     """Train fastText supervised on `train`, predict `test` and score it.
 
@@ -149,8 +151,11 @@ def run_fasttext(train, test, loss="ova", epoch=25, lr=0.1, dim=100, thread=2, s
     ----------
     train, test : embkit.xcdata.XCData
     loss : {"ova", "softmax", "ns", "hs"}
-    epoch, lr, dim, thread, seed, neg
+    epoch, dim, thread, seed, neg
         fastText's parameters (``wordNgrams=1``, ``minCount=1``, ``bucket=0`` are fixed).
+    lr : float or None
+        Learning rate; None tries :data:`AUTO_LRS` in turn until training does not diverge (e.g.
+        0.5 suits Bibtex, while one-vs-all on Delicious, ~19 labels per point, needs 0.1).
     weighting : {"binary", "repeat"}
         How feature values become tokens (see :func:`fasttext_lines`).
     ks : tuple of int
@@ -162,27 +167,36 @@ def run_fasttext(train, test, loss="ova", epoch=25, lr=0.1, dim=100, thread=2, s
     -------
     dict
         ``metrics`` (:class:`embkit.evaluation.ranking_results.XCResult`), ``train_seconds`` and
-        ``train_cpu_seconds`` (all threads), ``predict_seconds``, ``params`` (what fastText got).
+        ``train_cpu_seconds`` (all threads) of the run that trained, ``predict_seconds``, ``params``
+        (what fastText got, with the learning rate used) and ``diverged`` (learning rates that failed).
 
     Raises
     ------
     RuntimeError
-        When fastText fails, e.g. "Encountered NaN." when training diverges (lower `lr`).
+        When fastText fails, e.g. "Encountered NaN." when training diverges at every rate tried.
     """
-    params = dict(loss=loss, lr=lr, dim=dim, epoch=epoch, wordNgrams=1, minCount=1, thread=thread, seed=seed,
+    params = dict(loss=loss, dim=dim, epoch=epoch, wordNgrams=1, minCount=1, thread=thread, seed=seed,
                   neg=neg, bucket=0)  # bucket: the word n-gram table, unused with wordNgrams=1
-    top, train_seconds, predict_seconds = train_and_predict(train, test, max(ks), weighting, **params)
+    diverged = []
+    for rate in AUTO_LRS if lr is None else (lr,):
+        params["lr"] = rate
+        try:
+            top, train_seconds, predict_seconds = train_and_predict(train, test, max(ks), weighting, **params)
+            break
+        except RuntimeError as exc:
+            if lr is not None or "NaN" not in str(exc) or rate == AUTO_LRS[-1]:
+                raise
+            diverged.append(rate)
     A, B = propensity
     metrics = xc_metrics(test.Y, top, ks=ks, propensity=train.Y, A=A, B=B, name="fastText %s" % loss)
     return dict(metrics=metrics, train_seconds=train_seconds[0], train_cpu_seconds=train_seconds[1],
-                predict_seconds=predict_seconds[0], params=dict(params, weighting=weighting))
+                predict_seconds=predict_seconds[0], params=dict(params, weighting=weighting), diverged=diverged)
 
 
 def run(train, test, loss, args, propensity_params):
-    """:func:`run_fasttext` with the command-line settings; returns (XCResult, train s, predict s)."""
-    out = run_fasttext(train, test, loss=loss, epoch=args.epoch, lr=args.lr, dim=args.dim, thread=args.threads,
-                       seed=args.seed, neg=args.neg, weighting=args.weighting, propensity=propensity_params)
-    return out["metrics"], (out["train_seconds"], out["train_cpu_seconds"]), (out["predict_seconds"],)
+    """:func:`run_fasttext` with the command-line settings."""
+    return run_fasttext(train, test, loss=loss, epoch=args.epoch, lr=args.lr, dim=args.dim, thread=args.threads,
+                        seed=args.seed, neg=args.neg, weighting=args.weighting, propensity=propensity_params)
 
 
 def load(args):
@@ -203,7 +217,9 @@ def main(argv=None):
     parser.add_argument("--test", help="test file instead of --dataset")
     parser.add_argument("--loss", default="ova", help="comma-separated fastText losses (ova, softmax, ns, hs)")
     parser.add_argument("--epoch", type=int, default=25)
-    parser.add_argument("--lr", type=float, default=0.1)
+    parser.add_argument("--lr", type=float, default=None,
+                        help="learning rate (default: %s in turn until training does not diverge)"
+                        % ", ".join(map(str, AUTO_LRS)))
     parser.add_argument("--dim", type=int, default=100)
     parser.add_argument("--neg", type=int, default=5, help="negatives of the ns loss")
     parser.add_argument("--threads", type=int, default=2)
@@ -220,24 +236,26 @@ def main(argv=None):
         + ["PSP@%d" % k for k in KS] + ["train s (CPU)", "predict s"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
-    for loss in args.loss.split(","):
-        settings = "epoch %d, lr %g, dim %d, %s, threads %d%s" % (
-            args.epoch, args.lr, args.dim, args.weighting, args.threads,
-            ", neg %d" % args.neg if loss.strip() == "ns" else "")
+    for loss in [name.strip() for name in args.loss.split(",")]:
         try:
-            runs = [run(train, test, loss.strip(), args, propensity_params) for _ in range(max(1, args.repeat))]
+            runs = [run(train, test, loss, args, propensity_params) for _ in range(max(1, args.repeat))]
         except RuntimeError as exc:  # fastText stops with "Encountered NaN." when training diverges
-            print("| " + " | ".join([name, loss.strip(), settings, "failed: %s" % exc]) + " |")
+            print("| %s | %s | lr %s | failed: %s |" % (name, loss, args.lr or "auto", exc))
             continue
+        used = runs[0]["params"]
+        settings = "epoch %d, lr %g%s, dim %d, %s, threads %d%s" % (
+            used["epoch"], used["lr"], " (diverged at %s)" % ", ".join("%g" % r for r in runs[0]["diverged"])
+            if runs[0]["diverged"] else "", used["dim"], used["weighting"], used["thread"],
+            ", neg %d" % used["neg"] if loss == "ns" else "")
         cells = []
         for key in ("precision", "ndcg", "psp"):
             for k in KS:
-                vals = [getattr(r[0], key)[k] * 100 for r in runs]
+                vals = [getattr(r["metrics"], key)[k] * 100 for r in runs]
                 cells.append("%.2f" % np.mean(vals) + (" ± %.2f" % np.std(vals) if len(vals) > 1 else ""))
-        train_s = np.mean([r[1][0] for r in runs]), np.mean([r[1][1] for r in runs])
-        predict_s = np.mean([r[2][0] for r in runs])  # wall clock
-        print("| " + " | ".join([name, loss.strip(), settings] + cells
-                                + ["%.1f (%.1f)" % train_s, "%.2f" % predict_s]) + " |")
+        train_s = np.mean([r["train_seconds"] for r in runs]), np.mean([r["train_cpu_seconds"] for r in runs])
+        predict_s = np.mean([r["predict_seconds"] for r in runs])  # wall clock
+        print("| " + " | ".join([name, loss, settings] + cells + ["%.1f (%.1f)" % train_s, "%.2f" % predict_s])
+              + " |")
     print("\nfastText %s, Python %s, %s; command: python %s" % (
         _fasttext_version(), platform.python_version(), platform.machine(), " ".join(sys.argv)))
 
