@@ -122,7 +122,7 @@ def _load_pairs(args):
         return PairCounts.from_triples(args.pairs)
     from embkit.timelines import load_timelines
     timelines = load_timelines(args.data, min_rating="default" if args.min_rating is None else args.min_rating)
-    logger.info("%r", timelines)
+    args.timeline_stats = str(timelines.stats())
     return PairCounts.from_timelines(timelines, window=window)
 
 
@@ -145,8 +145,9 @@ def cmd_items(args, out):
     if args.output is not None:
         model.save(args.output, overwrite=args.overwrite)
     report = model.last_report
+    stats = getattr(args, "timeline_stats", None)
     summary = {
-        "data": counts.source, "items": counts.n_items, "window": counts.window,
+        "data": counts.source, "items": counts.n_items, "window": counts.window, "timelines": stats,
         "pairs": {"train": train.total, "validation": val.total, "test": test.total},
         "model": repr(model), "epochs_run": report.epochs, "best_epoch": model.best_epoch,
         "seconds_per_epoch": [round(t, 3) for t in report.epoch_seconds],
@@ -157,6 +158,8 @@ def cmd_items(args, out):
         print(json.dumps(summary, indent=1, default=float), file=out)
         return 0
     print("data:       %s (%d items, window %s)" % (counts.source, counts.n_items, counts.window), file=out)
+    if stats:
+        print("timelines:  %s" % stats, file=out)
     print("pairs:      %d train, %d validation, %d test occurrences"
           % (train.total, val.total, test.total), file=out)
     print("model:      %r" % model, file=out)
