@@ -1,6 +1,6 @@
 """Child process of ``xc_peers.py``: train fastText supervised on a file and write the top-k labels of another.
 
-Usage (by ``xc_peers.train_and_predict``, with ``MALLOC_MMAP_THRESHOLD_`` in the environment)::
+Usage (by ``xc_peers.train_and_predict``, with ``MALLOC_PERTURB_=255`` in the environment)::
 
     python _fasttext_child.py TRAIN TEST OUT PARAMS_JSON
 

@@ -12,8 +12,9 @@ drawn per step; ``ns``; ``hs``).  The top-5 labels of every test point are score
 training labels (the repository's ``A``, ``B`` for the set).
 
 Temporary files go to a temporary folder that is removed afterwards.  fastText runs in a child
-process with glibc's ``MALLOC_MMAP_THRESHOLD_=0`` (see :func:`train_and_predict`): the build used
-here otherwise trains from stale memory and fails with "Encountered NaN" on most sets.  Prints a markdown table with
+process in which glibc zero-fills every allocation (``MALLOC_PERTURB_=255``, see
+:func:`train_and_predict`): the build used here otherwise trains from stale memory and fails with
+"Encountered NaN" on most sets.  Prints a markdown table with
 the settings, the metrics (percent) and the train/predict seconds (wall clock; CPU seconds of all
 threads in brackets), then the command.
 
@@ -49,9 +50,9 @@ LABEL = "__label__"
 KS = (1, 3, 5)
 #: Learning rates tried in turn when none is given (the next after a divergence).
 AUTO_LRS = (0.5, 0.25, 0.1, 0.05)
-#: glibc's mmap threshold in the fastText child (bytes): allocations of this size and more get fresh,
-#: zeroed pages.  0 (all of them): with 4096, a model with a 500 x 16 input matrix still came out corrupted.
-MMAP_THRESHOLD = 0
+#: Environment of the fastText child: glibc fills every allocation with this byte's complement, zero
+#: (an mmap threshold of 4 KB was not enough, and a threshold of 0 made training up to 6 times slower).
+CHILD_ENV = {"MALLOC_PERTURB_": "255"}
 #: The script that trains and predicts in the child process.
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_fasttext_child.py")
 
@@ -107,11 +108,11 @@ def write_lines(path, lines):
 def train_and_predict(train, test, k, weighting="binary", **params):
     """Train fastText on `train` and predict the top-`k` labels of the points of `test`.
 
-    The data go through files in a temporary folder; fastText runs in a child process whose
-    allocations are all fresh, zeroed pages (glibc's ``MALLOC_MMAP_THRESHOLD_=0``): the fastText
-    build used here otherwise picks up stale heap contents (weights like 1e9 in the learned input
-    embeddings, and "Encountered NaN" at any learning rate on most sets).  The child checks the
-    learned input weights and fails if they are still corrupted.
+    The data go through files in a temporary folder; fastText runs in a child process in which
+    glibc zero-fills every allocation (``MALLOC_PERTURB_=255``): the fastText build used here
+    otherwise picks up stale heap contents (weights like 1e9 in the learned input embeddings, and
+    "Encountered NaN" at any learning rate on most sets).  The child checks the learned input
+    weights and fails if they are still corrupted.
 
     Returns
     -------
@@ -129,7 +130,7 @@ def train_and_predict(train, test, k, weighting="binary", **params):
         paths = [os.path.join(workdir, name) for name in ("train.txt", "test.txt", "top.txt")]
         write_lines(paths[0], fasttext_lines(train, weighting, scale, skip_unlabelled=True))
         write_lines(paths[1], fasttext_lines(test, weighting, scale, with_labels=False))
-        env = dict(os.environ, MALLOC_MMAP_THRESHOLD_=str(MMAP_THRESHOLD))
+        env = dict(os.environ, **CHILD_ENV)
         proc = subprocess.run([sys.executable, CHILD] + paths + [json.dumps(dict(params, k=k))], env=env,
                               capture_output=True, text=True)
         if proc.returncode:
