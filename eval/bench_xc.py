@@ -13,6 +13,8 @@ baseline here); its per-example kernel is also timed on a sample of examples.
 Usage::
 
     python eval/bench_xc.py sets [--sets bibtex delicious] [--epochs 20] [--methods ...] [--no-peers]
+    python eval/bench_xc.py sets --sets delicious --plain --alpha 0.005 --negative 100 --epochs 10 \
+        --methods sgns_uniform sgns_lsh                # binary logistic on dot products (one-vs-all-like)
     python eval/bench_xc.py scaling [--labels 100000 1000000] [--train 100000] [--epochs 3]
 """
 import argparse
@@ -40,6 +42,8 @@ METHODS = {
     "lsh_embedding": dict(loss="sampled_softmax", sampler="lsh", sampler_params={"query": "embedding"}),
     "kernel": dict(loss="sampled_softmax", sampler="kernel"),
     "topk": dict(loss="relaxed_softmax", sampler="topk"),
+    "sgns_uniform": dict(loss="sgns", sampler="uniform"),
+    "sgns_lsh": dict(loss="sgns", sampler="lsh"),
 }
 SET_METHODS = ["full_softmax", "uniform", "log_uniform", "unigram", "lsh_label", "lsh_embedding", "kernel", "topk"]
 SCALING_METHODS = ["full_softmax_batch", "uniform", "log_uniform", "lsh_label", "lsh_embedding", "kernel"]
@@ -52,7 +56,9 @@ def shared_root():
 def _model(method, args, **extra):
     kw = dict(vector_size=args.dim, negative=args.negative, epochs=args.epochs, alpha=args.alpha,
               workers=args.workers, seed=args.seed, progress=False)
-    if not args.plain:
+    if args.plain:
+        kw.update(normalize=False, tau=1.0, normalize_classes=False)
+    else:
         kw.update(normalize=True, tau=args.tau, normalize_classes=True)
     kw.update(METHODS[method])
     kw.update(extra)
@@ -151,7 +157,7 @@ def main(argv=None):
         q.add_argument("--negative", type=int, default=50)
         q.add_argument("--alpha", type=float, default=0.1)
         q.add_argument("--tau", type=float, default=0.1)
-        q.add_argument("--plain", action="store_true", help="no normalisation, tau 1")
+        q.add_argument("--plain", action="store_true", help="dot-product scores: no normalisation, tau 1")
         q.add_argument("--workers", type=int, default=2)
         q.add_argument("--seed", type=int, default=1)
         q.add_argument("--json", default=None, help="also write the rows to this file")
