@@ -114,8 +114,12 @@ def add_items(subparsers, common, formatter):
 
 
 def _load_pairs(args):
+    from embkit.cli import UsageError
     from embkit.cooccurrence import PairCounts
-    window = "all" if str(args.window).lower() == "all" else int(args.window)
+    try:
+        window = "all" if str(args.window).lower() == "all" else int(args.window)
+    except ValueError:
+        raise UsageError("--window must be a positive integer or 'all', got %r" % args.window) from None
     if args.text is not None:
         return PairCounts.from_text(args.text, vocab_size=args.vocab_size, window=window)
     if args.pairs is not None:
