@@ -23,3 +23,20 @@ def check_names(loss, sampler, registry):
     if loss in registry.UNSAMPLED_LOSSES and sampler is not None:
         raise ValueError("the %s loss draws no negatives, so sampler=%r does not apply; leave sampler unset"
                          % (loss, sampler))
+
+
+def check_trainer(model, registry, chunk_name):
+    """The checks every embedding trainer shares: sizes, seed, learning rates, loss/sampler names, negatives.
+
+    ``model`` has ``vector_size``, ``epochs``, ``workers``, ``negative``, ``seed``, ``alpha``, ``min_alpha``,
+    ``loss``, ``sampler`` and the chunk-size attribute ``chunk_name``.
+    """
+    for name in ("vector_size", "epochs", "workers", chunk_name):
+        check_param(name, getattr(model, name), *POSITIVE_INT)
+    check_param("negative", model.negative, *NON_NEGATIVE_INT)
+    check_param("seed", model.seed, *NON_NEGATIVE_INT)
+    check_param("alpha", model.alpha, *POSITIVE_REAL)
+    check_param("min_alpha", model.min_alpha, lambda v: 0 <= v <= model.alpha, "a number in [0, alpha]")
+    check_names(model.loss, model.sampler, registry)
+    if model.loss not in registry.UNSAMPLED_LOSSES and model.negative == 0:
+        raise ValueError("negative must be >= 1 for the %s loss" % model.loss)

@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from embkit import persist, registry
-from embkit._checks import check_param, check_names, POSITIVE_INT, NON_NEGATIVE_INT, POSITIVE_REAL
+from embkit._checks import check_param, check_trainer, POSITIVE_INT, POSITIVE_REAL
 from embkit._kernels.rows import RowTrainer, top_k_rows
 from embkit.training import run_epochs
 
@@ -150,16 +150,8 @@ class ExtremeClassifier:
         self._validate()
 
     def _validate(self):
-        for name in ("vector_size", "epochs", "workers", "chunk_examples"):
-            check_param(name, getattr(self, name), *POSITIVE_INT)
-        check_param("negative", self.negative, *NON_NEGATIVE_INT)
-        check_param("seed", self.seed, *NON_NEGATIVE_INT)
-        check_param("alpha", self.alpha, *POSITIVE_REAL)
+        check_trainer(self, registry, "chunk_examples")
         check_param("tau", self.tau, *POSITIVE_REAL)
-        check_param("min_alpha", self.min_alpha, lambda v: 0 <= v <= self.alpha, "a number in [0, alpha]")
-        check_names(self.loss, self.sampler, registry)
-        if self.loss not in registry.UNSAMPLED_LOSSES and self.negative == 0:
-            raise ValueError("negative must be >= 1 for the %s loss" % self.loss)
         if self.batch_size is not None:
             check_param("batch_size", self.batch_size, *POSITIVE_INT)
             if self.loss != "full_softmax":

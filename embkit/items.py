@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from embkit import persist, registry
-from embkit._checks import (check_param, check_names, POSITIVE_INT, NON_NEGATIVE_INT, POSITIVE_REAL)
+from embkit._checks import check_param, check_trainer, POSITIVE_INT
 from embkit._kernels.pairs import PairTrainer
 from embkit._kernels.samplers import AliasSampler
 from embkit.training import run_epochs
@@ -165,15 +165,7 @@ class ItemEmbedding:
         self._validate()
 
     def _validate(self):
-        for name in ("vector_size", "epochs", "workers", "chunk_pairs"):
-            check_param(name, getattr(self, name), *POSITIVE_INT)
-        check_param("negative", self.negative, *NON_NEGATIVE_INT)
-        check_param("seed", self.seed, *NON_NEGATIVE_INT)
-        check_param("alpha", self.alpha, *POSITIVE_REAL)
-        check_param("min_alpha", self.min_alpha, lambda v: 0 <= v <= self.alpha, "a number in [0, alpha]")
-        check_names(self.loss, self.sampler, registry)
-        if self.loss not in registry.UNSAMPLED_LOSSES and self.negative == 0:
-            raise ValueError("negative must be >= 1 for the %s loss" % self.loss)
+        check_trainer(self, registry, "chunk_pairs")
 
     # ------------------------------------------------------------------ training
     def _init_tables(self, n):

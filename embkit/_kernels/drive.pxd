@@ -1,7 +1,7 @@
 # Pieces every driver (windows, pairs, rows) shares: the learning-rate schedule, per-slice results and the
 # negatives of the current example, drawn one example ahead when the sampler ignores the query.
 from libc.stdint cimport uint64_t
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport malloc, calloc, free
 
 from embkit._kernels.common cimport emb_prefetch_row
 from embkit._kernels.samplers cimport Sampler
@@ -11,6 +11,41 @@ cdef struct SliceResult:
     double loss
     long long examples
     long long words
+    int status           # 0, or -1 when the slice could not allocate its scratch buffers
+
+
+cdef enum:
+    SLICES_PER_THREAD = 4   # slices per thread when several threads share a chunk (dynamic scheduling)
+
+
+cdef inline int slice_count(int n_threads, int slice_index) except -1:
+    """Slices of one chunk: ``n_threads * SLICES_PER_THREAD`` for an OpenMP call (``slice_index = -1``),
+    ``n_threads`` when Python threads each train slice ``slice_index`` of them."""
+    if slice_index >= n_threads:
+        raise IndexError("slice_index %d >= n_threads %d" % (slice_index, n_threads))
+    return n_threads if (slice_index >= 0 or n_threads == 1) else n_threads * SLICES_PER_THREAD
+
+
+cdef inline SliceResult *slices_new(int n) except NULL:
+    """Zeroed results of ``n`` slices (free them with ``free``)."""
+    cdef SliceResult *res = <SliceResult *> calloc(n, sizeof(SliceResult))
+    if res == NULL:
+        raise MemoryError()
+    return res
+
+
+cdef inline tuple slices_total(const SliceResult *res, int n):
+    """``(loss, examples, words)`` summed over the slices; MemoryError if one could not allocate."""
+    cdef double total = 0.0
+    cdef long long examples = 0, words = 0
+    cdef int t
+    for t in range(n):
+        if res[t].status != 0:
+            raise MemoryError("could not allocate training scratch buffers")
+        total += res[t].loss
+        examples += res[t].examples
+        words += res[t].words
+    return total, examples, words
 
 
 cdef inline float linear_lr(double alpha, double min_alpha, double done, double total) noexcept nogil:

@@ -10,17 +10,12 @@ generator (Hogwild updates), as in the ``windows`` driver.
 from cython.parallel cimport prange
 from libc.stdint cimport uint64_t, uint32_t, int32_t
 from libc.stdlib cimport malloc, free
-from libc.string cimport memset
 
 from embkit._kernels.common cimport emb_axpy, emb_prefetch_row, rng_next, mix_seed
-from embkit._kernels.drive cimport (SliceResult, Negatives, linear_lr, negatives_init, negatives_free,
+from embkit._kernels.drive cimport (SliceResult, slice_count, slices_new, slices_total, Negatives, linear_lr, negatives_init, negatives_free,
                                     next_negatives, neg_ids, neg_logq)
 from embkit._kernels.losses cimport Loss, Scratch, scratch_new, scratch_free
 from embkit._kernels.samplers cimport Sampler, AliasSampler, AliasCell
-
-#: Slices per thread when several threads share a chunk (dynamic scheduling evens out their speeds).
-cdef int SLICES_PER_THREAD = 4
-
 
 cdef struct PairConfig:
     float *W_in
@@ -173,16 +168,8 @@ cdef class PairTrainer:
             return 0.0, 0, 0
         cdef PairConfig c = self.cfg
         c.before = pairs_before
-        cdef int n_slices = n_threads if (slice_index >= 0 or n_threads == 1) else n_threads * SLICES_PER_THREAD
-        if slice_index >= n_threads:
-            raise IndexError("slice_index %d >= n_threads %d" % (slice_index, n_threads))
-        cdef SliceResult *res = <SliceResult *> malloc(n_slices * sizeof(SliceResult))
-        cdef int *status = <int *> malloc(n_slices * sizeof(int))
-        if res == NULL or status == NULL:
-            free(res); free(status)
-            raise MemoryError()
-        memset(res, 0, n_slices * sizeof(SliceResult))
-        memset(status, 0, n_slices * sizeof(int))
+        cdef int n_slices = slice_count(n_threads, slice_index)
+        cdef SliceResult *res = slices_new(n_slices)
         cdef int t
         cdef long long per = n_pairs // n_slices, extra = n_pairs % n_slices
         cdef Loss loss = self.loss
@@ -192,20 +179,12 @@ cdef class PairTrainer:
             if slice_index >= 0:
                 t = slice_index
                 with nogil:
-                    status[t] = train_pairs(&c, loss, sampler, t * per + (t if t < extra else extra),
-                                            per + (1 if t < extra else 0), mix_seed(base, t), &res[t])
+                    res[t].status = train_pairs(&c, loss, sampler, t * per + (t if t < extra else extra),
+                                                per + (1 if t < extra else 0), mix_seed(base, t), &res[t])
             else:
                 for t in prange(n_slices, nogil=True, schedule="dynamic", chunksize=1, num_threads=n_threads):
-                    status[t] = train_pairs(&c, loss, sampler, t * per + (t if t < extra else extra),
-                                            per + (1 if t < extra else 0), mix_seed(base, t), &res[t])
-            total = 0.0
-            pairs = 0
-            for t in range(n_slices):
-                if status[t] != 0:
-                    raise MemoryError("could not allocate training scratch buffers")
-                total += res[t].loss
-                pairs += res[t].examples
-            return total, pairs, pairs
+                    res[t].status = train_pairs(&c, loss, sampler, t * per + (t if t < extra else extra),
+                                                per + (1 if t < extra else 0), mix_seed(base, t), &res[t])
+            return slices_total(res, n_slices)
         finally:
             free(res)
-            free(status)

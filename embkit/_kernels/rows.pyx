@@ -19,13 +19,10 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 from embkit._kernels.common cimport emb_axpy, emb_dot, emb_scale_copy, rng_below, mix_seed
-from embkit._kernels.drive cimport (SliceResult, Negatives, linear_lr, negatives_init, negatives_free,
+from embkit._kernels.drive cimport (SliceResult, slice_count, slices_new, slices_total, Negatives, linear_lr, negatives_init, negatives_free,
                                     next_negatives, neg_ids, neg_logq)
 from embkit._kernels.losses cimport Loss, Scratch, scratch_new, scratch_free
 from embkit._kernels.samplers cimport Sampler
-
-cdef int SLICES_PER_THREAD = 4
-
 
 cdef struct RowConfig:
     float *W_in
@@ -284,16 +281,8 @@ cdef class RowTrainer:
         cdef RowConfig c = self.cfg
         c.order = &order[0]
         c.before = examples_before
-        cdef int n_slices = n_threads if (slice_index >= 0 or n_threads == 1) else n_threads * SLICES_PER_THREAD
-        if slice_index >= n_threads:
-            raise IndexError("slice_index %d >= n_threads %d" % (slice_index, n_threads))
-        cdef SliceResult *res = <SliceResult *> malloc(n_slices * sizeof(SliceResult))
-        cdef int *status = <int *> malloc(n_slices * sizeof(int))
-        if res == NULL or status == NULL:
-            free(res); free(status)
-            raise MemoryError()
-        memset(res, 0, n_slices * sizeof(SliceResult))
-        memset(status, 0, n_slices * sizeof(int))
+        cdef int n_slices = slice_count(n_threads, slice_index)
+        cdef SliceResult *res = slices_new(n_slices)
         cdef int t
         cdef Loss loss = self.loss
         cdef Sampler sampler = self.sampler
@@ -302,25 +291,15 @@ cdef class RowTrainer:
             if slice_index >= 0:
                 t = slice_index
                 with nogil:
-                    status[t] = train_rows(&c, loss, sampler, n * t // n_slices, n * (t + 1) // n_slices,
-                                           mix_seed(base, t), &res[t])
+                    res[t].status = train_rows(&c, loss, sampler, n * t // n_slices, n * (t + 1) // n_slices,
+                                               mix_seed(base, t), &res[t])
             else:
                 for t in prange(n_slices, nogil=True, schedule="dynamic", chunksize=1, num_threads=n_threads):
-                    status[t] = train_rows(&c, loss, sampler, n * t // n_slices, n * (t + 1) // n_slices,
-                                           mix_seed(base, t), &res[t])
-            total = 0.0
-            steps = 0
-            examples = 0
-            for t in range(n_slices):
-                if status[t] != 0:
-                    raise MemoryError("could not allocate training scratch buffers")
-                total += res[t].loss
-                steps += res[t].examples
-                examples += res[t].words
-            return total, steps, examples
+                    res[t].status = train_rows(&c, loss, sampler, n * t // n_slices, n * (t + 1) // n_slices,
+                                               mix_seed(base, t), &res[t])
+            return slices_total(res, n_slices)    # (loss, label steps, examples)
         finally:
             free(res)
-            free(status)
 
 
 cdef void top_of_row(const float *s, Py_ssize_t n, int k, int64_t *ids, float *vals) noexcept nogil:

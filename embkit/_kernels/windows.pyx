@@ -16,16 +16,12 @@ from libc.string cimport memset
 
 from embkit._kernels.common cimport (emb_axpy, emb_scale_copy, emb_prefetch_row, rng_uniform, rng_below, mix_seed,
                                      EMBKIT_HAVE_OPENMP)
-from embkit._kernels.drive cimport (SliceResult, Negatives, linear_lr, negatives_init, negatives_free,
+from embkit._kernels.drive cimport (SliceResult, slice_count, slices_new, slices_total, Negatives, linear_lr, negatives_init, negatives_free,
                                     next_negatives, neg_ids, neg_logq)
 from embkit._kernels.losses cimport Loss, Scratch, scratch_new, scratch_free
 from embkit._kernels.samplers cimport Sampler
 
 HAVE_OPENMP = bool(EMBKIT_HAVE_OPENMP)
-
-#: Slices per thread when several threads share a chunk (dynamic scheduling evens out their speeds).
-cdef int SLICES_PER_THREAD = 4
-
 
 cdef struct Config:
     float *W_in
@@ -271,46 +267,24 @@ cdef class WindowTrainer:
         c.tokens = &tokens[0]
         c.ends = &ends[0]
         c.words_before = words_before
-        cdef int n_slices = n_threads if (slice_index >= 0 or n_threads == 1) else n_threads * SLICES_PER_THREAD
+        cdef int n_slices = slice_count(n_threads, slice_index)
         cdef int[::1] bounds = split_slices(ends, n_slices)
-        cdef SliceResult *res = <SliceResult *> malloc(n_slices * sizeof(SliceResult))
-        cdef int *status = <int *> malloc(n_slices * sizeof(int))
-        if res == NULL or status == NULL:
-            free(res); free(status)
-            raise MemoryError()
-        memset(res, 0, n_slices * sizeof(SliceResult))
-        memset(status, 0, n_slices * sizeof(int))
+        cdef SliceResult *res = slices_new(n_slices)
         cdef int t
         cdef Loss loss = self.loss
         cdef Sampler sampler = self.sampler
         cdef uint64_t base = mix_seed(self.cfg.seed, chunk_seed)
         try:
             if slice_index >= 0:
-                if slice_index >= n_threads:
-                    raise IndexError("slice_index %d >= n_threads %d" % (slice_index, n_threads))
                 t = slice_index
                 with nogil:
-                    status[t] = train_slice(&c, loss, sampler, bounds[t], bounds[t + 1],
-                                            mix_seed(base, t), &res[t])
+                    res[t].status = train_slice(&c, loss, sampler, bounds[t], bounds[t + 1],
+                                                mix_seed(base, t), &res[t])
             else:
                 for t in prange(n_slices, nogil=True, schedule="dynamic", chunksize=1,
                                 num_threads=n_threads):
-                    status[t] = train_slice(&c, loss, sampler, bounds[t], bounds[t + 1],
-                                            mix_seed(base, t), &res[t])
-            n_threads = n_slices
-            for t in range(n_threads):
-                if status[t] != 0:
-                    raise MemoryError("could not allocate training scratch buffers")
-            total = 0.0
-            examples = 0
-            words = 0
-            for t in range(n_threads):
-                if slice_index >= 0 and t != slice_index:
-                    continue
-                total += res[t].loss
-                examples += res[t].examples
-                words += res[t].words
-            return total, examples, words
+                    res[t].status = train_slice(&c, loss, sampler, bounds[t], bounds[t + 1],
+                                                mix_seed(base, t), &res[t])
+            return slices_total(res, n_slices)
         finally:
             free(res)
-            free(status)
