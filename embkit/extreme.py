@@ -313,11 +313,7 @@ class ExtremeClassifier:
     @classmethod
     def load(cls, path):
         """Load a model written by :meth:`save`."""
-        config, _, arrays = persist.load_archive(path)
-        if config.get("model") != "ExtremeClassifier":
-            raise ValueError("%r holds a %s model, not ExtremeClassifier" % (path, config.get("model")))
-        params = config["params"]
-        model = cls(progress=False, **{k: params[k] for k in PARAMS if k in params})
+        model, config, _, arrays = persist.load_model(path, cls, PARAMS, progress=False)
         model.feature_vectors = arrays["W_in"]
         model.label_vectors = arrays["W_out"]
         model.label_counts = arrays["label_counts"]

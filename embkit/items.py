@@ -385,11 +385,7 @@ class ItemEmbedding:
     @classmethod
     def load(cls, path):
         """Load a model written by :meth:`save`."""
-        config, items, arrays = persist.load_archive(path)
-        if config.get("model") != "ItemEmbedding":
-            raise ValueError("%r holds a %s model, not ItemEmbedding" % (path, config.get("model")))
-        params = config["params"]
-        model = cls(progress=False, **{k: params[k] for k in PARAMS if k in params})
+        model, _, items, arrays = persist.load_model(path, cls, PARAMS, progress=False)
         model.items = list(items)
         model.context_vectors = arrays["W_in"]
         model.target_vectors = arrays["W_out"]

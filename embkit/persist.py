@@ -93,6 +93,20 @@ def load_archive(path):
     return config, words, arrays
 
 
+def load_model(path, cls, params, **overrides):
+    """Read a model archive written for ``cls`` and construct ``cls`` from its saved ``params``.
+
+    Returns ``(model, config, words, arrays)``; the caller sets the tables.  ValueError if the file holds
+    another kind of model.
+    """
+    config, words, arrays = load_archive(path)
+    if config.get("model") != cls.__name__:
+        raise ValueError("%r holds a %s model, not %s" % (os.fspath(path), config.get("model"), cls.__name__))
+    saved = config["params"]
+    model = cls(**{k: saved[k] for k in params if k in saved}, **overrides)
+    return model, config, words, arrays
+
+
 def save_word2vec_format(kv, path, binary=False, overwrite=True):
     """Export KeyedVectors ``kv`` in word2vec text or binary format, atomically."""
     with atomic_path(path, overwrite) as tmp:

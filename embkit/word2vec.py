@@ -311,11 +311,8 @@ class Word2Vec:
     @classmethod
     def load(cls, path):
         """Load a model written by :meth:`save`."""
-        config, words, arrays = persist.load_archive(path)
-        if config.get("model") != "Word2Vec":
-            raise ValueError("%r holds a %s model, not Word2Vec" % (path, config.get("model")))
+        model, config, words, arrays = persist.load_model(path, cls, PARAMS)
         params = config["params"]
-        model = cls(**{k: params[k] for k in PARAMS if k in params})
         model.vocab = Vocab(words, arrays["counts"], raw_words=params.get("raw_words", 0))
         model._cache = None
         model._set_tables(arrays["W_in"], arrays["W_out"])

@@ -4,6 +4,7 @@ from libc.stdint cimport uint64_t
 from libc.stdlib cimport malloc, calloc, free
 
 from embkit._kernels.common cimport emb_prefetch_row
+from embkit._kernels.losses cimport Loss
 from embkit._kernels.samplers cimport Sampler
 
 
@@ -16,6 +17,18 @@ cdef struct SliceResult:
 
 cdef enum:
     SLICES_PER_THREAD = 4   # slices per thread when several threads share a chunk (dynamic scheduling)
+
+
+cdef inline int check_objective(Py_ssize_t in_dim, Py_ssize_t out_dim, Py_ssize_t out_rows, Loss loss,
+                                Sampler sampler, int negative) except -1:
+    """The checks every driver makes of its tables, loss and sampler (ValueError naming the mismatch)."""
+    if in_dim != out_dim:
+        raise ValueError("W_in and W_out must have the same number of columns")
+    if loss.uses_negatives and negative > 0 and sampler is None:
+        raise ValueError("this loss needs a sampler for its negatives")
+    if sampler is not None and sampler.n_classes != out_rows:
+        raise ValueError("sampler has %d classes but W_out has %d rows" % (sampler.n_classes, out_rows))
+    return 0
 
 
 cdef inline int slice_count(int n_threads, int slice_index) except -1:

@@ -12,8 +12,9 @@ from libc.stdint cimport uint64_t, uint32_t, int32_t
 from libc.stdlib cimport malloc, free
 
 from embkit._kernels.common cimport emb_axpy, emb_prefetch_row, rng_next, mix_seed
-from embkit._kernels.drive cimport (SliceResult, slice_count, slices_new, slices_total, Negatives, linear_lr, negatives_init, negatives_free,
-                                    next_negatives, neg_ids, neg_logq)
+from embkit._kernels.drive cimport (SliceResult, check_objective, slice_count, slices_new, slices_total,
+                                    Negatives, linear_lr, negatives_init, negatives_free, next_negatives,
+                                    neg_ids, neg_logq)
 from embkit._kernels.losses cimport Loss, Scratch, scratch_new, scratch_free
 from embkit._kernels.samplers cimport Sampler, AliasSampler, AliasCell
 
@@ -119,16 +120,11 @@ cdef class PairTrainer:
                  const int32_t[::1] contexts not None, const int32_t[::1] targets not None,
                  AliasSampler entries not None, Loss loss not None, Sampler sampler, int negative,
                  double alpha, double min_alpha, double total_pairs, uint64_t seed):
-        if W_in.shape[1] != W_out.shape[1]:
-            raise ValueError("W_in and W_out must have the same number of columns")
+        check_objective(W_in.shape[1], W_out.shape[1], W_out.shape[0], loss, sampler, negative)
         if contexts.shape[0] != targets.shape[0] or contexts.shape[0] != entries.n_classes:
             raise ValueError("contexts, targets and the entry distribution must have the same length")
         if contexts.shape[0] == 0:
             raise ValueError("no pairs to train on")
-        if loss.uses_negatives and negative > 0 and sampler is None:
-            raise ValueError("this loss needs a sampler for its negatives")
-        if sampler is not None and sampler.n_classes != W_out.shape[0]:
-            raise ValueError("sampler has %d classes but W_out has %d rows" % (sampler.n_classes, W_out.shape[0]))
         self.W_in = W_in
         self.W_out = W_out
         self.contexts = contexts

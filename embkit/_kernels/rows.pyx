@@ -19,8 +19,9 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 from embkit._kernels.common cimport emb_axpy, emb_dot, emb_scale_copy, rng_below, mix_seed
-from embkit._kernels.drive cimport (SliceResult, slice_count, slices_new, slices_total, Negatives, linear_lr, negatives_init, negatives_free,
-                                    next_negatives, neg_ids, neg_logq)
+from embkit._kernels.drive cimport (SliceResult, check_objective, slice_count, slices_new, slices_total,
+                                    Negatives, linear_lr, negatives_init, negatives_free, next_negatives,
+                                    neg_ids, neg_logq)
 from embkit._kernels.losses cimport Loss, Scratch, scratch_new, scratch_free
 from embkit._kernels.samplers cimport Sampler
 
@@ -219,18 +220,13 @@ cdef class RowTrainer:
                  const int32_t[::1] y_indices not None, Loss loss not None, Sampler sampler, int negative,
                  bint normalize, double tau, bint normalize_classes, bint one_label, double alpha,
                  double min_alpha, double total_examples, uint64_t seed):
-        if W_in.shape[1] != W_out.shape[1]:
-            raise ValueError("W_in and W_out must have the same number of columns")
+        check_objective(W_in.shape[1], W_out.shape[1], W_out.shape[0], loss, sampler, negative)
         if x_indptr.shape[0] != y_indptr.shape[0]:
             raise ValueError("the feature and label matrices must have the same number of rows")
         if x_indices.shape[0] != x_data.shape[0]:
             raise ValueError("x_indices and x_data must have the same length")
         if not tau > 0:
             raise ValueError("tau must be > 0, got %r" % tau)
-        if loss.uses_negatives and negative > 0 and sampler is None:
-            raise ValueError("this loss needs a sampler for its negatives")
-        if sampler is not None and sampler.n_classes != W_out.shape[0]:
-            raise ValueError("sampler has %d classes but W_out has %d rows" % (sampler.n_classes, W_out.shape[0]))
         if normalize_classes and loss.output_rows(W_out.shape[0]) != W_out.shape[0]:
             raise ValueError("normalize_classes needs one output row per class (not hierarchical softmax)")
         self.W_in = W_in

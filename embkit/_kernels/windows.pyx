@@ -16,8 +16,9 @@ from libc.string cimport memset
 
 from embkit._kernels.common cimport (emb_axpy, emb_scale_copy, emb_prefetch_row, rng_uniform, rng_below, mix_seed,
                                      EMBKIT_HAVE_OPENMP)
-from embkit._kernels.drive cimport (SliceResult, slice_count, slices_new, slices_total, Negatives, linear_lr, negatives_init, negatives_free,
-                                    next_negatives, neg_ids, neg_logq)
+from embkit._kernels.drive cimport (SliceResult, check_objective, slice_count, slices_new, slices_total,
+                                    Negatives, linear_lr, negatives_init, negatives_free, next_negatives,
+                                    neg_ids, neg_logq)
 from embkit._kernels.losses cimport Loss, Scratch, scratch_new, scratch_free
 from embkit._kernels.samplers cimport Sampler
 
@@ -210,12 +211,7 @@ cdef class WindowTrainer:
     def __init__(self, float[:, ::1] W_in not None, float[:, ::1] W_out not None, keep, Loss loss not None,
                  Sampler sampler, int window, bint sg, bint cbow_mean, int negative, bint shared_negatives,
                  double alpha, double min_alpha, double total_words, uint64_t seed):
-        if W_in.shape[1] != W_out.shape[1]:
-            raise ValueError("W_in and W_out must have the same number of columns")
-        if loss.uses_negatives and negative > 0 and sampler is None:
-            raise ValueError("this loss needs a sampler for its negatives")
-        if sampler is not None and sampler.n_classes != W_out.shape[0]:
-            raise ValueError("sampler has %d classes but W_out has %d rows" % (sampler.n_classes, W_out.shape[0]))
+        check_objective(W_in.shape[1], W_out.shape[1], W_out.shape[0], loss, sampler, negative)
         self.W_in = W_in
         self.W_out = W_out
         self.loss = loss
