@@ -7,6 +7,7 @@ EMBKIT_NATIVE=1
 EMBKIT_NO_OPENMP=1
     Build without OpenMP even if the compiler supports it (the kernels then run on Python threads).
 """
+import glob
 import os
 import shutil
 import subprocess
@@ -16,10 +17,9 @@ import warnings
 
 import numpy as np
 from Cython.Build import cythonize
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
-KERNELS = ["common", "samplers", "losses", "windows", "pairs", "rows", "boltzmann", "kernel_sampler", "lsh"]
 # Reassociation lets gcc vectorise dot products; scoped to the kernels only.
 FAST_MATH = ["-fno-math-errno", "-fassociative-math", "-fno-signed-zeros", "-fno-trapping-math",
              "-ffp-contract=fast"]
@@ -66,6 +66,9 @@ class BuildExt(build_ext):
         super().build_extensions()
 
 
+#: every ``embkit/_kernels/*.pyx`` is one extension module of the same name
+KERNELS = sorted(os.path.splitext(os.path.basename(path))[0] for path in glob.glob("embkit/_kernels/*.pyx"))
+
 extensions = [
     Extension(
         "embkit._kernels.%s" % name,
@@ -77,8 +80,7 @@ extensions = [
 ]
 
 setup(
-    packages=["embkit", "embkit._kernels", "embkit.evaluation", "embkit.data"],
-    package_dir={"embkit.data": "data"},
+    packages=find_packages(include=["embkit", "embkit.*"]),
     package_data={"embkit._kernels": ["*.pxd", "*.h"], "embkit.data": ["*.txt", "*.gz", "*.md"]},
     ext_modules=cythonize(extensions, language_level=3,
                           compiler_directives={"boundscheck": False, "wraparound": False,

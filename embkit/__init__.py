@@ -9,15 +9,15 @@ __version__ = "0.1.0"
 
 def __getattr__(name):
     if name == "Word2Vec":
-        from embkit.word2vec import Word2Vec
+        from embkit.text.word2vec import Word2Vec
         return Word2Vec
     if name == "ItemEmbedding":
-        from embkit.items import ItemEmbedding
+        from embkit.items.item_embedding import ItemEmbedding
         return ItemEmbedding
     if name == "ExtremeClassifier":
-        from embkit.extreme import ExtremeClassifier
+        from embkit.xc.classifier import ExtremeClassifier
         return ExtremeClassifier
     if name == "load_vectors":
-        from embkit.persist import load_vectors
+        from embkit.text.vectors import load_vectors
         return load_vectors
     raise AttributeError("module 'embkit' has no attribute %r" % name)

@@ -68,8 +68,8 @@ def metrics_of(result):
 
 
 def load_split(name, window):
-    from embkit.cooccurrence import PairCounts
-    from embkit.timelines import load_timelines
+    from embkit.items.cooccurrence import PairCounts
+    from embkit.items.timelines import load_timelines
     path = os.path.join(shared_root(), "movielens", name)
     timelines = load_timelines(path if os.path.exists(path) else name, min_rating=4.0)
     counts = PairCounts.from_timelines(timelines, window=window)
@@ -151,7 +151,7 @@ def table(result):
 def per_pair_speed(args):
     """Pairs/s of the pairs driver (SGNS) vs examples/s of skip-gram with per-pair negatives, same settings."""
     from embkit import Word2Vec
-    from embkit.datasets import resolve_corpus
+    from embkit.text.corpora import resolve_corpus
     w2v = Word2Vec(corpus_file=resolve_corpus(None), vector_size=args.dim, window=5, negative=5, sample=1e-3,
                    min_count=5, epochs=1, workers=args.workers, shared_negatives=False, seed=args.seed,
                    progress=False)

@@ -21,8 +21,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from embkit import Word2Vec, registry  # noqa: E402
-from embkit.corpus import TextCorpus  # noqa: E402
+from embkit import Word2Vec  # noqa: E402
+from embkit.core import registry
+from embkit.text.corpus import TextCorpus  # noqa: E402
 
 # samplers and losses whose per-example cost is O(classes x dim)
 SLOW_SAMPLERS = {"softmax_exact", "topk", "boltzmann"}   # boltzmann defaults to the exact method

@@ -29,7 +29,7 @@ Usage::
 
     python eval/bench_word2vec.py                                   # GCIDE, embkit vs gensim
     python eval/bench_word2vec.py --peers gensim,fasttext --scaling --json bench.json
-    python eval/bench_word2vec.py --corpus data/enwiki-sample.txt.gz --epochs 1
+    python eval/bench_word2vec.py --corpus embkit/data/enwiki-sample.txt.gz --epochs 1
     python eval/bench_word2vec.py --embkit-args shared_negatives=True chunk_tokens=262144
 
 The default corpus is ``corpora/gcide.txt.gz`` in the shared data folder: ``$EMBKIT_SHARED_DATA``

@@ -4,7 +4,7 @@
 unless ``--tau``/``--plain``) on the train file and is scored on the test file (P@1/3/5, nDCG@5, PSP@5),
 with fastText supervised (one-vs-all and softmax) trained and scored on the same files in the same run.
 
-``scaling``: synthetic sets with planted label signatures (``embkit.synthetic.make_xc``) at 1e5 and 1e6
+``scaling``: synthetic sets with planted label signatures (``embkit.xc.synthetic.make_xc``) at 1e5 and 1e6
 labels; each method trains epoch by epoch, P@1 on the test set is measured after every epoch (not counted
 in the time), and the table gives seconds per epoch and P@1 against cumulative training time, as the LSH
 paper's Table 3 / Figure 4.  Full softmax is the exact BLAS mini-batch trainer (the fastest exact
@@ -71,7 +71,7 @@ def _fmt(v):
 
 # ------------------------------------------------------------------------------------------ sets
 def run_sets(args):
-    from embkit.xcdatasets import load_xc_dataset
+    from embkit.xc.datasets import load_xc_dataset
     rows = []
     for name in args.sets:
         train, test = load_xc_dataset(name, os.path.join(shared_root(), "extreme-classification"))
@@ -108,7 +108,7 @@ def _row_line(r):
 
 # ------------------------------------------------------------------------------------------ scaling
 def run_scaling(args):
-    from embkit.synthetic import make_xc
+    from embkit.xc.synthetic import make_xc
     rows = []
     for n_labels in args.labels:
         t0 = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Benchmark: reading XC files (embkit.xcdata.read_xc) and generating synthetic XC data (embkit.synthetic).
+"""Benchmark: reading XC files (embkit.xc.data.read_xc) and generating synthetic XC data (embkit.xc.synthetic).
 
 1. Parse speed of ``read_xc`` in MB/s of decompressed text: the real Bibtex and Delicious train
    files (gzip, and decompressed to a temporary plain file), and a synthetic file of about
@@ -30,8 +30,8 @@ import tracemalloc
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
-from embkit.synthetic import make_xc  # noqa: E402
-from embkit.xcdata import read_xc, write_xc  # noqa: E402
+from embkit.xc.synthetic import make_xc  # noqa: E402
+from embkit.xc.data import read_xc, write_xc  # noqa: E402
 from xc_peers import default_root  # noqa: E402  (this folder is on sys.path when run as a script)
 
 

@@ -1,7 +1,7 @@
 """Peer for the next-item benchmarks: the ``implicit`` library's ALS and BPR on the same split as embkit.
 
-The item -> next-item count matrix of a rating set (:class:`embkit.cooccurrence.PairCounts`) is split
-70/10/20 by pair occurrence (:func:`embkit.cooccurrence.split_pairs`); ALS and BPR are fitted on the
+The item -> next-item count matrix of a rating set (:class:`embkit.items.cooccurrence.PairCounts`) is split
+70/10/20 by pair occurrence (:func:`embkit.items.cooccurrence.split_pairs`); ALS and BPR are fitted on the
 TRAIN matrix with each context item as a "user" row, so the user factors are context vectors and the
 item factors target vectors, and :func:`embkit.evaluation.evaluate_ranking` scores them on exactly
 the test pairs an embkit model is scored on (full-softmax likelihood of the dot products, approximate
@@ -32,9 +32,9 @@ import numpy as np
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
-from embkit.cooccurrence import PairCounts, split_pairs  # noqa: E402
+from embkit.items.cooccurrence import PairCounts, split_pairs  # noqa: E402
 from embkit.evaluation import evaluate_ranking  # noqa: E402
-from embkit.timelines import load_timelines  # noqa: E402
+from embkit.items.timelines import load_timelines  # noqa: E402
 
 #: Default hyper-parameters of the peers (implicit's own defaults, except the factors and alpha).
 ALS_DEFAULTS = dict(factors=64, iterations=15, regularization=0.01, alpha=10.0)
@@ -72,7 +72,7 @@ def fit_als(train, factors=64, iterations=15, regularization=0.01, alpha=10.0, t
 
     Parameters
     ----------
-    train : embkit.cooccurrence.PairCounts
+    train : embkit.items.cooccurrence.PairCounts
         Train split; rows (contexts) are implicit's users, columns (next items) its items.
     factors, iterations, regularization, alpha : optional
         ALS hyper-parameters (confidence of a count ``c`` is ``alpha * c``).

@@ -24,7 +24,7 @@ Usage::
     python eval/xc_peers.py --dataset delicious --loss softmax,ova --epoch 10 --lr 0.1 --dim 200
     python eval/xc_peers.py --train a.txt --test b.txt --loss ova       # any XC/svmlight files
 
-The sets are read with :func:`embkit.xcdatasets.load_xc_dataset` from ``--root`` (default: the
+The sets are read with :func:`embkit.xc.datasets.load_xc_dataset` from ``--root`` (default: the
 ``extreme-classification`` folder of the shared data, ``$EMBKIT_SHARED_DATA`` or ``../shared/data``
 next to the repository, as the tests find it).
 """
@@ -43,8 +43,8 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
 from embkit.evaluation.xc import xc_metrics  # noqa: E402
-from embkit.xcdata import read_xc  # noqa: E402
-from embkit.xcdatasets import load_xc_dataset, xc_dataset_info  # noqa: E402
+from embkit.xc.data import read_xc  # noqa: E402
+from embkit.xc.datasets import load_xc_dataset, xc_dataset_info  # noqa: E402
 
 LABEL = "__label__"
 KS = (1, 3, 5)
@@ -68,7 +68,7 @@ def fasttext_lines(data, weighting="binary", scale=1.0, with_labels=True, skip_u
 
     Parameters
     ----------
-    data : embkit.xcdata.XCData
+    data : embkit.xc.data.XCData
     weighting : {"binary", "repeat"}
         ``binary``: each stored feature once; ``repeat``: ``max(1, round(v * scale))`` times.
     scale : float
@@ -150,7 +150,7 @@ def run_fasttext(train, test, loss="ova", epoch=25, lr=None, dim=100, thread=2, 
 
     Parameters
     ----------
-    train, test : embkit.xcdata.XCData
+    train, test : embkit.xc.data.XCData
     loss : {"ova", "softmax", "ns", "hs"}
     epoch, dim, thread, seed, neg
         fastText's parameters (``wordNgrams=1``, ``minCount=1``, ``bucket=0`` are fixed).
@@ -212,7 +212,7 @@ def load(args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", default="bibtex", help="XC repository set (see embkit.xcdatasets)")
+    parser.add_argument("--dataset", default="bibtex", help="XC repository set (see embkit.xc.datasets)")
     parser.add_argument("--root", default=default_root(), help="folder of the XC sets")
     parser.add_argument("--train", help="train file instead of --dataset")
     parser.add_argument("--test", help="test file instead of --dataset")

@@ -1,7 +1,7 @@
 """Parameter lists shared by the trainer tests, generated from the registry (a new entry is tested at once)."""
 import pytest
 
-from embkit import registry
+from embkit.core import registry
 
 
 def pairings():

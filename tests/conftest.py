@@ -38,7 +38,7 @@ def cache(tmp_path, monkeypatch):
     """An empty EMBKIT_CACHE folder, downloads forbidden unless a test installs a fake opener."""
     import urllib.error
 
-    from embkit import datasets
+    from embkit.core import downloads
 
     folder = tmp_path / "cache"
     monkeypatch.setenv("EMBKIT_CACHE", str(folder))
@@ -47,7 +47,7 @@ def cache(tmp_path, monkeypatch):
     def no_network(url, timeout):
         raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
 
-    monkeypatch.setattr(datasets, "_urlopen", no_network)
+    monkeypatch.setattr(downloads, "_urlopen", no_network)
     return folder
 
 

@@ -7,7 +7,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from embkit import Word2Vec, registry
+from embkit import Word2Vec
+from embkit.core import registry
 
 TINY = dict(vector_size=8, min_count=1, window=2, epochs=1, workers=1)
 

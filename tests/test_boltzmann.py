@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from embkit import Word2Vec, registry
+from embkit import Word2Vec
+from embkit.core import registry
 from embkit._kernels.boltzmann import ExactBoltzmann, MHBoltzmann, TopK, draw_batch
 
 COUNTS = np.array([500, 1, 30, 7, 120, 3, 60, 15, 250, 2, 40, 9, 80, 5, 20, 1000, 4, 11, 6, 90] * 2,

@@ -1,4 +1,4 @@
-"""Tests of the ``embkit`` command line (``embkit.cli``) and of the corpus registry (``embkit.datasets``).
+"""Tests of the ``embkit`` command line (``embkit.cli``) and of the corpus registry (``embkit.core.downloads``).
 
 Everything runs offline: downloads are replaced by a fake opener or refused with ``EMBKIT_OFFLINE``, and the
 cache is a ``tmp_path`` folder given by ``EMBKIT_CACHE``.
@@ -21,8 +21,10 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
-from embkit import cli, datasets  # noqa: E402
-from embkit.word2vec import Word2Vec  # noqa: E402
+from embkit import cli  # noqa: E402
+from embkit.core import downloads
+from embkit.text import corpora
+from embkit.text.word2vec import Word2Vec  # noqa: E402
 
 FAST = ["--epochs", "1", "--workers", "1", "--min-count", "2", "--vector-size", "16", "-q"]
 
@@ -210,14 +212,14 @@ def test_eval_missing_file(tmp_path, capsys):
 
 # ------------------------------------------------------------------------------------------ corpora
 def test_resolve_corpus_names_and_paths(tmp_path, cache):
-    bundled = datasets.resolve_corpus(None)
+    bundled = corpora.resolve_corpus(None)
     assert bundled.endswith("enwiki-sample.txt.gz") and os.path.isfile(bundled)
-    assert datasets.resolve_corpus("enwiki-sample") == bundled
-    assert datasets.resolve_corpus("some/corpus.txt") == "some/corpus.txt"
-    assert datasets.resolve_corpus("https://example.org/c.txt.gz") == "https://example.org/c.txt.gz"
+    assert corpora.resolve_corpus("enwiki-sample") == bundled
+    assert corpora.resolve_corpus("some/corpus.txt") == "some/corpus.txt"
+    assert corpora.resolve_corpus("https://example.org/c.txt.gz") == "https://example.org/c.txt.gz"
     local = tmp_path / "text8"  # an existing path wins over the registry name
     local.write_text("a b c\n")
-    assert datasets.resolve_corpus(str(local)) == str(local)
+    assert corpora.resolve_corpus(str(local)) == str(local)
 
 
 def test_text8_offline_error_says_how_to_get_it(cache, capsys):
@@ -233,9 +235,9 @@ def test_http_error_is_reported_as_such(cache, monkeypatch):
     def not_found(url, timeout):
         raise urllib.error.HTTPError(url, 404, "Not Found", {}, None)
 
-    monkeypatch.setattr(datasets, "_urlopen", not_found)
-    with pytest.raises(datasets.DownloadError, match="HTTP 404 Not Found.*--corpus PATH"):
-        datasets.fetch("text8", progress=False)
+    monkeypatch.setattr(downloads, "_urlopen", not_found)
+    with pytest.raises(downloads.DownloadError, match="HTTP 404 Not Found.*--corpus PATH"):
+        corpora.fetch_corpus("text8", progress=False)
 
 
 def test_text8_offline_mode_in_a_subprocess(tmp_path):
@@ -258,7 +260,7 @@ def _fake_text8(folder, text):
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr("text8", text)
     data = text.encode()
-    spec = dataclasses.replace(datasets.CORPORA["text8"], size=archive.stat().st_size,
+    spec = dataclasses.replace(corpora.CORPORA["text8"], size=archive.stat().st_size,
                                sha256=hashlib.sha256(archive.read_bytes()).hexdigest(),
                                member_size=len(data), member_sha256=hashlib.sha256(data).hexdigest())
     return archive, spec
@@ -267,13 +269,13 @@ def _fake_text8(folder, text):
 def test_text8_cache_hit_extracts_and_trains(cache, monkeypatch, capsys):
     text = " ".join(_sentences().split())  # one single line, as text8
     archive, spec = _fake_text8(cache, text)
-    monkeypatch.setitem(datasets.CORPORA, "text8", spec)
-    path = datasets.resolve_corpus("text8")
+    monkeypatch.setitem(corpora.CORPORA, "text8", spec)
+    path = corpora.resolve_corpus("text8")
     assert path == str(cache / "text8")
     assert open(path).read() == text
     assert not [p for p in os.listdir(cache) if p.startswith(".tmp-")]
     archive.unlink()  # the extracted file alone is a cache hit now
-    assert datasets.resolve_corpus("text8") == path
+    assert corpora.resolve_corpus("text8") == path
     status, out = run(["train", "--corpus", "text8", "--no-eval", *FAST])
     assert status == 0, capsys.readouterr().err
     assert path in out
@@ -281,9 +283,9 @@ def test_text8_cache_hit_extracts_and_trains(cache, monkeypatch, capsys):
 
 def test_text8_cache_checksum_mismatch(cache, monkeypatch, capsys):
     _, spec = _fake_text8(cache, "a b c")
-    monkeypatch.setitem(datasets.CORPORA, "text8", dataclasses.replace(spec, sha256="0" * 64))
-    with pytest.raises(datasets.ChecksumError, match="SHA-256"):
-        datasets.fetch("text8")
+    monkeypatch.setitem(corpora.CORPORA, "text8", dataclasses.replace(spec, sha256="0" * 64))
+    with pytest.raises(downloads.ChecksumError, match="SHA-256"):
+        corpora.fetch_corpus("text8")
     assert run(["train", "--corpus", "text8", *FAST])[0] == 1
     assert "SHA-256" in one_error_line(capsys.readouterr().err)
     assert not (cache / "text8").exists()
@@ -298,16 +300,16 @@ class _FakeResponse(io.BytesIO):
 def test_download_is_verified_and_atomic(tmp_path, cache, monkeypatch):
     _, spec = _fake_text8(tmp_path / "server", "one two three four")
     payload = (tmp_path / "server" / "text8.zip").read_bytes()
-    monkeypatch.setattr(datasets, "_urlopen", lambda url, timeout: _FakeResponse(payload))
-    assert open(datasets.fetch(spec, progress=False)).read() == "one two three four"
+    monkeypatch.setattr(downloads, "_urlopen", lambda url, timeout: _FakeResponse(payload))
+    assert open(downloads.fetch(spec, progress=False)).read() == "one two three four"
     assert (cache / "text8.zip").read_bytes() == payload
 
     # a corrupted transfer is rejected and leaves nothing behind
     other = tmp_path / "cache2"
     monkeypatch.setenv("EMBKIT_CACHE", str(other))
-    monkeypatch.setattr(datasets, "_urlopen", lambda url, timeout: _FakeResponse(payload[:-10] + b"x" * 10))
-    with pytest.raises(datasets.ChecksumError):
-        datasets.fetch(spec, progress=False)
+    monkeypatch.setattr(downloads, "_urlopen", lambda url, timeout: _FakeResponse(payload[:-10] + b"x" * 10))
+    with pytest.raises(downloads.ChecksumError):
+        downloads.fetch(spec, progress=False)
     assert os.listdir(other) == []
 
 
@@ -315,17 +317,17 @@ def test_download_without_pinned_checksum_records_it(tmp_path, cache, monkeypatc
     _, spec = _fake_text8(tmp_path / "server", "alpha beta")
     payload = (tmp_path / "server" / "text8.zip").read_bytes()
     spec = dataclasses.replace(spec, sha256=None, member_sha256=None)
-    monkeypatch.setattr(datasets, "_urlopen", lambda url, timeout: _FakeResponse(payload))
-    with caplog.at_level("WARNING", logger="embkit.datasets"):
-        datasets.fetch(spec, progress=False)
+    monkeypatch.setattr(downloads, "_urlopen", lambda url, timeout: _FakeResponse(payload))
+    with caplog.at_level("WARNING", logger="embkit.core.downloads"):
+        downloads.fetch(spec, progress=False)
     digest = hashlib.sha256(payload).hexdigest()
     assert (cache / "text8.zip.sha256").read_text().split()[0] == digest
     assert digest in caplog.text and str(cache / "text8.zip.sha256") in caplog.text
     # later runs enforce the recorded digest
     (cache / "text8").unlink()
     (cache / "text8.zip").write_bytes(payload[:-1] + b"!")
-    with pytest.raises(datasets.ChecksumError):
-        datasets.fetch(spec, progress=False)
+    with pytest.raises(downloads.ChecksumError):
+        downloads.fetch(spec, progress=False)
 
 
 # ------------------------------------------------------------------------------------------ benchmark helpers

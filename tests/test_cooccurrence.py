@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from embkit.cooccurrence import PairCounts, forward_pair_counts, split_pairs
+from embkit.items.cooccurrence import PairCounts, forward_pair_counts, split_pairs
 from embkit.evaluation import evaluate_ranking
-from embkit.timelines import Timelines, load_timelines
+from embkit.items.timelines import Timelines, load_timelines
 
 
 def _timelines(sequences, n_items=None):
@@ -65,7 +65,7 @@ def test_windows_match_brute_force(window):
 
 
 def test_sparse_and_dense_accumulation_agree(monkeypatch):
-    from embkit import cooccurrence
+    from embkit.items import cooccurrence
     rng = np.random.default_rng(5)
     tokens = rng.integers(0, 50, 5000)
     lengths = np.full(50, 100)

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from embkit import ExtremeClassifier, registry
+from embkit import ExtremeClassifier
+from embkit.core import registry
 from embkit._kernels.rows import RowTrainer, top_k_rows
 
 from _cases import pairings, refused

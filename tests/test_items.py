@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from embkit import ItemEmbedding, registry
+from embkit import ItemEmbedding
+from embkit.core import registry
 from embkit._kernels.pairs import PairTrainer
 from embkit._kernels.samplers import AliasSampler
 

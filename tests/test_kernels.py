@@ -1,6 +1,6 @@
 """Kernel primitives through their Python probes: sigmoid tables, dot product, loss steps, samplers.
 
-Losses and samplers are looked up in :mod:`embkit.registry`, so one added there is tested here without a
+Losses and samplers are looked up in :mod:`embkit.core.registry`, so one added there is tested here without a
 new test: every loss gets the finite-difference check of its ``py_step`` contract
 (``grad_h = -lr * dL/dh``, ``W_out`` moved by ``-lr * dL/dW_out``) and every sampler the check that its
 draws follow its declared ``probabilities``.
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from embkit import registry
+from embkit.core import registry
 from embkit._kernels import losses, samplers
 from embkit._kernels.common import py_dot, py_log_sigmoid, py_sigmoid
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from embkit import registry
+from embkit.core import registry
 from embkit._kernels import samplers
 
 N, DIM = 40, 6

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from embkit import Word2Vec, registry
+from embkit import Word2Vec
+from embkit.core import registry
 from embkit._kernels.lsh import N_PROBES, LSHSampler
 
 FAMILIES = ["simhash", "dwta"]

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from embkit import Word2Vec, load_vectors, persist
-from embkit.word2vec import PARAMS
+from embkit import Word2Vec, load_vectors
+from embkit.core import atomic, persist
+from embkit.text.word2vec import PARAMS
 
 TRAIN = dict(vector_size=12, min_count=1, window=3, epochs=2, workers=1, seed=5)
 
@@ -200,13 +201,13 @@ def test_atomic_path_cleans_up_on_error(tmp_path):
     target = tmp_path / "target.txt"
     target.write_text("old")
     with pytest.raises(RuntimeError):
-        with persist.atomic_path(str(target)) as tmp:
+        with atomic.atomic_path(str(target)) as tmp:
             with open(tmp, "w") as fh:
                 fh.write("new partial")
             raise RuntimeError("failed while writing")
     assert target.read_text() == "old"
     assert _tmp_files(tmp_path) == []
-    with persist.atomic_path(str(target)) as tmp:
+    with atomic.atomic_path(str(target)) as tmp:
         assert os.path.dirname(tmp) == str(tmp_path) and tmp.endswith("target.txt")
         with open(tmp, "w") as fh:
             fh.write("new")

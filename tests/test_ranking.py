@@ -325,7 +325,7 @@ def one_error_line(stderr):
 
 @pytest.fixture(scope='module')
 def model_files(tmp_path_factory):
-    from embkit.word2vec import Word2Vec
+    from embkit.text.word2vec import Word2Vec
 
     folder = tmp_path_factory.mktemp('ranking-cli')
     rng = np.random.default_rng(0)

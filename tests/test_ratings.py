@@ -17,10 +17,12 @@ from collections import Counter, defaultdict
 import numpy as np
 import pytest
 
-from embkit import _numparse, datasets, rating_datasets
-from embkit.ratings import load_ratings, find_rating_files
-from embkit.timelines import Timelines, load_timelines
-from embkit.titles import load_titles
+from embkit.items import numparse as _numparse
+from embkit.core import downloads
+from embkit.items import datasets as rating_datasets
+from embkit.items.ratings import load_ratings, find_rating_files
+from embkit.items.timelines import Timelines, load_timelines
+from embkit.items.titles import load_titles
 
 
 @pytest.fixture(scope="module")
@@ -266,20 +268,20 @@ def test_resolve_paths_names_and_netflix(tmp_path, cache, monkeypatch):
     (tmp_path / "ml-100k").mkdir()  # an existing path wins over the registry name
     assert rating_datasets.resolve_ratings("ml-100k") == "ml-100k"
     assert rating_datasets.resolve_ratings(["a", "b"]) == ["a", "b"]
-    with pytest.raises(datasets.DownloadError, match="withdrawn.*local path"):
+    with pytest.raises(downloads.DownloadError, match="withdrawn.*local path"):
         rating_datasets.resolve_ratings("netflix")
     with pytest.raises(FileNotFoundError, match="ml-100k, ml-10m, ml-1m, ml-20m, ml-latest, ml-latest-small"):
         rating_datasets.resolve_ratings("ml-30m")
 
 
 def test_offline_error_says_how_to_get_it(cache, monkeypatch):
-    with pytest.raises(datasets.DownloadError) as err:
+    with pytest.raises(downloads.DownloadError) as err:
         rating_datasets.resolve_ratings("ml-1m")
     message = str(err.value)
     assert "https://files.grouplens.org/datasets/movielens/ml-1m.zip" in message and "offline" in message
     assert str(cache / "ml-1m.zip") in message and "resolve_ratings" in message
     monkeypatch.setenv("EMBKIT_OFFLINE", "1")
-    with pytest.raises(datasets.DownloadError, match="EMBKIT_OFFLINE"):
+    with pytest.raises(downloads.DownloadError, match="EMBKIT_OFFLINE"):
         load_timelines("ml-20m")
     assert not cache.exists() or not os.listdir(cache)
 
@@ -293,7 +295,7 @@ def test_pinned_cached_file_is_used_and_a_corrupted_one_refused(cache, movielens
     data = bytearray((folder / "u.data").read_bytes())
     data[100] = ord("9") if data[100] != ord("9") else ord("8")  # same size, other digest
     (folder / "u.data").write_bytes(bytes(data))
-    with pytest.raises(datasets.ChecksumError, match="SHA-256"):
+    with pytest.raises(downloads.ChecksumError, match="SHA-256"):
         rating_datasets.resolve_ratings("ml-100k")
 
 
@@ -312,5 +314,5 @@ def test_cached_archive_is_extracted_with_titles_and_its_digest_recorded(cache):
     # the recorded digest is enforced when the archive is used again
     shutil.rmtree(folder)
     archive.write_bytes(archive.read_bytes() + b"junk")
-    with pytest.raises(datasets.ChecksumError):
+    with pytest.raises(downloads.ChecksumError):
         rating_datasets.resolve_ratings("ml-20m")

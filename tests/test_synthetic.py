@@ -1,10 +1,10 @@
-"""The synthetic XC generator (embkit.synthetic): shapes, determinism, label laws, learnability."""
+"""The synthetic XC generator (embkit.xc.synthetic): shapes, determinism, label laws, learnability."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from embkit.evaluation.xc import xc_metrics
-from embkit.synthetic import label_probabilities, label_signatures, make_xc
+from embkit.xc.synthetic import label_probabilities, label_signatures, make_xc
 
 SMALL = dict(n_labels=200, n_features=2000, n_train=4000, n_test=800)
 

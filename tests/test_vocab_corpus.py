@@ -9,8 +9,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from embkit.corpus import BLOCK_CHARS, IterableCorpus, TextCorpus, as_corpus, list_files
-from embkit.vocab import Vocab, encode_chunks
+from embkit.text.corpus import BLOCK_CHARS, IterableCorpus, TextCorpus, as_corpus, list_files
+from embkit.text.vocab import Vocab, encode_chunks
 
 # counts of the conftest ENGLISH corpus, worked out by hand: 72 tokens, 33 distinct words
 ENGLISH_ORDER = (

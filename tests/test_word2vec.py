@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from embkit import Word2Vec, registry
+from embkit import Word2Vec
+from embkit.core import registry
 
 from _cases import pairings, refused
 
@@ -241,9 +242,9 @@ def test_sampler_with_a_loss_that_draws_no_negatives_is_refused():
 def test_one_pass_scan_matches_counting_and_encoding(planted):
     # build_vocab reads the corpus once (scan_corpus); it must give the vocabulary of the counting pass
     # and the chunks of encoding the corpus with that vocabulary
-    from embkit.corpus import IterableCorpus
-    from embkit.scan import scan_corpus
-    from embkit.vocab import Vocab, encode_chunks
+    from embkit.text.corpus import IterableCorpus
+    from embkit.text.scan import scan_corpus
+    from embkit.text.vocab import Vocab, encode_chunks
 
     _, sentences = planted
     sentences = sentences + [["unseen-rare"], []]

@@ -1,4 +1,4 @@
-"""Reading and writing sparse multi-label files (embkit.xcdata), on the real Bibtex/Delicious files too."""
+"""Reading and writing sparse multi-label files (embkit.xc.data), on the real Bibtex/Delicious files too."""
 import gzip
 import os
 import random
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from embkit import _xcparse
-from embkit.xcdata import XCData, read_svmlight, read_xc, read_xc_header, write_xc
-from embkit.xcdatasets import (XC_DATASETS, StatisticsMismatch, find_xc_files, load_xc_dataset,
+from embkit.xc import parse as _xcparse
+from embkit.xc.data import XCData, read_svmlight, read_xc, read_xc_header, write_xc
+from embkit.xc.datasets import (XC_DATASETS, StatisticsMismatch, find_xc_files, load_xc_dataset,
                                xc_dataset_info)
 
 REAL = {  # set -> (train points, test points, features, labels, unlabelled train, unlabelled test)
@@ -301,7 +301,7 @@ def test_fast_parser_matches_slow_parser():
 
 
 # ---------------------------------------------------------------------------------------------------
-# the repository's sets by name (embkit.xcdatasets)
+# the repository's sets by name (embkit.xc.datasets)
 
 def fake_set(folder, train_name, test_name, n_train, n_test, n_feat, n_lab, header=True):
     os.makedirs(folder, exist_ok=True)

@@ -16,7 +16,7 @@ Examples
 
 from .analogy import METHODS, evaluate_analogies
 from .datasets import bundled_data, load_analogies, load_similarity, resolve_path
-from .pairs import PairDataset, evaluate_ranking_pairs, load_model_tables, read_pairs
+from .pairs import PairDataset, evaluate_ranking_pairs, read_pairs
 from .ranking import draw_negatives, evaluate_ranking
 from .ranking_results import RankingResult, XCResult
 from .readers import (
@@ -35,7 +35,7 @@ __all__ = [
     'load_similarity', 'load_analogies', 'resolve_path', 'bundled_data',
     'DEFAULT_SIMILARITY_SETS', 'DEFAULT_ANALOGY_SET',
     'evaluate_ranking', 'draw_negatives', 'RankingResult', 'PairDataset', 'read_pairs',
-    'load_model_tables', 'evaluate_ranking_pairs',
+    'evaluate_ranking_pairs',
     'xc_metrics', 'propensity_scores', 'inverse_propensities', 'PROPENSITY_PARAMETERS', 'XCResult',
 ]
 

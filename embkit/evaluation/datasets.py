@@ -1,7 +1,6 @@
 """Finding evaluation sets: bundled short names, paths, or in-memory data."""
 
 import errno
-import importlib.util
 import os
 
 import numpy as np
@@ -13,30 +12,11 @@ from .readers import (
 
 __all__ = ['bundled_data', 'resolve_path', 'load_similarity', 'load_analogies']
 
-_REGISTRY = None
-
 
 def bundled_data():
-    """Return the bundled-data registry module (``embkit.data``).
-
-    In a source checkout that has not been installed, ``embkit.data`` does not
-    exist as a package (its files live in the top-level ``data/`` folder); the
-    module is then loaded from there under a private name.
-    """
-    global _REGISTRY
-    if _REGISTRY is None:
-        try:
-            from embkit import data as registry
-        except ImportError:
-            here = os.path.dirname(os.path.abspath(__file__))
-            init = os.path.join(here, os.pardir, os.pardir, 'data', '__init__.py')
-            if not os.path.isfile(init):
-                raise ImportError('embkit.data (the bundled evaluation sets) is not installed') from None
-            spec = importlib.util.spec_from_file_location('_embkit_checkout_data', os.path.normpath(init))
-            registry = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(registry)
-        _REGISTRY = registry
-    return _REGISTRY
+    """Return the bundled-data registry module (``embkit.data``)."""
+    from embkit import data
+    return data
 
 
 def resolve_path(path_or_name, kind=None):

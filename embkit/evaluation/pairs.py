@@ -10,7 +10,6 @@ lines and ids out of range are errors naming the file and line.
 """
 
 import os
-import zipfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +18,7 @@ from .ranking import evaluate_ranking
 from .ranking_results import RankingResult
 from .readers import _dataset_name, _malformed, _open_text
 
-__all__ = ['PairDataset', 'read_pairs', 'load_model_tables', 'evaluate_ranking_pairs', 'PAIR_KINDS']
+__all__ = ['PairDataset', 'read_pairs', 'evaluate_ranking_pairs', 'PAIR_KINDS']
 
 #: Values of the `kind` argument of :func:`read_pairs`.
 PAIR_KINDS = ('auto', 'words', 'ids')
@@ -128,45 +127,6 @@ def read_pairs(path, key_to_index=None, kind='auto', n_contexts=None, n_targets=
     found = np.array([a is not None and b is not None for a, b in ids], dtype=bool)
     pairs = np.array([p for p, ok in zip(ids, found) if ok], dtype=np.int64).reshape(-1, 2)
     return PairDataset(label, pairs, lines[found], int((~found).sum()), 'words', path)
-
-
-def load_model_tables(path):
-    """Context and target tables and the vocabulary of an embkit model file.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        A file written by :meth:`embkit.Word2Vec.save`.
-
-    Returns
-    -------
-    context_vectors, target_vectors : numpy.ndarray
-        ``model.wv.vectors`` (input rows) and ``model.syn1neg`` (output rows).
-    kv : gensim.models.KeyedVectors
-        ``model.wv`` (its ``key_to_index`` maps words to rows of both tables).
-
-    Raises
-    ------
-    ValueError
-        If the file is not an embkit model (word2vec and gensim files hold no
-        output table) or its output table does not have one row per word
-        (hierarchical softmax).
-    """
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError('model file %r does not exist' % path)
-    if not zipfile.is_zipfile(path):
-        raise ValueError('the ranking suite needs an embkit model file (both the input and the output '
-                         'table); %r is a vectors-only file' % path)
-    from embkit.word2vec import Word2Vec
-
-    model = Word2Vec.load(path)
-    W, O = model.wv.vectors, model.syn1neg
-    if O is None or O.shape[0] != W.shape[0]:
-        rows = 0 if O is None else O.shape[0]
-        raise ValueError('%r: the output table has %d rows for %d words; ranking needs one output row per '
-                         'word (hierarchical-softmax models keep tree nodes instead)' % (path, rows, W.shape[0]))
-    return W, O, model.wv
 
 
 def evaluate_ranking_pairs(context_vectors, target_vectors, dataset, **kwargs):

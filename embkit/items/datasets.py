@@ -1,14 +1,14 @@
 """Downloadable MovieLens rating sets, and the resolution of a rating dataset name or path.
 
 The MovieLens zip archives of files.grouplens.org are downloaded once into the embkit cache
-(``$EMBKIT_CACHE``, default ``~/.cache/embkit``) through :func:`embkit.datasets.fetch`: the download is
+(``$EMBKIT_CACHE``, default ``~/.cache/embkit``) through :func:`embkit.core.downloads.fetch`: the download is
 atomic and verified, the rating file (and the title file) is unzipped next to it, and later runs use the
 cache without touching the network.  ``EMBKIT_OFFLINE=1`` forbids downloads.
 
 Checksums
 ---------
 The archives have no pinned digest: the SHA-256 of the first download is recorded next to it and
-enforced afterwards (trust on first use, see :mod:`embkit.datasets`).  The extracted rating and title
+enforced afterwards (trust on first use, see :mod:`embkit.core.downloads`).  The extracted rating and title
 files are pinned by size and SHA-256 where an independent copy gave them: ml-100k ``u.data`` and
 ``u.item``, ml-latest-small ``ratings.csv`` and ``movies.csv`` (its September 2018 release), ml-1m
 ``movies.dat``, and the size of ml-1m ``ratings.dat``.  ml-latest changes over time and is never pinned.
@@ -17,7 +17,7 @@ The Netflix Prize data was withdrawn by Netflix and cannot be downloaded: pass l
 
 Examples
 --------
->>> from embkit.rating_datasets import resolve_ratings
+>>> from embkit.items.datasets import resolve_ratings
 >>> resolve_ratings('ml-100k')            # doctest: +SKIP
 '/home/me/.cache/embkit/ml-100k'
 >>> resolve_ratings('my/ratings.csv')      # doctest: +SKIP  (an existing path wins)
@@ -28,7 +28,7 @@ import os
 from dataclasses import dataclass
 from typing import Optional
 
-from embkit.datasets import ChecksumError, DownloadError, RemoteCorpus, cache_dir, fetch
+from embkit.core.downloads import ChecksumError, DownloadError, RemoteCorpus, cache_dir, fetch
 
 logger = logging.getLogger(__name__)
 
@@ -48,9 +48,9 @@ class RatingDataset:
     ----------
     name : str
         Registry name.
-    ratings : embkit.datasets.RemoteCorpus
+    ratings : embkit.core.downloads.RemoteCorpus
         The archive and its rating member.
-    titles : embkit.datasets.RemoteCorpus or None
+    titles : embkit.core.downloads.RemoteCorpus or None
         The same archive and its title member.
     description : str
         One line for help texts.
@@ -120,16 +120,16 @@ def fetch_ratings(name, progress=True):
     Returns
     -------
     str
-        The folder holding the rating file (and the title file), for :func:`embkit.ratings.load_ratings`.
+        The folder holding the rating file (and the title file), for :func:`embkit.items.ratings.load_ratings`.
 
     Raises
     ------
     KeyError
         Unknown name.
-    embkit.datasets.DownloadError
+    embkit.core.downloads.DownloadError
         Not cached and not downloadable (offline, ``EMBKIT_OFFLINE``, HTTP error); the message says how to
         fetch it by hand.
-    embkit.datasets.ChecksumError
+    embkit.core.downloads.ChecksumError
         The archive or the rating file does not match its expected size or SHA-256.
     """
     key = name.strip().lower()
@@ -149,7 +149,7 @@ def fetch_ratings(name, progress=True):
 
 
 def resolve_ratings(name_or_path, progress=True):
-    """Turn a rating dataset name or path into a path :func:`embkit.ratings.load_ratings` reads.
+    """Turn a rating dataset name or path into a path :func:`embkit.items.ratings.load_ratings` reads.
 
     Parameters
     ----------
@@ -166,7 +166,7 @@ def resolve_ratings(name_or_path, progress=True):
 
     Raises
     ------
-    embkit.datasets.DownloadError
+    embkit.core.downloads.DownloadError
         For the Netflix Prize (withdrawn: a local path is needed), or a registered set that is not cached
         and cannot be downloaded.
     FileNotFoundError

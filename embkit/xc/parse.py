@@ -1,4 +1,4 @@
-"""Block parsers for the sparse multi-label text format (used by :mod:`embkit.xcdata`).
+"""Block parsers for the sparse multi-label text format (used by :mod:`embkit.xc.data`).
 
 A *block* is a bytes object of whole lines, each ending with ``b"\\n"``.  A line is one point::
 

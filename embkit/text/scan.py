@@ -10,8 +10,8 @@ from array import array
 
 import numpy as np
 
-from embkit.cache import ChunkCache
-from embkit.vocab import EncodedChunk, Vocab
+from embkit.text.chunk_cache import ChunkCache
+from embkit.text.vocab import EncodedChunk, Vocab
 
 
 def scan_corpus(corpus, min_count=5, max_final_vocab=None, trim_rule=None, chunk_tokens=1 << 18):
@@ -20,9 +20,9 @@ def scan_corpus(corpus, min_count=5, max_final_vocab=None, trim_rule=None, chunk
     Parameters
     ----------
     corpus : iterable of list of str
-        Sentences (see :mod:`embkit.corpus`).
+        Sentences (see :mod:`embkit.text.corpus`).
     min_count, max_final_vocab, trim_rule
-        As in :meth:`embkit.vocab.Vocab.build`.
+        As in :meth:`embkit.text.vocab.Vocab.build`.
     chunk_tokens : int
         Tokens per encoded chunk.
 

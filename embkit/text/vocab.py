@@ -48,7 +48,7 @@ class Vocab:
         Parameters
         ----------
         corpus : iterable of list of str
-            Must provide ``iter_token_blocks()`` (see :mod:`embkit.corpus`).
+            Must provide ``iter_token_blocks()`` (see :mod:`embkit.text.corpus`).
         min_count : int
             Words seen fewer times are dropped.
         max_vocab_size : int or None

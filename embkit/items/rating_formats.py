@@ -1,8 +1,8 @@
-"""Block readers of the MovieLens and Netflix Prize rating files (used by :mod:`embkit.ratings`).
+"""Block readers of the MovieLens and Netflix Prize rating files (used by :mod:`embkit.items.ratings`).
 
 Each reader yields ``(user, item, rating, timestamp)`` arrays (int32, int32, float32, int64 seconds since
 1970-01-01 UTC), one tuple per block of the file, in file order.  The fast path of
-:mod:`embkit._numparse` parses a block; when it refuses one, the per-line checker of the format names
+:mod:`embkit.items.numparse` parses a block; when it refuses one, the per-line checker of the format names
 the file, the line and the problem in a :class:`ValueError`.
 """
 import datetime
@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 
-from embkit._numparse import (BlockFormatError, iter_line_blocks, locate_error, open_binary, parse_block,
+from embkit.items.numparse import (BlockFormatError, iter_line_blocks, locate_error, open_binary, parse_block,
                               parse_tolerating_blank_lines)
 
 #: Largest user or item id (ids are stored as int32).

@@ -1,10 +1,10 @@
-"""Reader of ``i j count`` co-occurrence files (used by :meth:`embkit.cooccurrence.PairCounts.from_triples`)."""
+"""Reader of ``i j count`` co-occurrence files (used by :meth:`embkit.items.cooccurrence.PairCounts.from_triples`)."""
 import os
 import re
 
 import numpy as np
 
-from embkit._numparse import line_error, open_binary
+from embkit.items.numparse import line_error, open_binary
 
 _SPLIT = re.compile(r"[\s,]+")
 _COUNT = re.compile(r"[0-9]+\Z")

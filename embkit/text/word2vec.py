@@ -4,14 +4,16 @@ import numbers
 
 import numpy as np
 
-from embkit import persist, registry
-from embkit._checks import check_param as _check, check_names
+from embkit.core import persist
+from embkit.core import registry
+from embkit.core.checks import check_param as _check, check_names
 from embkit._kernels.windows import WindowTrainer
-from embkit.cache import ChunkCache, prefetch
-from embkit.corpus import MAX_SENTENCE_LENGTH, as_corpus
-from embkit.scan import scan_corpus
-from embkit.training import run_epochs
-from embkit.vocab import Vocab
+from embkit.text.chunk_cache import ChunkCache, prefetch
+from embkit.text.corpus import MAX_SENTENCE_LENGTH, as_corpus
+from embkit.text.scan import scan_corpus
+from embkit.core.training import run_epochs
+from embkit.text.vectors import save_word2vec_format
+from embkit.text.vocab import Vocab
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +24,7 @@ PARAMS = ("vector_size", "alpha", "window", "min_count", "max_vocab_size", "samp
           "chunk_tokens")
 
 
+@persist.register_model
 class Word2Vec:
     """Word embeddings by skip-gram or CBOW, trained by Hogwild Cython kernels.
 
@@ -45,7 +48,7 @@ class Word2Vec:
         Maximum distance between the centre and a context word (>= 1); each centre draws a reduced window
         uniformly in ``[1, window]``, as word2vec does.
     min_count, max_vocab_size, max_final_vocab : int
-        Vocabulary limits, see :meth:`embkit.vocab.Vocab.build`.
+        Vocabulary limits, see :meth:`embkit.text.vocab.Vocab.build`.
     sample : float
         Subsampling threshold for frequent words (0 disables).
     seed : int
@@ -66,9 +69,9 @@ class Word2Vec:
     epochs : int
         Passes over the corpus.
     loss : str
-        Loss name from :data:`embkit.registry.LOSSES` (default ``"sgns"``).
+        Loss name from :data:`embkit.core.registry.LOSSES` (default ``"sgns"``).
     sampler : str, optional
-        Sampler name from :data:`embkit.registry.SAMPLERS`; sampled losses default to ``"unigram"`` with
+        Sampler name from :data:`embkit.core.registry.SAMPLERS`; sampled losses default to ``"unigram"`` with
         ``ns_exponent``.  Losses that draw no negatives (``full_softmax``, ``hs``) take none.
     loss_params, sampler_params : dict, optional
         Extra parameters of the loss and the sampler.
@@ -320,7 +323,7 @@ class Word2Vec:
 
     def save_word2vec_format(self, path, binary=False, overwrite=True):
         """Export the input vectors in word2vec text (or binary) format, atomically."""
-        persist.save_word2vec_format(self.wv, path, binary=binary, overwrite=overwrite)
+        save_word2vec_format(self.wv, path, binary=binary, overwrite=overwrite)
 
     def __repr__(self):
         size = len(self.vocab) if self.vocab is not None else 0

@@ -16,15 +16,15 @@ Pairs are enumerated with numpy, one window offset at a time over all timelines 
 loop per pair or per user), and summed a bounded number at a time, so ml-20m (10M ratings >= 4) counts
 in seconds.
 
-:func:`~embkit.pair_split.split_pairs` splits the counts into train / validation / test; a split gives
+:func:`~embkit.items.pair_split.split_pairs` splits the counts into train / validation / test; a split gives
 the ``(n, 2)`` (context, target) rows of :func:`embkit.evaluation.evaluate_ranking` through
 :meth:`PairCounts.pairs`, and the expanded int32 arrays of a training driver through
 :meth:`PairCounts.training_arrays`.
 
 Examples
 --------
->>> from embkit.timelines import load_timelines
->>> from embkit.cooccurrence import PairCounts, split_pairs
+>>> from embkit.items.timelines import load_timelines
+>>> from embkit.items.cooccurrence import PairCounts, split_pairs
 >>> from embkit.evaluation import evaluate_ranking
 >>> counts = PairCounts.from_timelines(load_timelines('ml-100k'), window=3)   # doctest: +SKIP
 >>> train, valid, test = split_pairs(counts, (0.7, 0.1, 0.2), seed=0)         # doctest: +SKIP
@@ -38,7 +38,7 @@ from collections import Counter
 import numpy as np
 import scipy.sparse as sp
 
-from embkit.pair_split import split_pairs
+from embkit.items.pair_split import split_pairs
 
 logger = logging.getLogger(__name__)
 
@@ -223,7 +223,7 @@ class PairCounts:
 
         Parameters
         ----------
-        timelines : embkit.timelines.Timelines
+        timelines : embkit.items.timelines.Timelines
         window : int, None or 'all'
             Pair each item with the next ``window`` items of its timeline; None or ``'all'``: with every
             later item ("seen together in a user timeline", the paper's wording, earlier -> later).
@@ -261,23 +261,23 @@ class PairCounts:
         Parameters
         ----------
         source : str, os.PathLike or iterable of list of str
-            A file, folder or URL read by :class:`embkit.corpus.TextCorpus`, a corpus name of
-            :func:`embkit.datasets.resolve_corpus` (``'text8'``, ``'enwiki-sample'``), or sentences.
+            A file, folder or URL read by :class:`embkit.text.corpus.TextCorpus`, a corpus name of
+            :func:`embkit.text.corpora.resolve_corpus` (``'text8'``, ``'enwiki-sample'``), or sentences.
         vocab_size : int
             Keep the most frequent words (ties: first seen first).
         window : int, None or 'all'
             Pair each word with the next ``window`` in-vocabulary words of its sentence.
         max_sentence_length : int, optional
-            Longer lines are cut into pieces (default :data:`embkit.corpus.MAX_SENTENCE_LENGTH`).
+            Longer lines are cut into pieces (default :data:`embkit.text.corpus.MAX_SENTENCE_LENGTH`).
 
         Returns
         -------
         PairCounts
             Item names are the words, most frequent first; item counts their corpus counts.
         """
-        from embkit.corpus import MAX_SENTENCE_LENGTH, as_corpus
-        from embkit.datasets import resolve_corpus
-        from embkit.vocab import Vocab
+        from embkit.text.corpus import MAX_SENTENCE_LENGTH, as_corpus
+        from embkit.text.corpora import resolve_corpus
+        from embkit.text.vocab import Vocab
         if int(vocab_size) < 1:
             raise ValueError("vocab_size must be >= 1, got %r" % (vocab_size,))
         vocab_size = int(vocab_size)
@@ -319,7 +319,7 @@ class PairCounts:
             A line without exactly three fields, a count that is not a non-negative integer, an id
             that is not among ``names`` or not an integer with ``ids='index'``; the file and line are named.
         """
-        from embkit._triples import read_triples
+        from embkit.items.triples import read_triples
         rows, cols, counts, item_names = read_triples(path, names, ids)
         n = len(item_names)
         matrix = sp.csr_matrix((counts, (rows, cols)), shape=(n, n), dtype=np.int64)
@@ -402,7 +402,7 @@ class PairCounts:
         return contexts, targets
 
     def split(self, fractions=(0.7, 0.1, 0.2), seed=0):
-        """:func:`~embkit.pair_split.split_pairs` of these counts."""
+        """:func:`~embkit.items.pair_split.split_pairs` of these counts."""
         return split_pairs(self, fractions, seed)
 
     def to_triples(self, path):

@@ -20,7 +20,7 @@ seed: chunk ``c`` of the training (test) points uses the random stream ``(seed, 
 
 Examples
 --------
->>> from embkit.synthetic import make_xc
+>>> from embkit.xc.synthetic import make_xc
 >>> train, test = make_xc(n_labels=1000, n_features=5000, n_train=2000, n_test=500, seed=1)
 >>> train.X.shape, test.Y.shape
 ((2000, 5000), (500, 1000))
@@ -28,7 +28,7 @@ Examples
 import numpy as np
 import scipy.sparse as sp
 
-from embkit.xcdata import XCData
+from embkit.xc.data import XCData
 
 __all__ = ["make_xc", "label_signatures", "label_probabilities", "LABEL_LAWS", "VALUE_KINDS"]
 

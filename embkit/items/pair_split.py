@@ -36,7 +36,7 @@ def split_pairs(counts, fractions=(0.7, 0.1, 0.2), seed=0):
 
     Parameters
     ----------
-    counts : embkit.cooccurrence.PairCounts
+    counts : embkit.items.cooccurrence.PairCounts
         The counts to split.
     fractions : sequence of float
         Expected share of the pair occurrences in each split; they must add up to 1.  Two fractions

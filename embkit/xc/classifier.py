@@ -21,10 +21,11 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
-from embkit import persist, registry
-from embkit._checks import check_param, check_trainer, POSITIVE_INT, POSITIVE_REAL
+from embkit.core import persist
+from embkit.core import registry
+from embkit.core.checks import check_param, check_trainer, POSITIVE_INT, POSITIVE_REAL
 from embkit._kernels.rows import RowTrainer, top_k_rows
-from embkit.training import run_epochs
+from embkit.core.training import run_epochs
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +68,7 @@ def _as_xy(X, Y=None):
     return X, Y
 
 
+@persist.register_model
 class ExtremeClassifier:
     """Multi-label classifier over many labels with sampled (or full) softmax-type losses.
 
@@ -102,7 +104,7 @@ class ExtremeClassifier:
         Examples per kernel call (adaptive samplers refresh between calls).
     batch_size : int, optional
         With ``loss="full_softmax"``: train exact full softmax in mini-batches of this many examples with
-        BLAS products (:mod:`embkit.full_batch`), which reads each class row once per batch instead of
+        BLAS products (:mod:`embkit.xc.full_batch`), which reads each class row once per batch instead of
         once per example -- much faster with many labels.  None uses the per-example kernel.
     progress : bool
         Show a progress bar.
@@ -194,7 +196,7 @@ class ExtremeClassifier:
                                                  self.label_vectors, default_sampler="uniform")
         total = float(len(rows)) * self.epochs
         if self.batch_size is not None:
-            from embkit.full_batch import FullSoftmaxBatches
+            from embkit.xc.full_batch import FullSoftmaxBatches
             trainer = FullSoftmaxBatches(X, Y, self.feature_vectors, self.label_vectors, self.batch_size,
                                          self.alpha, self.min_alpha, total, self.normalize, self.tau,
                                          self.normalize_classes)

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 
 from embkit.evaluation.xc import PROPENSITY_PARAMETERS
-from embkit.xcdata import read_xc, read_xc_header
+from embkit.xc.data import read_xc, read_xc_header
 
 __all__ = ["XCDatasetInfo", "XC_DATASETS", "xc_dataset_info", "find_xc_files", "load_xc_dataset",
            "StatisticsMismatch"]
@@ -226,7 +226,7 @@ def load_xc_dataset(name, root, *, allow_mismatch=False, base=0):
     StatisticsMismatch
         (a ValueError) Naming the file, the statistic, its value and the published one.
     FileNotFoundError, ValueError
-        From :func:`find_xc_files` and :func:`embkit.xcdata.read_xc`.
+        From :func:`find_xc_files` and :func:`embkit.xc.data.read_xc`.
     """
     info = xc_dataset_info(name)
     train_path, test_path = find_xc_files(info.name, root)

@@ -9,7 +9,7 @@ import threading
 
 import numpy as np
 
-from embkit.vocab import EncodedChunk
+from embkit.text.vocab import EncodedChunk
 
 
 class ChunkCache:

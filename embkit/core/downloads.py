@@ -1,32 +1,18 @@
-"""Downloadable training corpora: a small registry, a verified cache, and corpus name resolution.
+"""Verified downloads into the embkit cache: text corpora and rating datasets use the same machinery.
 
-Corpora are downloaded once into the cache folder (``$EMBKIT_CACHE``, default ``~/.cache/embkit``),
+Files are downloaded once into the cache folder (``$EMBKIT_CACHE``, default ``~/.cache/embkit``),
 verified, unzipped there, and reused afterwards without touching the network.
 
 Every download goes to a temporary file in the cache folder that is renamed into place only once it is
 complete and verified, and extraction works the same way, so an interrupted run never leaves a truncated
 file behind under the final name.
 
-Checksums
----------
-``text8.zip`` is pinned by size and SHA-256, and the extracted ``text8`` too.  The digests are not
-computed here (this package was written offline); they are the values published independently by several
-public projects that download the same file (e.g. a torchtext-based ``_download_extract_validate`` call
-and a corpus registry with ``zip_sha256``/``raw_sha256`` fields), which agree with each other, and the
-sizes are the widely quoted 31,344,016 bytes (zip) and 100,000,000 bytes (text).  A corpus registered
-without a SHA-256 is verified by size only, and the digest of the first download is recorded next to it
-(``<file>.sha256``, announced by a log line) and enforced on every later use ("trust on first use").
+A file registered without a SHA-256 is verified by size only, and the digest of the first download is
+recorded next to it (``<file>.sha256``, announced by a log line) and enforced on every later use ("trust
+on first use").
 
-Set ``EMBKIT_OFFLINE=1`` to forbid any download: a corpus missing from the cache then fails at once
-with instructions to fetch it by hand.
-
-Examples
---------
->>> from embkit.datasets import resolve_corpus
->>> resolve_corpus(None).endswith('enwiki-sample.txt.gz')   # bundled sample
-True
->>> resolve_corpus('my/corpus.txt')                         # anything else passes through
-'my/corpus.txt'
+Set ``EMBKIT_OFFLINE=1`` to forbid any download: a file missing from the cache then fails at once with
+instructions to fetch it by hand.
 """
 import contextlib
 import hashlib
@@ -40,11 +26,8 @@ from typing import Optional
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["RemoteCorpus", "CORPORA", "DownloadError", "ChecksumError", "cache_dir", "fetch",
-           "resolve_corpus", "sha256_file", "BUNDLED_DEFAULT"]
+__all__ = ["RemoteCorpus", "DownloadError", "ChecksumError", "cache_dir", "fetch", "sha256_file"]
 
-#: The corpus used when none is given.
-BUNDLED_DEFAULT = "enwiki-sample"
 #: Seconds to wait for the server before giving up.
 TIMEOUT = 30
 _BLOCK = 1 << 20
@@ -86,22 +69,6 @@ class RemoteCorpus:
     member_sha256: Optional[str] = None
     description: str = ""
     manual_hint: str = "CLI: --corpus PATH"
-
-
-#: Downloadable corpora, name -> :class:`RemoteCorpus`.
-CORPORA = {
-    "text8": RemoteCorpus(
-        name="text8",
-        url="http://mattmahoney.net/dc/text8.zip",
-        filename="text8.zip",
-        size=31344016,
-        sha256="a6640522afe85d1963ad56c05b0ede0a0c000dddc9671758a6cc09b7a38e5232",
-        member="text8",
-        member_size=100000000,
-        member_sha256="6e890197040d37d85beb962ae1f041ff1d9a9ca8d20c7d99c85027eebf51dca7",
-        description="first 10^8 bytes of English Wikipedia (2006), cleaned; 17M words on one line",
-    ),
-}
 
 
 class DownloadError(OSError):
@@ -274,12 +241,12 @@ def _extract(spec, archive, target):
 
 
 def fetch(name_or_spec, progress=True):
-    """Local path of a registered corpus, downloading and unzipping it into the cache on first use.
+    """Local path of a remote file, downloading and unzipping it into the cache on first use.
 
     Parameters
     ----------
-    name_or_spec : str or RemoteCorpus
-        A name of :data:`CORPORA` (such as ``'text8'``) or a spec.
+    name_or_spec : RemoteCorpus
+        What to fetch (e.g. an entry of :data:`embkit.text.corpora.CORPORA`).
     progress : bool
         Show a progress bar while downloading.
 
@@ -290,14 +257,12 @@ def fetch(name_or_spec, progress=True):
 
     Raises
     ------
-    KeyError
-        Unknown name.
     DownloadError
         The file is not cached and cannot be downloaded; the message says how to get it by hand.
     ChecksumError
         The download (or a cached file) does not match its expected size or SHA-256.
     """
-    spec = name_or_spec if isinstance(name_or_spec, RemoteCorpus) else CORPORA[name_or_spec]
+    spec = name_or_spec
     root = cache_dir()
     archive = os.path.join(root, spec.filename)
     target = os.path.join(root, spec.member) if spec.member else archive
@@ -314,39 +279,3 @@ def fetch(name_or_spec, progress=True):
     if spec.member:
         _extract(spec, archive, target)
     return target
-
-
-def _bundled_path(name):
-    from embkit.evaluation.datasets import bundled_data
-    return bundled_data().path(name)
-
-
-def resolve_corpus(name_or_path, progress=True):
-    """Turn a ``--corpus`` value into something ``Word2Vec(corpus_file=...)`` reads.
-
-    Parameters
-    ----------
-    name_or_path : str, os.PathLike or None
-        None or ``'enwiki-sample'``: the bundled sample corpus; a name of :data:`CORPORA` (``'text8'``):
-        the cached download (fetched on first use); anything else -- a file, a directory or a URL -- is
-        returned unchanged.  An existing local file or folder wins over a registry name of the same
-        spelling.
-    progress : bool
-        Show a progress bar if a download is needed.
-
-    Returns
-    -------
-    str
-        A local path, or the URL given.
-    """
-    if name_or_path is None:
-        return _bundled_path(BUNDLED_DEFAULT)
-    text = os.fspath(name_or_path)
-    if os.path.exists(text):
-        return text
-    key = text.strip().lower()
-    if key == BUNDLED_DEFAULT:
-        return _bundled_path(key)
-    if key in CORPORA:
-        return fetch(key, progress=progress)
-    return text

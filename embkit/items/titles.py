@@ -16,7 +16,7 @@ import csv
 import io
 import os
 
-from embkit._numparse import line_error, open_binary
+from embkit.items.numparse import line_error, open_binary
 
 __all__ = ["TITLE_FILES", "load_titles", "find_titles"]
 

@@ -20,11 +20,12 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from embkit import persist, registry
-from embkit._checks import check_param, check_trainer, POSITIVE_INT
+from embkit.core import persist
+from embkit.core import registry
+from embkit.core.checks import check_param, check_trainer, POSITIVE_INT
 from embkit._kernels.pairs import PairTrainer
 from embkit._kernels.samplers import AliasSampler
-from embkit.training import run_epochs
+from embkit.core.training import run_epochs
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +102,7 @@ def as_pair_matrix(pairs, n_items=None):
     return m, names
 
 
+@persist.register_model
 class ItemEmbedding:
     """Item vectors from an item -> item co-occurrence matrix, for similar items and next-item prediction.
 

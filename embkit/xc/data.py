@@ -20,11 +20,11 @@ header).  The same id twice on a line is an error; ids out of order are sorted.
 
 Reading streams the file in blocks (plain, ``.gz``, ``.bz2`` and URLs through smart_open): only the
 CSR arrays are kept, and each block is parsed with whole-array numpy operations (see
-:mod:`embkit._xcparse`).  Every problem is a :class:`ValueError` naming the file and the 1-based line.
+:mod:`embkit.xc.parse`).  Every problem is a :class:`ValueError` naming the file and the 1-based line.
 
 Examples
 --------
->>> from embkit.xcdata import read_xc, write_xc
+>>> from embkit.xc.data import read_xc, write_xc
 >>> data = read_xc("bibtex_train.xc.txt.gz")                     # doctest: +SKIP
 >>> data.X.shape, data.Y.shape, data.n_unlabelled                 # doctest: +SKIP
 ((4880, 1836), (4880, 159), 0)
@@ -38,8 +38,8 @@ from typing import Optional
 import numpy as np
 import scipy.sparse as sp
 
-from embkit._xcparse import MAX_ID, IdSpec, parse_block
-from embkit.persist import atomic_path
+from embkit.xc.parse import MAX_ID, IdSpec, parse_block
+from embkit.core.atomic import atomic_path
 
 __all__ = ["XCData", "read_xc", "read_svmlight", "read_xc_header", "write_xc", "BLOCK_BYTES"]
 

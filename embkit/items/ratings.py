@@ -13,13 +13,13 @@ rating files are found in it) or, for Netflix, a list of files.  ``.gz`` and ``.
 decompressed on the fly.
 
 Files are read in blocks of whole lines that are parsed with vectorised numpy code
-(:mod:`embkit._numparse`), so ml-20m (20M lines) and the Netflix Prize (100M lines) load in seconds to
+(:mod:`embkit.items.numparse`), so ml-20m (20M lines) and the Netflix Prize (100M lines) load in seconds to
 minutes with memory proportional to the ratings kept; ratings below ``min_rating`` are dropped block by
 block.  A malformed line raises :class:`ValueError` naming the file and the line.
 
 Examples
 --------
->>> from embkit.rating_datasets import resolve_ratings
+>>> from embkit.items.datasets import resolve_ratings
 >>> load_ratings(resolve_ratings('ml-100k'))            # doctest: +SKIP
 Ratings(55375 ratings >= 4 of 100000, 942 users, 1447 items, layout 'tsv', from '.../ml-100k/u.data')
 """
@@ -32,9 +32,9 @@ from typing import Optional
 
 import numpy as np
 
-from embkit import _rating_formats as formats
-from embkit._numparse import BLOCK_BYTES, open_binary
-from embkit.titles import find_titles, load_titles
+from embkit.items import rating_formats as formats
+from embkit.items.numparse import BLOCK_BYTES, open_binary
+from embkit.items.titles import find_titles, load_titles
 
 logger = logging.getLogger(__name__)
 
@@ -213,7 +213,7 @@ def find_rating_files(path, layout=None):
     for f in files:
         if "://" not in f and not os.path.isfile(f):
             raise FileNotFoundError("rating file %r does not exist (registered dataset names go through "
-                                    "embkit.rating_datasets.resolve_ratings)" % f)
+                                    "embkit.items.datasets.resolve_ratings)" % f)
     if layout is None:
         layouts = {f: _file_layout(f) for f in files}
         if len(set(layouts.values())) > 1:
@@ -258,7 +258,7 @@ def load_ratings(path, min_rating="default", layout=None, titles=True, block_byt
     ----------
     path : str, os.PathLike or list of them
         A rating file, a dataset folder or a list of Netflix files (see :func:`find_rating_files`); a
-        registered dataset name goes through :func:`embkit.rating_datasets.resolve_ratings` first.
+        registered dataset name goes through :func:`embkit.items.datasets.resolve_ratings` first.
     min_rating : float, None or 'default'
         Keep the ratings ``>= min_rating``; None keeps all.  'default' is 4.0 for MovieLens and 5.0
         for Netflix (:data:`DEFAULT_MIN_RATING`), the thresholds of the relaxed-softmax paper.

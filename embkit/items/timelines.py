@@ -80,11 +80,11 @@ class Timelines:
 
     @classmethod
     def from_ratings(cls, ratings):
-        """Build the timelines of :class:`~embkit.ratings.Ratings` (already thresholded).
+        """Build the timelines of :class:`~embkit.items.ratings.Ratings` (already thresholded).
 
         Parameters
         ----------
-        ratings : embkit.ratings.Ratings
+        ratings : embkit.items.ratings.Ratings
 
         Returns
         -------
@@ -175,18 +175,18 @@ def load_timelines(name_or_path, min_rating="default", **kwargs):
     Parameters
     ----------
     name_or_path : str, os.PathLike or list
-        Passed through :func:`embkit.rating_datasets.resolve_ratings` (an existing path wins, else a
+        Passed through :func:`embkit.items.datasets.resolve_ratings` (an existing path wins, else a
         registered name such as ``'ml-100k'``, downloaded on first use).
     min_rating : float, None or 'default'
-        See :func:`embkit.ratings.load_ratings`.
+        See :func:`embkit.items.ratings.load_ratings`.
     **kwargs
-        More arguments of :func:`embkit.ratings.load_ratings`.
+        More arguments of :func:`embkit.items.ratings.load_ratings`.
 
     Returns
     -------
     Timelines
     """
-    from embkit.rating_datasets import resolve_ratings
-    from embkit.ratings import load_ratings
+    from embkit.items.datasets import resolve_ratings
+    from embkit.items.ratings import load_ratings
     path = name_or_path if isinstance(name_or_path, (list, tuple)) else resolve_ratings(name_or_path)
     return Timelines.from_ratings(load_ratings(path, min_rating=min_rating, **kwargs))

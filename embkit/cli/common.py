@@ -1,0 +1,152 @@
+"""What the ``embkit`` subcommands share: usage errors, logging, option groups, output checks."""
+import argparse
+import contextlib
+import logging
+import os
+import sys
+
+PROG = "embkit"
+
+
+class UsageError(Exception):
+    """A mistake in the command line (exit status 2)."""
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Show defaults, except the uninformative None and False."""
+
+    def _get_help_string(self, action):
+        if action.default in (None, False) or "default:" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def help_formatter():
+    """The formatter class of every subcommand's help."""
+    return _HelpFormatter
+
+
+def common_options():
+    """The options every subcommand takes (-q, -v)."""
+    common = argparse.ArgumentParser(add_help=False)
+    group = common.add_argument_group("output control")
+    group.add_argument("-q", "--quiet", action="store_true", help="no progress bar, warnings and errors only")
+    group.add_argument("-v", "--verbose", action="store_true", help="debug logging, tracebacks on errors")
+    return common
+
+
+@contextlib.contextmanager
+def log_to_stderr(args):
+    """Send embkit's log records to stderr for the duration of a command."""
+    level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
+    names = ("embkit", "gensim") if args.verbose else ("embkit",)
+    saved = []
+    for name in names:
+        log = logging.getLogger(name)
+        saved.append((log, log.level))
+        log.addHandler(handler)
+        log.setLevel(level)
+    try:
+        yield
+    finally:
+        for log, old_level in saved:
+            log.removeHandler(handler)
+            log.setLevel(old_level)
+
+
+def check_output(args):
+    """Refuse an existing output (unless --overwrite) or a missing folder, before any training."""
+    if args.output is None:
+        return
+    path = args.output
+    if os.path.isdir(path):
+        raise UsageError("--output %s is a directory; give a file name" % path)
+    if os.path.exists(path) and not args.overwrite:
+        raise UsageError("output file %s already exists; pass --overwrite to replace it" % path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError("output folder %s does not exist" % folder)
+
+
+def train_logging():
+    """Context in which log lines do not break the progress bar."""
+    try:
+        from tqdm.contrib.logging import logging_redirect_tqdm
+    except ImportError:  # old tqdm
+        return contextlib.nullcontext()
+    return logging_redirect_tqdm(loggers=[logging.getLogger("embkit")])
+
+
+def _value(text):
+    """A ``--param`` value: int, float, bool, None or string."""
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False, "none": None}.get(text.lower(), text)
+
+
+def key_values(pairs, flag):
+    """``{key: value}`` of repeated ``KEY=VALUE`` options (``flag`` names the option in errors)."""
+    out = {}
+    for item in pairs or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError("%s takes KEY=VALUE, got %r" % (flag, item))
+        out[key.replace("-", "_")] = _value(value)
+    return out
+
+
+def objective_options(p, loss, sampler, negative, default_sampler="unigram"):
+    """Add the loss/sampler options with these defaults; returns the option group."""
+    g = p.add_argument_group("loss and sampler (any registered pair)")
+    g.add_argument("--loss", default=loss, help="loss name (embkit.core.registry.LOSSES)")
+    g.add_argument("--sampler", default=sampler,
+                   help="negative sampler (embkit.core.registry.SAMPLERS; default: %s)" % default_sampler)
+    g.add_argument("--negative", type=int, default=negative, metavar="K", help="negatives per positive")
+    g.add_argument("--T", type=float, default=None, metavar="T", help="Boltzmann sampler temperature")
+    g.add_argument("--degeneracy", choices=("uniform", "popularity"), default=None,
+                   help="Boltzmann sampler degeneracy D")
+    g.add_argument("--param", action="append", metavar="KEY=VALUE",
+                   help="extra sampler parameter, repeatable (e.g. --param query=embedding --param K=8)")
+    g.add_argument("--loss-param", action="append", metavar="KEY=VALUE", help="extra loss parameter, repeatable")
+    return g
+
+
+def sampler_params(args):
+    """The sampler parameters of ``--param``, ``--T`` and ``--degeneracy``."""
+    params = key_values(args.param, "--param")
+    if args.T is not None:
+        params["T"] = args.T
+    if args.degeneracy is not None:
+        params["degeneracy"] = args.degeneracy
+    return params
+
+
+def train_options(p, vector_size, alpha, epochs):
+    """Add the training options with these defaults; returns the option group."""
+    g = p.add_argument_group("training")
+    g.add_argument("--vector-size", type=int, default=vector_size, metavar="D", help="embedding dimension")
+    g.add_argument("--alpha", type=float, default=alpha, help="initial learning rate")
+    g.add_argument("--epochs", type=int, default=epochs, metavar="N", help="passes over the training data")
+    g.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N", help="training threads")
+    g.add_argument("--seed", type=int, default=1, metavar="N", help="random seed")
+    return g
+
+
+def output_options(p):
+    """Add ``--output``, ``--overwrite`` and ``--format``."""
+    p.add_argument("-o", "--output", default=None, metavar="FILE", help="save the trained model here")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    p.add_argument("--format", choices=("table", "json"), default="table", help="report format")
+
+
+def count(value):
+    """``value`` with thousands separators (or as text when it is not a number)."""
+    try:
+        return "{:,.0f}".format(value)
+    except (TypeError, ValueError):
+        return str(value)

@@ -1,0 +1,161 @@
+"""``embkit train``: train skip-gram or CBOW word vectors, save them, and print an evaluation.
+
+Examples
+--------
+::
+
+    embkit train
+    embkit train --corpus text8 --output text8.embkit --epochs 5
+    embkit train --corpus my.txt.gz --output vectors.txt --format word2vec --overwrite
+"""
+import logging
+import os
+
+from embkit.cli.common import check_output, count, help_formatter, train_logging
+
+logger = logging.getLogger(__name__)
+
+#: Output formats of ``embkit train --format``.
+FORMATS = ("embkit", "word2vec", "word2vec-binary")
+#: Words whose nearest neighbours ``embkit train`` shows when they are in the vocabulary.
+PROBE_WORDS = ("king", "france", "city", "war", "music", "computer", "water", "good", "three")
+N_PROBES = 4
+
+# ``--flag`` -> Word2Vec keyword (flags left unset keep Word2Vec's own defaults)
+_MODEL_OPTIONS = (
+    ("--vector-size", "vector_size", int, "dimension of the vectors"),
+    ("--window", "window", int, "maximum distance between a centre and a context word"),
+    ("--sample", "sample", float, "subsampling threshold of frequent words (0 disables)"),
+    ("--negative", "negative", int, "negative samples per example"),
+    ("--ns-exponent", "ns_exponent", float, "exponent of the negative sampling distribution"),
+    ("--alpha", "alpha", float, "initial learning rate"),
+    ("--min-alpha", "min_alpha", float, "final learning rate"),
+    ("--epochs", "epochs", int, "passes over the corpus"),
+    ("--seed", "seed", int, "random seed (with --workers 1 a run is reproducible)"),
+    ("--loss", "loss", str, "loss name (see embkit.core.registry.LOSSES)"),
+    ("--sampler", "sampler", str, "negative sampler name (see embkit.core.registry.SAMPLERS)"),
+    ("--max-vocab-size", "max_vocab_size", int, "bound on distinct words while counting"),
+    ("--max-final-vocab", "max_final_vocab", int, "keep at most this many words"),
+)
+
+def _word2vec_defaults():
+    """Word2Vec's constructor defaults, for the help texts (empty if the kernels are not built)."""
+    try:
+        import inspect
+        from embkit.text.word2vec import Word2Vec
+    except ImportError:
+        return {}
+    return {name: p.default for name, p in inspect.signature(Word2Vec.__init__).parameters.items()}
+
+def add_parser(subparsers, common):
+    p = subparsers.add_parser(
+        "train", parents=[common], help="train word vectors",
+        description="Train skip-gram (default) or CBOW word vectors, save them, and print an evaluation.",
+        formatter_class=help_formatter())
+    p.add_argument("--corpus", default=None, metavar="PATH|URL|NAME",
+                   help="training text (one sentence per line; .gz/.bz2, folders and URLs work), or a "
+                        "registered name: 'text8' (downloaded once to $EMBKIT_CACHE, default "
+                        "~/.cache/embkit) or 'enwiki-sample' (bundled; used when not given)")
+    p.add_argument("-o", "--output", default=None, metavar="FILE", help="where to save the model")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    p.add_argument("--format", choices=FORMATS, default="embkit",
+                   help="output format: embkit model archive, or word2vec text/binary vectors")
+    model = p.add_argument_group("model (unset options keep Word2Vec's defaults)")
+    model.add_argument("--sg", type=int, choices=(0, 1), default=1, help="1 skip-gram, 0 CBOW")
+    model.add_argument("--min-count", type=int, default=5, metavar="N", help="drop words rarer than this")
+    defaults = _word2vec_defaults()
+    for flag, name, kind, text in _MODEL_OPTIONS:
+        default = "sgns" if name == "loss" else defaults.get(name)
+        if default is not None:
+            text = "%s (default: %s)" % (text, default)
+        metavar = {int: "N", float: "X", str: "NAME"}[kind]
+        model.add_argument(flag, dest=name, type=kind, default=None, metavar=metavar, help=text)
+    model.add_argument("--shared-negatives", action="store_true",
+                       help="one negative set per centre word instead of one per (centre, context) pair")
+    model.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N", help="training threads")
+    p.add_argument("--no-eval", action="store_true", help="skip the evaluation after training")
+    p.set_defaults(func=cmd_train)
+
+def _model_kwargs(args):
+    kwargs = {"sg": args.sg, "min_count": args.min_count, "workers": args.workers,
+              "shared_negatives": args.shared_negatives, "progress": not args.quiet}
+    for _, name, _, _ in _MODEL_OPTIONS:
+        value = getattr(args, name)
+        if value is not None:
+            kwargs[name] = value
+    return kwargs
+
+def _train(model):
+    with train_logging():
+        return model.train()
+
+
+def _save(model, args):
+    if args.format == "embkit":
+        model.save(args.output, overwrite=args.overwrite)
+    else:
+        model.save_word2vec_format(args.output, binary=args.format == "word2vec-binary", overwrite=args.overwrite)
+
+
+def cmd_train(args, out):
+    """``embkit train``: train, save, summarise, evaluate."""
+    from embkit.text.corpora import resolve_corpus
+    from embkit.text.word2vec import Word2Vec
+
+    check_output(args)
+    model = Word2Vec(**_model_kwargs(args))  # validates the parameters before any reading
+    corpus = resolve_corpus(args.corpus, progress=not args.quiet)
+    logger.info("corpus: %s", corpus)
+    model.build_vocab(corpus_file=corpus)
+    report = _train(model)
+    if args.output is not None:
+        _save(model, args)
+    print(training_summary(model, report, corpus), file=out)
+    if args.output is not None:
+        print("saved: %s (%s format)" % (args.output, args.format), file=out)
+    if not args.no_eval:
+        from embkit.evaluation import evaluate_all
+        print("", file=out)
+        print(evaluate_all(model.wv), file=out)
+        neighbours = nearest_neighbours(model.wv)
+        if neighbours:
+            print("", file=out)
+            print(neighbours, file=out)
+    return 0
+
+
+def training_summary(model, report, corpus):
+    """Lines describing a training run: corpus, vocabulary, words, time, speed and final loss."""
+    loss = report.epoch_loss[-1] if report.epoch_loss else float("nan")
+    return "\n".join([
+        "corpus:     %s" % corpus,
+        "model:      %r" % model,
+        "vocabulary: %s words (%s corpus words per epoch, %s in vocabulary)"
+        % (count(len(model.wv)), count(model.vocab.raw_words), count(model.vocab.total_words)),
+        "training:   %d epoch%s, %s words in %.2f s: %s words/s (%s raw words/s), final loss %.4f"
+        % (report.epochs, "" if report.epochs == 1 else "s", count(report.words), report.seconds,
+           count(report.words_per_second), count(report.raw_words_per_second), loss),
+    ])
+
+
+def _probe_words(kv, n=N_PROBES):
+    present = [w for w in PROBE_WORDS if w in kv.key_to_index]
+    rank = 100
+    while len(present) < n and rank < len(kv):  # fall back on mid-frequency words
+        word = kv.index_to_key[rank]
+        if word not in present:
+            present.append(word)
+        rank *= 2
+    return present[:n]
+
+
+def nearest_neighbours(kv, words=None, topn=5):
+    """Text block: the ``topn`` nearest neighbours of a few frequent words (or of ``words``)."""
+    if len(kv) < 2:
+        return ""
+    words = words or _probe_words(kv)
+    lines = ["nearest neighbours (cosine)"]
+    for word in words:
+        similar = kv.most_similar(word, topn=min(topn, len(kv) - 1))
+        lines.append("  %-12s %s" % (word, ", ".join("%s %.2f" % (w, s) for w, s in similar)))
+    return "\n".join(lines) if len(lines) > 1 else ""

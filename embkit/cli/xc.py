@@ -1,0 +1,90 @@
+"""``embkit xc``: extreme classification on XC-repository files, with P@k, nDCG@k and PSP@k on the test file.
+
+Examples
+--------
+::
+
+    embkit xc --data bibtex --root path/to/xc-sets                # sampled softmax, uniform, cosine / 0.1
+    embkit xc --train train.txt --test test.txt --loss sampled_softmax --sampler lsh --param query=embedding
+"""
+import json
+
+from embkit.cli.common import (UsageError, check_output, key_values, objective_options, output_options,
+                               sampler_params, train_logging, train_options, help_formatter)
+
+def add_parser(subparsers, common):
+    p = subparsers.add_parser(
+        "xc", parents=[common], formatter_class=help_formatter(),
+        help="extreme classification on XC-repository files (Bibtex, Delicious, EURLex-4K, ...)",
+        description="Train an ExtremeClassifier on sparse features -> labels with any loss and sampler and "
+                    "report P@k, nDCG@k and PSP@k on the test file.")
+    src = p.add_argument_group("data (a named set under --root, or --train/--test files)")
+    src.add_argument("--data", metavar="NAME", help="Bibtex, Delicious, EURLex-4K, AmazonCat-13K, Wiki10-31K, "
+                                                     "Delicious-200K or Amazon-670K")
+    src.add_argument("--root", metavar="DIR", default=".", help="folder holding the named sets")
+    src.add_argument("--train", metavar="FILE", help="training file (XC format: header 'N F L')")
+    src.add_argument("--test", metavar="FILE", help="test file")
+    src.add_argument("--allow-mismatch", action="store_true",
+                     help="accept a named set whose sizes differ from the repository's")
+    objective_options(p, "sampled_softmax", None, 50, default_sampler="uniform")
+    t = train_options(p, 128, 0.1, 20)
+    t.add_argument("--tau", type=float, default=0.1, help="temperature (scores divided by it)")
+    t.add_argument("--no-normalize", dest="normalize", action="store_false",
+                   help="do not L2-normalise the hidden vector")
+    t.add_argument("--plain-classes", dest="normalize_classes", action="store_false",
+                   help="do not keep label vectors on the unit sphere (use with --tau 1)")
+    t.add_argument("--one-label", action="store_true", help="one positive label per example visit")
+    t.add_argument("--batch-size", type=int, default=None, help="full_softmax in BLAS mini-batches of this size")
+    t.add_argument("--k", type=int, nargs="+", default=(1, 3, 5), metavar="K", help="cut-offs of the metrics")
+    output_options(p)
+    p.set_defaults(func=cmd_xc)
+    return p
+
+
+def _load_xc(args):
+    if args.data is not None:
+        if args.train or args.test:
+            raise UsageError("give either --data NAME (with --root) or --train/--test files, not both")
+        from embkit.xc.datasets import load_xc_dataset
+        return load_xc_dataset(args.data, args.root, allow_mismatch=args.allow_mismatch)
+    if not (args.train and args.test):
+        raise UsageError("give --data NAME (with --root) or both --train and --test")
+    from embkit.xc.data import read_xc
+    train = read_xc(args.train)
+    test = read_xc(args.test, n_features=train.n_features, n_labels=train.n_labels)
+    return train, test
+
+
+def cmd_xc(args, out):
+    """``embkit xc``: read, train, predict the test set, report the XC metrics."""
+    from embkit.xc.classifier import ExtremeClassifier
+
+    check_output(args)
+    model = ExtremeClassifier(vector_size=args.vector_size, loss=args.loss, sampler=args.sampler,
+                              negative=args.negative, normalize=args.normalize, tau=args.tau,
+                              normalize_classes=args.normalize_classes, one_label=args.one_label,
+                              alpha=args.alpha, epochs=args.epochs, workers=args.workers, seed=args.seed,
+                              sampler_params=sampler_params(args), batch_size=args.batch_size,
+                              loss_params=key_values(args.loss_param, "--loss-param"), progress=not args.quiet)
+    train, test = _load_xc(args)
+    with train_logging():
+        model.fit(train.X, train.Y)
+    result = model.evaluate(test.X, test.Y, ks=tuple(args.k))
+    if args.output is not None:
+        model.save(args.output, overwrite=args.overwrite)
+    report = model.last_report
+    if args.format == "json":
+        print(json.dumps({"train": train.stats(), "test": test.stats(), "model": repr(model),
+                          "skipped_rows": model.n_skipped, "seconds_per_epoch": report.epoch_seconds,
+                          "metrics": result.to_dict()}, indent=1, default=float), file=out)
+        return 0
+    print("train:      %r" % train, file=out)
+    print("test:       %r" % test, file=out)
+    print("model:      %r" % model, file=out)
+    print("training:   %d epochs, %.2f s/epoch, %d rows without labels skipped"
+          % (report.epochs, sum(report.epoch_seconds) / max(report.epochs, 1), model.n_skipped), file=out)
+    print("", file=out)
+    print(result, file=out)
+    if args.output is not None:
+        print("saved: %s" % args.output, file=out)
+    return 0
