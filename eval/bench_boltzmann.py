@@ -4,7 +4,7 @@ For ``n`` classes of random unit vectors in ``--dim`` dimensions, with random un
 
 * **speed**: time per draw of ``ExactBoltzmann`` (scores all ``n`` classes per call) and ``MHBoltzmann``
   (``1 + burn_in + k * mh_steps`` scores per call) drawing ``--k`` ids per call, single thread, through
-  ``draw_batch`` (one scratch buffer, no Python per call); the alias table of ``D`` (``T = inf``) as the floor;
+  ``draw_many`` (one scratch buffer, no Python per call); the alias table of ``D`` (``T = inf``) as the floor;
 * **distance** of the MH draws to the exact Boltzmann distribution ``Q`` for one query, at query norms
   ``--scales`` (the norm multiplies the scores, i.e. acts as ``1 / T``; Rawat et al. scale normalised logits by
   5 to 30).  ``law`` is the exact distribution of an MH draw (``MHBoltzmann.draw_law``, no sampling noise);
@@ -29,7 +29,7 @@ import numpy as np
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
-from embkit._kernels.boltzmann import ExactBoltzmann, MHBoltzmann, draw_batch  # noqa: E402
+from embkit._kernels.boltzmann import ExactBoltzmann, MHBoltzmann  # noqa: E402
 
 
 def unit_rows(rng, n, dim):
@@ -39,11 +39,11 @@ def unit_rows(rng, n, dim):
 
 
 def per_draw_us(sampler, queries, k, seconds):
-    """Microseconds per draw: ``draw_batch`` over the queries, repeated for at least ``seconds``."""
-    draw_batch(sampler, queries[:1], k)                 # warm up (page in the table)
+    """Microseconds per draw: ``draw_many`` over the queries, repeated for at least ``seconds``."""
+    sampler.draw_many(k, queries[:1])                   # warm up (page in the table)
     calls, start, seed = 0, time.perf_counter(), 1
     while True:
-        draw_batch(sampler, queries, k, seed=seed)
+        sampler.draw_many(k, queries, seed=seed)
         calls += len(queries)
         seed += 1
         elapsed = time.perf_counter() - start
@@ -107,8 +107,8 @@ def main(argv=None):
             w = float(np.max(np.exp(log_q) / d))
             bound = (1.0 - 1.0 / w) ** (args.burn_in + args.mh_steps)
             law = distances(mh.draw_law(q, k), log_q)
-            ids_mh, _, _ = draw_batch(mh, np.tile(q, (calls, 1)), k, seed=11)
-            ids_ex, _, _ = draw_batch(exact, q[None, :], calls * k, seed=12)
+            ids_mh = mh.draw_many(k, np.tile(q, (calls, 1)), seed=11).ids
+            ids_ex = exact.draw_many(calls * k, q[None, :], seed=12).ids
             emp_mh = distances(frequencies(ids_mh, n), log_q)
             emp_ex = distances(frequencies(ids_ex, n), log_q)
             dist.append((n, scale, w, bound) + law + (emp_mh[0], emp_ex[0], emp_mh[1], emp_ex[1]))

@@ -82,9 +82,9 @@ def scaling(args):
         check = time.perf_counter() - t0
         Q = random_unit(rng, args.queries, args.dim)
         targets = rng.integers(0, n, args.queries)
-        sampler.draw_batch(Q[:100], args.k, targets=targets[:100])        # warm up
-        cpu, wall = best_time(lambda: sampler.draw_batch(Q, args.k, seed=3, targets=targets), args.repeat)
-        phi_cpu, _ = best_time(lambda: sampler.draw_batch(Q, 0), args.repeat)
+        sampler.draw_many(args.k, Q[:100], targets[:100])        # warm up
+        cpu, wall = best_time(lambda: sampler.draw_many(args.k, Q, targets, seed=3), args.repeat)
+        phi_cpu, _ = best_time(lambda: sampler.draw_many(0, Q), args.repeat)
         call = 1e6 * cpu / args.queries
         per_call[n] = call
         rows.append([format(n, ","), sampler.n_leaves, "%.0f" % (sampler.node_sums.nbytes / 1e6),

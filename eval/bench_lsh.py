@@ -3,7 +3,7 @@ time, and how close its draws come to the softmax distribution it stands in for.
 
 1. Per-draw time for n = 1e3 ... 1e6 classes (random unit vectors, d = 128, k = 20 draws per ``draw`` call,
    one call per random query/target), for SimHash and DWTA, LSH Label and LSH Embedding, with and
-   without log-probabilities.  The draws run in a compiled loop (``py_draw_many``); the best of
+   without log-probabilities.  The draws run in a compiled loop (``draw_many``); the best of
    ``--repeat`` runs is reported.  The last column is the ratio of the 1e6 and 1e4 times.  The uniform
    alias-table sampler's per-draw time is given for reference: an O(1) sampler whose tables also leave
    the caches as n grows.
@@ -49,7 +49,7 @@ def time_draws(sampler, queries, targets, k, with_logq, repeat):
     best = np.inf
     for r in range(repeat):
         t0 = time.perf_counter()
-        sampler.py_draw_many(queries, targets, k, seed=r + 1, with_logq=with_logq)
+        sampler.draw_many(k, queries, targets, seed=r + 1, with_logq=with_logq)
         best = min(best, time.perf_counter() - t0)
     return best / (len(targets) * k)
 

@@ -55,7 +55,7 @@ VARIANTS = {"boltzmann-mh": ("boltzmann", {"method": "mh"})}
 
 def pairings(losses, samplers):
     for loss in losses:
-        if loss in registry.UNSAMPLED_LOSSES:
+        if not registry.uses_sampler(loss):
             yield loss, None
         else:
             for sampler in samplers:

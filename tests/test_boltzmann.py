@@ -11,7 +11,7 @@ from scipy import stats
 
 from embkit import Word2Vec
 from embkit.core import registry
-from embkit._kernels.boltzmann import ExactBoltzmann, MHBoltzmann, TopK, draw_batch
+from embkit._kernels.boltzmann import ExactBoltzmann, MHBoltzmann, TopK
 
 COUNTS = np.array([500, 1, 30, 7, 120, 3, 60, 15, 250, 2, 40, 9, 80, 5, 20, 1000, 4, 11, 6, 90] * 2,
                   dtype=np.int64)
@@ -132,12 +132,12 @@ def test_infinite_temperature_is_the_degeneracy_distribution(method, degeneracy)
     sampler = _make("boltzmann", T=math.inf, degeneracy=degeneracy, method=method)
     assert sampler.query_free and sampler.exact_logq
     d = np.full(N, 1.0 / N) if degeneracy == "uniform" else COUNTS / COUNTS.sum()
-    np.testing.assert_allclose(sampler.probabilities, d, rtol=1e-12)
+    np.testing.assert_allclose(sampler.probabilities(), d, rtol=1e-12)
     ids, logq, tlq = sampler.py_draw(200_000, 31, target=3)
     _check_frequencies(ids, d)
     np.testing.assert_allclose(logq, np.log(d[ids]), rtol=1e-12)
     assert tlq == pytest.approx(math.log(d[3]), rel=1e-12)
-    assert sampler.py_log_prob(3) == pytest.approx(math.log(d[3]), rel=1e-12)
+    assert sampler.log_probs(ids=[3])[0] == pytest.approx(math.log(d[3]), rel=1e-12)
 
 
 # ----------------------------------------------------------------------------- Metropolis-Hastings
@@ -213,10 +213,11 @@ def test_mh_draws_follow_the_chain_law(weights):
     one = sampler.draw_law(q, 1)
     assert 0.5 * np.abs(one - pi).sum() > 0.05
     calls = 100_000
-    ids, _, drawn = draw_batch(sampler, np.tile(q, (calls, 1)), 1, seed=8)
+    d = sampler.draw_many(1, np.tile(q, (calls, 1)), seed=8)
+    ids, drawn = d.ids, d.drawn
     assert np.all(drawn == 1)
     _check_frequencies(ids.ravel(), one)          # independent draws: chi-square against the exact law
-    ids, _, _ = draw_batch(sampler, np.tile(q, (calls, 1)), 4, seed=9)
+    ids = sampler.draw_many(4, np.tile(q, (calls, 1)), seed=9).ids
     assert _tv(ids.ravel(), sampler.draw_law(q, 4)) < _noise(N, calls)
 
 
@@ -229,7 +230,7 @@ def test_mh_single_draws_within_bound_of_exact(degeneracy):
     bias = (1.0 - 1.0 / w) ** (sampler.burn_in + sampler.mh_steps)
     assert 0.5 * np.abs(sampler.draw_law(q, 1) - pi).sum() <= bias
     calls = 100_000
-    ids, _, _ = draw_batch(sampler, np.tile(q, (calls, 1)), 1, seed=4)
+    ids = sampler.draw_many(1, np.tile(q, (calls, 1)), seed=4).ids
     bound = bias + _noise(MH_N, calls)
     assert bound < 0.25 * 0.5 * np.abs(d - pi).sum(), "the bound must tell pi from D"
     assert _tv(ids.ravel(), pi) < bound, "TV %.4f, bound %.4f (w=%.1f)" % (_tv(ids.ravel(), pi), bound, w)
@@ -241,7 +242,7 @@ def test_mh_draw_sets_within_bound_and_logq_estimate(degeneracy):
     sampler = _make("boltzmann", W, counts=counts, T=MH_T, degeneracy=degeneracy, method="mh")
     pi = np.exp(ref)
     calls, k, target = 20_000, 20, 11
-    ids, logq, drawn = draw_batch(sampler, np.tile(q, (calls, 1)), k, seed=6, targets=np.full(calls, target))
+    ids, logq, _, drawn = sampler.draw_many(k, np.tile(q, (calls, 1)), np.full(calls, target), seed=6)
     assert np.all(drawn == k)
     bias = (1.0 - 1.0 / w) ** (sampler.burn_in + sampler.mh_steps)
     assert _tv(ids.ravel(), pi) < bias + _noise(MH_N, calls)

@@ -149,7 +149,7 @@ def test_draws_follow_the_tree_distribution(kernel, params, bucket):
     np.testing.assert_allclose(logq, np.log(p[ids]), rtol=1e-5, atol=1e-5)
     assert tlq == pytest.approx(np.log(p[17]), rel=1e-5)
     targets = np.arange(W.shape[0])
-    _, _, all_tlq = sampler.draw_batch(np.tile(q, (targets.size, 1)), 3, seed=2, targets=targets)
+    all_tlq = sampler.draw_many(3, np.tile(q, (targets.size, 1)), targets, seed=2).target_logq
     np.testing.assert_allclose(all_tlq, np.log(p), rtol=1e-5, atol=1e-5)
 
 

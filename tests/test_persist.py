@@ -10,7 +10,7 @@ from gensim.models import KeyedVectors
 
 from embkit import Word2Vec, load_vectors
 from embkit.core import atomic, persist
-from embkit.text.word2vec import PARAMS
+
 
 TRAIN = dict(vector_size=12, min_count=1, window=3, epochs=2, workers=1, seed=5)
 
@@ -45,7 +45,7 @@ def test_save_load_round_trip(model, tmp_path):
         assert a.dtype == b.dtype and a.shape == b.shape
         assert np.array_equal(a, b)
     assert loaded.vocab.raw_words == model.vocab.raw_words
-    for name in PARAMS:
+    for name in Word2Vec._param_names():
         assert getattr(loaded, name) == getattr(model, name), name
     assert [loaded.wv.get_vecattr(w, "count") for w in loaded.wv.index_to_key] == model.vocab.counts.tolist()
     assert loaded.wv.vectors.flags.writeable and loaded.wv.vectors.flags.c_contiguous

@@ -27,7 +27,6 @@ import numpy as np
 
 from libc.stdint cimport uint64_t
 from libc.math cimport exp, log, fmin, INFINITY
-from libc.stdlib cimport malloc, free
 
 from embkit._kernels.common cimport emb_dot_rows, emb_prefetch_row, rng_uniform
 from embkit._kernels.samplers cimport Sampler, AliasSampler
@@ -76,6 +75,7 @@ cdef class Boltzmann(Sampler):
     prior : AliasSampler
         ``D`` as an alias table (the ``T = inf`` sampler and the MH proposal).
     """
+    QUERY_FREE = False
     cdef readonly double temperature
     cdef readonly AliasSampler prior
     cdef double inv_t
@@ -107,24 +107,19 @@ cdef class Boltzmann(Sampler):
     @property
     def degeneracy(self):
         """The normalised degeneracy distribution ``D``."""
-        return self.prior.probabilities
+        return self.prior.probabilities()
 
-    @property
-    def probabilities(self):
-        """``D`` when ``T = inf``; otherwise the distribution depends on the query (see :meth:`log_probs`)."""
-        if not self.query_free:
-            raise TypeError("%s probabilities depend on the query; use log_probs(query)" % type(self).__name__)
-        return self.prior.probabilities
+    def _log_probs(self, query, target):
+        """Exact ``log Q(j)`` of every class for ``query`` (``D`` itself when ``T = inf``).
 
-    def log_probs(self, query):
-        """Exact log-probabilities ``log Q(j)`` of every class for ``query`` (numpy, float64).
-
-        The reference the samplers are tested against; ``O(n d)``, float64 rows a block at a time.
+        The reference the samplers are tested against; ``O(n d)``, float64 rows a block at a time.  The
+        target does not change the law (a draw equal to it is dropped by the losses as an accidental hit).
         """
         logd = np.asarray(self.logd)
         if self.query_free:
             return logd.copy()
-        self._require_bound()
+        if query is None:
+            raise ValueError("%s needs a query vector" % type(self).__name__)
         table = np.asarray(self.W_out)
         q = np.asarray(query, dtype=np.float64)
         scores = np.concatenate([table[i:i + 65536].astype(np.float64) @ q
@@ -133,16 +128,6 @@ cdef class Boltzmann(Sampler):
             x = logd + scores * self.inv_t
         top = np.max(x)
         return x - (top + np.log(np.sum(np.exp(x - top))))
-
-    def _require_bound(self):
-        if self.W_out is None:
-            raise RuntimeError("%s needs the class vectors: call bind(W_out) first" % type(self).__name__)
-
-    def py_draw(self, int k, uint64_t seed=1, int target=-1, query=None):
-        """Draw ``k`` ids for ``query``; returns ``(ids, logq, target_logq)`` (see :meth:`Sampler.py_draw`)."""
-        if not self.query_free:
-            self._require_bound()
-        return Sampler.py_draw(self, k, seed, target, query)
 
 
 cdef class ExactBoltzmann(Boltzmann):
@@ -263,6 +248,7 @@ cdef class MHBoltzmann(Boltzmann):
     burn_in : int, default 50
         Chain steps discarded before the first of them, ``>= 0``.
     """
+    EXACT_LOGQ = False
     cdef readonly int mh_steps
     cdef readonly int burn_in
 
@@ -272,7 +258,7 @@ cdef class MHBoltzmann(Boltzmann):
         Boltzmann.__init__(self, n_classes, T, weights)
         self.mh_steps = mh_steps
         self.burn_in = burn_in
-        self.exact_logq = self.query_free
+        self.exact_logq = self.query_free    # at T = inf it draws D exactly
 
     cdef int draw(self, uint64_t *rng, const float *query, int target, int k, int *ids, double *logq,
                   double *target_logq, void *scratch) noexcept nogil:
@@ -338,7 +324,7 @@ cdef class MHBoltzmann(Boltzmann):
         log_pi = np.asarray(self.log_probs(query), dtype=np.float64)
         if self.query_free:
             return np.exp(log_pi)
-        d = np.asarray(self.prior.probabilities)
+        d = np.asarray(self.prior.probabilities())
         support = d > 0
         pi, d = np.exp(log_pi[support]), d[support]
         order = np.argsort(log_pi[support] - np.log(d), kind="stable")
@@ -412,11 +398,12 @@ cdef class TopK(Sampler):
     n_classes : int
     """
 
+    QUERY_FREE = False
+    EXACT_LOGQ = False
+    IS_DISTRIBUTION = False
+
     def __init__(self, int n_classes):
         Sampler.__init__(self, n_classes)
-        self.query_free = False
-        self.exact_logq = False
-        self.is_distribution = False
 
     cpdef Py_ssize_t scratch_bytes(self):
         """``n_classes`` floats (the scores)."""
@@ -463,55 +450,6 @@ cdef class TopK(Sampler):
             target_logq[0] = 0.0
         return size
 
-    def py_draw(self, int k, uint64_t seed=1, int target=-1, query=None):
-        """The top ``k`` wrong classes for ``query``; returns ``(ids, logq, target_logq)``."""
-        if self.W_out is None:
-            raise RuntimeError("TopK needs the class vectors: call bind(W_out) first")
-        return Sampler.py_draw(self, k, seed, target, query)
-
-
 def _check_int(name, value, low):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
         raise ValueError("%s must be an integer >= %d, got %r" % (name, low, value))
-
-
-def draw_batch(Sampler sampler not None, queries, int k, uint64_t seed=1, targets=None):
-    """Run ``draw`` once per row of ``queries`` (one generator, one scratch, without the GIL).
-
-    For benchmarks and tests: the per-call cost without Python overhead.  ``targets`` (one per query, or
-    None for -1).  Returns ``(ids, logq, drawn)``: ``calls x k`` arrays and the number each call drew.
-    """
-    cdef float[:, ::1] q = np.ascontiguousarray(queries, dtype=np.float32).reshape(len(queries), -1)
-    cdef Py_ssize_t calls = q.shape[0]
-    if k < 1:
-        raise ValueError("k must be >= 1, got %d" % k)
-    if not sampler.query_free and sampler.W_out is None:
-        raise RuntimeError("bind the sampler's class vectors first")
-    if sampler.W_out is not None and q.shape[1] != np.asarray(sampler.W_out).shape[1]:
-        raise ValueError("queries have %d dimensions, the class vectors %d"
-                         % (q.shape[1], np.asarray(sampler.W_out).shape[1]))
-    t_arr = np.full(calls, -1, dtype=np.intc) if targets is None else np.ascontiguousarray(targets, dtype=np.intc)
-    if t_arr.shape[0] != calls or (calls and t_arr.max() >= sampler.n_classes):
-        raise ValueError("targets must hold one class id (< n_classes) or -1 per query")
-    ids = np.zeros((calls, k), dtype=np.intc)
-    logq = np.zeros((calls, k), dtype=np.float64)
-    drawn = np.zeros(calls, dtype=np.intc)
-    cdef int[:, ::1] ids_v = ids
-    cdef double[:, ::1] logq_v = logq
-    cdef int[::1] drawn_v = drawn
-    cdef int[::1] t_v = t_arr
-    cdef uint64_t state = seed
-    cdef double tlq
-    cdef Py_ssize_t c
-    cdef Py_ssize_t nbytes = sampler.scratch_bytes()
-    cdef void *scratch = malloc(nbytes) if nbytes > 0 else NULL
-    if nbytes > 0 and scratch == NULL:
-        raise MemoryError()
-    try:
-        with nogil:
-            for c in range(calls):
-                drawn_v[c] = sampler.draw(&state, &q[c, 0], t_v[c], k, &ids_v[c, 0], &logq_v[c, 0],
-                                          &tlq if t_v[c] >= 0 else NULL, scratch)
-    finally:
-        free(scratch)
-    return ids, logq, drawn

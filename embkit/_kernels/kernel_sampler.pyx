@@ -182,6 +182,8 @@ cdef class KernelSampler(Sampler):
     :meth:`refresh` and :meth:`update_rows` must not run while draws do.  Until :meth:`bind` the sampler
     draws uniformly.
     """
+    QUERY_FREE = False
+    DRAWS_UNBOUND = True
     cdef readonly str kernel
     cdef readonly int D
     cdef readonly double nu
@@ -207,9 +209,6 @@ cdef class KernelSampler(Sampler):
 
     def __init__(self, int n_classes, kernel="rff", D=None, nu=None, alpha=None, bucket=16, seed=1):
         Sampler.__init__(self, n_classes)
-        self.query_free = False
-        self.exact_logq = True
-        self.is_distribution = True
         if kernel not in KERNELS:
             raise ValueError("kernel must be one of %s, got %r" % (", ".join(repr(k) for k in KERNELS), kernel))
         self.kernel = kernel
@@ -430,16 +429,20 @@ cdef class KernelSampler(Sampler):
 
     # ------------------------------------------------------------------ the distribution
 
-    def probabilities(self, query):
+    def _log_probs(self, query, target):
         """The exact distribution ``draw`` samples from for ``query``, by enumerating the tree (numpy).
 
         Each class gets the product of the branch probabilities on its path times its in-bucket
-        probability; ``exp(logq)`` of every draw equals this up to float rounding.
+        probability; ``exp(logq)`` of every draw equals this up to float rounding.  The target does not
+        change the law.
         """
+        if query is None:
+            raise ValueError("the kernel sampler needs a query vector")
+        with np.errstate(divide="ignore"):
+            return np.log(self._probabilities(query))
+
+    def _probabilities(self, q):
         self._check_bound()
-        q = np.asarray(query, dtype=np.float32).reshape(-1)
-        if q.shape[0] != self.dim:
-            raise ValueError("query has %d dimensions, the class vectors %d" % (q.shape[0], self.dim))
         L, b, n = self.n_leaves, self.bucket, self.n_classes
         phi = self.features(q.astype(np.float64))[0]
         mass = self._nodes.astype(np.float64) @ phi
@@ -499,50 +502,6 @@ cdef class KernelSampler(Sampler):
         return 2 * (-(-int(n_classes) // int(bucket))) * int(n_features) * 4
 
     # ------------------------------------------------------------------ drawing
-
-    def draw_batch(self, queries, int k, uint64_t seed=1, targets=None):
-        """One ``draw`` call of ``k`` samples per row of ``queries`` (in C, without the GIL).
-
-        Parameters
-        ----------
-        queries : array_like, (m, dim)
-        k : int
-        seed : int
-            Seed of the generator, which runs on through the rows.
-        targets : array_like of int, (m,), optional
-            True classes whose log-probabilities to return.
-
-        Returns
-        -------
-        ids : (m, k) intc
-        logq : (m, k) float64
-        target_logq : (m,) float64, or None without ``targets``
-        """
-        self._check_bound()
-        Q = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
-        if Q.shape[1] != self.dim:
-            raise ValueError("queries have %d dimensions, the class vectors %d" % (Q.shape[1], self.dim))
-        if k < 0:
-            raise ValueError("k must be >= 0, got %d" % k)
-        cdef Py_ssize_t m = Q.shape[0], i
-        T = np.full(m, -1, dtype=np.intc) if targets is None else np.ascontiguousarray(targets, dtype=np.intc)
-        if T.shape != (m,) or (m and (T.min() < -1 or T.max() >= self.n_classes)):
-            raise ValueError("targets must be %d class ids in [0, %d)" % (m, self.n_classes))
-        ids = np.zeros((m, max(k, 1)), dtype=np.intc)
-        logq = np.zeros((m, max(k, 1)), dtype=np.float64)
-        tlq = np.zeros(max(m, 1), dtype=np.float64)
-        scratch = np.empty(self.scratch_bytes() // 8 + 1, dtype=np.float64)
-        cdef float[:, ::1] Q_v = Q if m else np.zeros((1, self.dim), dtype=np.float32)
-        cdef int[::1] T_v = T if m else np.zeros(1, dtype=np.intc)
-        cdef int[:, ::1] ids_v = ids
-        cdef double[:, ::1] logq_v = logq
-        cdef double[::1] tlq_v = tlq, scratch_v = scratch
-        cdef uint64_t state = seed
-        with nogil:
-            for i in range(m):
-                self.draw(&state, &Q_v[i, 0], T_v[i], k, &ids_v[i, 0], &logq_v[i, 0], &tlq_v[i],
-                          &scratch_v[0])
-        return ids[:, :k], logq[:, :k], (None if targets is None else tlq[:m])
 
     cpdef Py_ssize_t scratch_bytes(self):
         """Cached masses and bucket weights (doubles), then ``phi(q)`` and the normalised query (floats)."""

@@ -42,6 +42,10 @@ cdef class SampledSoftmax(Loss):
     cdef readonly bint remove_accidental_hits
 
 
+cdef class RelaxedSoftmax(SampledSoftmax):
+    pass
+
+
 cdef class FullSoftmax(Loss):
     pass
 

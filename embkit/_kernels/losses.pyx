@@ -81,7 +81,26 @@ cdef inline int gather_columns(int target, const int *neg, const double *neg_log
 
 
 cdef class Loss:
-    """Base class of the losses."""
+    """Base class of the losses.
+
+    The class constants say what every object of a loss class needs; the registry and the drivers derive
+    everything else from them (which losses take a sampler, which samplers they accept):
+
+    ``USES_NEGATIVES``
+        The driver draws ``k`` negatives per example from a sampler (False: the loss normalises over the
+        classes itself, as full and hierarchical softmax do).
+    ``NEEDS_LOGQ``
+        The loss corrects its logits by the sampler's log-probabilities, so it needs a sampler that is a
+        distribution (not a deterministic choice such as top-k).
+
+    ``uses_negatives`` and ``needs_logq`` are the same flags on each object, readable without the GIL.
+    """
+    USES_NEGATIVES = True
+    NEEDS_LOGQ = False
+
+    def __init__(self):
+        self.uses_negatives = type(self).USES_NEGATIVES
+        self.needs_logq = type(self).NEEDS_LOGQ
 
     cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
                      double target_logq, float lr, float *W_out, int dim, float *dH,
@@ -156,10 +175,6 @@ cdef class SGNS(Loss):
     objective (word2vec's unigram^0.75).
     """
 
-    def __init__(self):
-        self.uses_negatives = True
-        self.needs_logq = False
-
     cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
                      double target_logq, float lr, float *W_out, int dim, float *dH,
                      Scratch *work) noexcept nogil:
@@ -203,10 +218,7 @@ cdef class NCE(Loss):
     the candidate-sampling overview's NCE with the logQ correction).  With it the scores estimate
     unnormalised log-probabilities, whatever the sampler.
     """
-
-    def __init__(self):
-        self.uses_negatives = True
-        self.needs_logq = True
+    NEEDS_LOGQ = True
 
     cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
                      double target_logq, float lr, float *W_out, int dim, float *dH,
@@ -265,19 +277,17 @@ cdef inline double softmax_coefficients(const float *S, const float *mult, const
 
 
 cdef class SampledSoftmax(Loss):
-    """Softmax over the target and the k negatives.
+    """Sampled softmax (Jean et al. 2015): softmax over the target and the k negatives on the logits
+    ``<h, w_j> - log Q(j)``, so the gradient estimates the full softmax's.
 
-    With ``correct=True`` (sampled softmax, Jean et al. 2015) the logits are ``<h, w_j> - log Q(j)``, so the
-    gradient estimates the full softmax's; negatives equal to the target are removed
-    (``remove_accidental_hits``).  With ``correct=False`` it is the Relaxed Softmax of Tanielian & Vasile
-    (2019, Eq. 5): the normaliser is the sum over the sampled set, without correction.  The target itself
-    is part of the normalising set in both (with Eq. 5's set of negatives alone the loss is unbounded below).
+    Negatives equal to the target are removed (``remove_accidental_hits``; otherwise they count in the
+    normaliser).  The target itself is part of the normalising set.
     """
+    NEEDS_LOGQ = True
 
-    def __init__(self, bint correct=True, bint remove_accidental_hits=True):
-        self.uses_negatives = True
-        self.needs_logq = correct
-        self.correct = correct
+    def __init__(self, bint remove_accidental_hits=True):
+        Loss.__init__(self)
+        self.correct = type(self).NEEDS_LOGQ
         self.remove_accidental_hits = remove_accidental_hits
 
     cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
@@ -301,12 +311,22 @@ cdef class SampledSoftmax(Loss):
         return loss
 
 
-cdef class FullSoftmax(Loss):
-    """Exact softmax cross-entropy over every class (O(n d) a step; for outputs up to ~100k rows)."""
+cdef class RelaxedSoftmax(SampledSoftmax):
+    """Relaxed Softmax (Tanielian & Vasile 2019, Eq. 5): softmax over the target and the k negatives without
+    the logQ correction, so the normaliser is the sum over the sampled set.
+
+    The target is part of the normalising set (with Eq. 5's set of negatives alone the loss is unbounded
+    below), and negatives equal to the target are removed.
+    """
+    NEEDS_LOGQ = False
 
     def __init__(self):
-        self.uses_negatives = False
-        self.needs_logq = False
+        SampledSoftmax.__init__(self, remove_accidental_hits=True)
+
+
+cdef class FullSoftmax(Loss):
+    """Exact softmax cross-entropy over every class (O(n d) a step; for outputs up to ~100k rows)."""
+    USES_NEGATIVES = False
 
     cpdef int columns(self, int k, int n_classes):
         return n_classes
@@ -343,9 +363,10 @@ cdef class HierarchicalSoftmax(Loss):
         Class frequencies (the tree gives frequent classes short paths).
     """
 
+    USES_NEGATIVES = False
+
     def __init__(self, counts):
-        self.uses_negatives = False
-        self.needs_logq = False
+        Loss.__init__(self)
         offsets, points, codes = huffman_paths(counts)
         self.offsets, self.points, self.codes = offsets, points, codes
         self.off_v, self.pts_v, self.codes_v = offsets, points, codes

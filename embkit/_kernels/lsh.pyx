@@ -155,6 +155,8 @@ cdef class LSHSampler(Sampler):
     seed : int
         Seed of the hash functions (>= 0).
     """
+    QUERY_FREE = False
+    DRAWS_UNBOUND = True
     cdef readonly str family
     cdef readonly str query
     cdef readonly int K
@@ -202,9 +204,6 @@ cdef class LSHSampler(Sampler):
         self.seed = _check_int("seed", seed, 0, 2 ** 63 - 1)
         self.fam = SIMHASH if family == "simhash" else DWTA
         self.by_label = query == "label"
-        self.query_free = False
-        self.exact_logq = True
-        self.is_distribution = True
         self.bucket_bits = min(30, max(10, int(math.ceil(math.log2(max(n_classes, 2))))))
         if self.fam == SIMHASH:
             self.direct = self.K <= self.bucket_bits
@@ -586,27 +585,24 @@ cdef class LSHSampler(Sampler):
         return self.L * sizeof(TableState)
 
     # ------------------------------------------------------------------ Python probes
+    def _draws_without_query(self, targets):
+        """Label queries hash the target's own vector: calls with a target need no query."""
+        return self.by_label and (targets.size == 0 or targets.min() >= 0)
+
     def _query_array(self, query, int target):
         """The vector a draw with ``query``/``target`` hashes (None: every draw is padding)."""
         if not self.built:
             return None
         if self.by_label and target >= 0:
             return np.asarray(self.W_out)[target]
-        if query is None:
-            return None
-        q = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
-        if q.shape[0] != self.dim:
-            raise ValueError("query has %d dimensions, the class vectors %d" % (q.shape[0], self.dim))
-        return q
+        return query
 
-    def probabilities(self, query=None, int target=-1):
+    def _log_probs(self, query, target):
         """Exact probability of each class for one draw with ``query``/``target`` (the docstring's ``Q``).
 
         ``O(n_classes + L)``: for tests and benchmarks, not for training.
         """
         cdef int n = self.n_classes, L = self.L
-        if target >= n:
-            raise IndexError("target %d out of range [0, %d)" % (target, n))
         x = self._query_array(query, target)
         Q = np.zeros(n, dtype=np.float64)
         padded = L
@@ -627,39 +623,5 @@ cdef class LSHSampler(Sampler):
             pad[target] = 0.0
         else:
             pad = np.full(n, padded / (L * float(n)))
-        return Q + pad
-
-    def py_draw_many(self, queries, targets, int k, uint64_t seed=1, bint with_logq=True):
-        """One :meth:`draw` call per row (``queries[i]``, ``targets[i]``), in a compiled loop without the GIL.
-
-        For benchmarks: returns ``(ids, logq)``, ``(m, k)`` arrays (``logq`` None unless ``with_logq``).
-        ``queries`` may be None (label queries need only the targets).
-        """
-        tg = np.ascontiguousarray(targets, dtype=np.intc).reshape(-1)
-        cdef Py_ssize_t m = tg.shape[0], i
-        if m and (tg.min() < -1 or tg.max() >= self.n_classes):
-            raise IndexError("targets out of range [-1, %d)" % self.n_classes)
-        cdef float[:, ::1] qv
-        cdef bint has_q = queries is not None
-        if has_q:
-            qa = np.ascontiguousarray(queries, dtype=np.float32)
-            if qa.ndim != 2 or qa.shape[0] != m or (self.W_out is not None and qa.shape[1] != self.dim):
-                raise ValueError("queries must be (len(targets), dim)")
-            qv = qa
-        ids = np.zeros((m, max(k, 1)), dtype=np.intc)
-        lq = np.zeros((m, max(k, 1)), dtype=np.float64)
-        cdef int[:, ::1] iv = ids
-        cdef double[:, ::1] lv = lq
-        cdef int[::1] tv = tg
-        cdef uint64_t state = seed
-        cdef void *scratch = malloc(self.scratch_bytes())
-        if scratch == NULL:
-            raise MemoryError()
-        try:
-            with nogil:
-                for i in range(m):
-                    self.draw(&state, &qv[i, 0] if has_q else NULL, tv[i], k, &iv[i, 0],
-                              &lv[i, 0] if with_logq else NULL, NULL, scratch)
-        finally:
-            free(scratch)
-        return ids[:, :k], (lq[:, :k] if with_logq else None)
+        with np.errstate(divide="ignore"):
+            return np.log(Q + pad)

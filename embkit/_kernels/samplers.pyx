@@ -1,8 +1,11 @@
 """Candidate samplers: draw ``k`` class ids and report their log-probabilities.
 
 Every sampler is a ``cdef class`` whose ``draw`` runs without the GIL; the drivers call it once per
-training example (or once per centre word with shared negatives).  ``py_draw`` exposes it to tests.
+training example (or once per centre word with shared negatives).  ``draw_many`` and ``log_probs`` expose
+every sampler the same way to Python (tests, benchmarks).
 """
+from collections import namedtuple
+
 import numpy as np
 
 from libc.stdint cimport uint64_t, uint32_t, int32_t
@@ -10,6 +13,11 @@ from libc.math cimport log
 from libc.stdlib cimport malloc, free
 
 from embkit._kernels.common cimport rng_next
+
+
+Draws = namedtuple("Draws", "ids logq target_logq drawn")
+Draws.__doc__ = """What :meth:`Sampler.draw_many` returns: ``(m, k)`` ids and log-probabilities, the ``(m,)``
+log-probabilities of the targets (None without targets) and the ``(m,)`` number each call drew."""
 
 
 cdef class Sampler:
@@ -20,17 +28,38 @@ cdef class Sampler:
     drawn.  ``query`` is the example's hidden vector (NULL for query-free samplers) and ``target`` its true
     class.  ``scratch`` is per-thread memory of ``scratch_bytes()`` bytes.
 
+    The class constants say what every object of a sampler class does; the registry's pairing check reads
+    them (``query_free``, ``exact_logq`` and ``is_distribution`` are the same flags on each object, readable
+    without the GIL, and may be narrower than the class's, e.g. a Boltzmann sampler at ``T = inf`` is
+    query-free):
+
+    ``QUERY_FREE``
+        Draws depend on neither the query nor the target (static distributions; drivers draw them ahead).
+    ``EXACT_LOGQ``
+        The reported log-probabilities are the draws' true ones, not estimates.
+    ``IS_DISTRIBUTION``
+        Draws are random with known log-probabilities (False for deterministic choices such as top-k, which
+        losses that correct by ``log Q`` refuse).
+
     Adaptive samplers read the output table given to :meth:`bind` and rebuild what they derive from it in
     :meth:`refresh`, which trainers call between chunks (with the GIL, no kernel running).
+
+    Every sampler has the same Python interface: :meth:`draw_many` (one ``draw`` call per query, in C) and
+    :meth:`log_probs` / :meth:`probabilities` (the law of one draw for a query and target).
     """
+    QUERY_FREE = True
+    EXACT_LOGQ = True
+    IS_DISTRIBUTION = True
+    #: an adaptive sampler that draws uniformly until it is bound (instead of refusing to draw)
+    DRAWS_UNBOUND = False
 
     def __init__(self, int n_classes):
         if n_classes < 1:
             raise ValueError("a sampler needs n_classes >= 1, got %d" % n_classes)
         self.n_classes = n_classes
-        self.query_free = True
-        self.exact_logq = True
-        self.is_distribution = True
+        self.query_free = type(self).QUERY_FREE
+        self.exact_logq = type(self).EXACT_LOGQ
+        self.is_distribution = type(self).IS_DISTRIBUTION
 
     cdef int draw(self, uint64_t *rng, const float *query, int target, int k, int *ids, double *logq,
                   double *target_logq, void *scratch) noexcept nogil:
@@ -56,55 +85,130 @@ cdef class Sampler:
     def refresh(self, double progress):
         """Rebuild what the sampler derives from the bound table; ``progress`` is the run's fraction done."""
 
-    def update(self, *args, **kwargs):
-        """Alias of :meth:`refresh` kept for callers of the earlier hook."""
-        return self.refresh(*args, **kwargs)
+    # ------------------------------------------------------------------ the Python interface
+    def _check_ready(self, drawing=False):
+        if not self.query_free and self.W_out is None and not (drawing and type(self).DRAWS_UNBOUND):
+            raise RuntimeError("%s needs the class vectors: call bind(W_out) first" % type(self).__name__)
 
-    def py_draw(self, int k, uint64_t seed=1, int target=-1, query=None):
-        """Draw ``k`` ids with a generator seeded by ``seed``; returns ``(ids, logq, target_logq)``.
+    def _query_vector(self, query):
+        """``query`` as a float32 vector of the class vectors' dimension (None stays None)."""
+        if query is None:
+            return None
+        q = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
+        if self.W_out is not None and q.shape[0] != self.dim:
+            raise ValueError("query has %d dimensions, the class vectors %d" % (q.shape[0], self.dim))
+        return q
 
-        ``target_logq`` is None when ``target`` is -1.
+    def draw_many(self, int k, queries=None, targets=None, uint64_t seed=1, n=None, bint with_logq=True):
+        """One ``draw`` call of ``k`` ids per query, in a compiled loop without the GIL.
+
+        Parameters
+        ----------
+        k : int
+            Ids per call (``>= 0``).
+        queries : array_like (m, dim), optional
+            One hidden vector per call; needed unless the sampler is query-free or draws from the
+            target's own vector (LSH label queries).
+        targets : array_like of int (m,), optional
+            The true class of each call (``-1``: none); their log-probabilities are returned.
+        seed : int
+            Seed of the generator, which runs on through the calls.
+        n : int, optional
+            Number of calls when neither ``queries`` nor ``targets`` gives it (default 1).
+        with_logq : bool
+            Compute the log-probabilities (False measures the cost of the ids alone).
+
+        Returns
+        -------
+        Draws
+            ``ids`` (m, k) intc, ``logq`` (m, k) float64 (None without ``with_logq``), ``target_logq``
+            (m,) float64 (None without ``targets``), ``drawn`` (m,) intc.
         """
         if k < 0:
             raise ValueError("k must be >= 0, got %d" % k)
-        if target >= self.n_classes:
-            raise IndexError("target %d out of range [0, %d)" % (target, self.n_classes))
-        cdef float[::1] q_v
-        cdef const float *q = NULL
-        if query is not None:
-            q_arr = np.ascontiguousarray(query, dtype=np.float32)
-            if self.W_out is not None and q_arr.shape[0] != self.dim:
-                raise ValueError("query has %d dimensions, the class vectors %d" % (q_arr.shape[0], self.dim))
-            q_v = q_arr
-            q = &q_v[0]
-        elif not self.query_free:
-            raise ValueError("this sampler needs a query vector")
-        ids = np.zeros(max(k, 1), dtype=np.intc)
-        logq = np.zeros(max(k, 1), dtype=np.float64)
-        cdef int[::1] ids_v = ids
-        cdef double[::1] logq_v = logq
+        self._check_ready(drawing=True)
+        Q = None
+        if queries is not None:
+            Q = np.ascontiguousarray(np.atleast_2d(np.asarray(queries, dtype=np.float32)))
+            if self.W_out is not None and Q.shape[1] != self.dim:
+                raise ValueError("queries have %d dimensions, the class vectors %d" % (Q.shape[1], self.dim))
+        m = Q.shape[0] if Q is not None else (len(targets) if targets is not None else (1 if n is None else n))
+        T = (np.full(m, -1, dtype=np.intc) if targets is None
+             else np.ascontiguousarray(np.asarray(targets).reshape(-1), dtype=np.intc))
+        if T.shape[0] != m:
+            raise ValueError("%d targets for %d queries" % (T.shape[0], m))
+        if m and (T.min() < -1 or T.max() >= self.n_classes):
+            raise IndexError("targets must be class ids in [0, %d) or -1" % self.n_classes)
+        if Q is None and not self.query_free and not self._draws_without_query(T):
+            raise ValueError("%s needs one query vector per call" % type(self).__name__)
+        ids = np.zeros((m, max(k, 1)), dtype=np.intc)
+        logq = np.zeros((m, max(k, 1)), dtype=np.float64)
+        tlq = np.zeros(max(m, 1), dtype=np.float64)
+        drawn = np.zeros(max(m, 1), dtype=np.intc)
+        cdef int[:, ::1] ids_v = ids
+        cdef double[:, ::1] logq_v = logq
+        cdef double[::1] tlq_v = tlq
+        cdef int[::1] drawn_v = drawn
+        cdef int[::1] t_v = T if m else np.zeros(1, dtype=np.intc)
+        cdef float[:, ::1] q_v = Q if (Q is not None and m) else np.zeros((1, 1), dtype=np.float32)
+        cdef bint has_q = Q is not None
+        cdef bint want_logq = with_logq
+        cdef Py_ssize_t c, calls = m
         cdef uint64_t state = seed
-        cdef double tlq = 0.0
-        cdef int got
         cdef Py_ssize_t nbytes = self.scratch_bytes()
         cdef void *scratch = malloc(nbytes) if nbytes > 0 else NULL
         if nbytes > 0 and scratch == NULL:
             raise MemoryError()
         try:
             with nogil:
-                got = self.draw(&state, q, target, k, &ids_v[0], &logq_v[0], &tlq if target >= 0 else NULL,
-                                scratch)
+                for c in range(calls):
+                    drawn_v[c] = self.draw(&state, &q_v[c, 0] if has_q else NULL, t_v[c], k, &ids_v[c, 0],
+                                           &logq_v[c, 0] if want_logq else NULL,
+                                           &tlq_v[c] if t_v[c] >= 0 else NULL, scratch)
         finally:
             free(scratch)
-        return ids[:got], logq[:got], (tlq if target >= 0 else None)
+        return Draws(ids[:, :k], logq[:, :k] if with_logq else None,
+                     None if targets is None else tlq[:m], drawn[:m])
 
-    def py_log_prob(self, int idx):
-        """Log-probability of ``idx`` (query-free samplers)."""
-        if not 0 <= idx < self.n_classes:
-            raise IndexError("class id %d out of range [0, %d)" % (idx, self.n_classes))
-        if not self.query_free:
-            raise TypeError("%s probabilities depend on the query; use py_draw" % type(self).__name__)
-        return self.log_prob(idx)
+    def _draws_without_query(self, targets):
+        """Whether calls with these targets need no query vector (overridden by LSH label queries)."""
+        return False
+
+    def py_draw(self, int k, uint64_t seed=1, int target=-1, query=None):
+        """One ``draw`` call of ``k`` ids: ``(ids, logq, target_logq)`` (``target_logq`` None for -1)."""
+        d = self.draw_many(k, None if query is None else self._query_vector(query)[None, :],
+                           None if target < 0 else [target], seed=seed)
+        got = d.drawn[0]
+        return d.ids[0, :got], d.logq[0, :got], (None if target < 0 else float(d.target_logq[0]))
+
+    def log_probs(self, query=None, target=-1, ids=None):
+        """``log Q(j)`` of one draw for ``query`` and ``target``, for every class or for ``ids`` (float64).
+
+        Exact where the sampler's law is known in closed form; samplers whose draws only approximate their
+        law (``exact_logq`` False) return the law they target.  Deterministic samplers (``is_distribution``
+        False) have none and raise TypeError.
+        """
+        if not self.is_distribution:
+            raise TypeError("%s picks classes deterministically: it has no log-probabilities"
+                            % type(self).__name__)
+        if not -1 <= target < self.n_classes:
+            raise IndexError("target %d out of range [0, %d)" % (target, self.n_classes))
+        self._check_ready()
+        out = np.asarray(self._log_probs(self._query_vector(query), target), dtype=np.float64)
+        if ids is None:
+            return out
+        sel = np.asarray(ids)
+        if sel.size and (sel.min() < 0 or sel.max() >= self.n_classes):
+            raise IndexError("class ids must be in [0, %d)" % self.n_classes)
+        return out[sel]
+
+    def probabilities(self, query=None, target=-1):
+        """``exp(log_probs(query, target))``: the probability of each class in one draw."""
+        return np.exp(self.log_probs(query, target))
+
+    def _log_probs(self, query, target):
+        """The log-probabilities of every class (subclasses; ``query`` is checked, or None)."""
+        raise NotImplementedError("%s does not expose its law" % type(self).__name__)
 
 
 cdef class AliasSampler(Sampler):
@@ -159,10 +263,8 @@ cdef class AliasSampler(Sampler):
     cdef double log_prob(self, int idx) noexcept nogil:
         return self.logp[idx]
 
-    @property
-    def probabilities(self):
-        """The normalised class probabilities."""
-        return np.exp(np.asarray(self.logp))
+    def _log_probs(self, query, target):
+        return np.array(self.logp)
 
 
 def _build_alias(p):

@@ -82,17 +82,3 @@ def load_archive(path, arrays=True):
             with zf.open(name + ".npy") as member:
                 tables[name] = np.lib.format.read_array(io.BufferedReader(member), allow_pickle=False)
     return config, words, tables
-
-
-def load_model(path, cls, params, **overrides):
-    """Read a model archive written for ``cls`` and construct ``cls`` from its saved ``params``.
-
-    Returns ``(model, config, words, arrays)``; the caller sets the tables.  ValueError if the file holds
-    another kind of model.
-    """
-    config, words, arrays = load_archive(path)
-    if config.get("model") != cls.__name__:
-        raise ValueError("%r holds a %s model, not %s" % (os.fspath(path), config.get("model"), cls.__name__))
-    saved = config["params"]
-    model = cls(**{k: saved[k] for k in params if k in saved}, **overrides)
-    return model, config, words, arrays

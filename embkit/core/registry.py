@@ -1,20 +1,60 @@
-"""Name -> builder registries for losses and samplers.
+"""Name -> entry registries of the losses and samplers, and the one check of which loss takes which sampler.
 
-A loss builder receives the class counts (``counts``) and the user's ``loss_params``; a sampler builder
-receives ``counts``, ``n_classes`` and the user's ``sampler_params``.  Both return kernel objects.  Tests
-iterate over these registries, so an entry added here is tested without a new test file.  Modules with
-more samplers add theirs through :func:`register_sampler`.
+An entry names its kernel class and a builder.  The kernel class's capability constants
+(``Loss.USES_NEGATIVES`` / ``NEEDS_LOGQ``, ``Sampler.QUERY_FREE`` / ``EXACT_LOGQ`` / ``IS_DISTRIBUTION``) say
+what every object it builds needs or offers; everything else here is derived from them, and
+:func:`check_pairing` is the only place that accepts or refuses a pairing.  Tests iterate over these
+registries, so an entry added here is tested without a new test file.
+
+Adding a loss or a sampler takes its kernel class (a ``.pyx`` in ``embkit/_kernels/``, found by the build)
+and one :func:`register_loss` / :func:`register_sampler` line in this module.
 """
 import math
 import numbers
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from embkit._kernels import boltzmann as _boltzmann
 from embkit._kernels import kernel_sampler as _kernel_sampler
 from embkit._kernels import losses as _losses
-from embkit._kernels import lsh as _lsh_kernels
+from embkit._kernels import lsh as _lsh
 from embkit._kernels import samplers as _samplers
+
+__all__ = ["LOSSES", "SAMPLERS", "Entry", "register_loss", "register_sampler", "uses_sampler",
+           "make_loss", "make_sampler", "check_pairing", "build_objective"]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A registered loss or sampler.
+
+    Attributes
+    ----------
+    name : str
+    kernel : type
+        The kernel class; its capability constants describe every object ``build`` returns.
+    build : callable
+        ``build(counts=..., n_classes=..., **params)`` -> kernel object.  Unknown parameters raise TypeError
+        naming them.
+    """
+
+    name: str
+    kernel: type
+    build: Callable
+
+    @property
+    def doc(self):
+        """First line of the builder's (or the kernel class's) docstring."""
+        text = self.build.__doc__ or self.kernel.__doc__ or ""
+        return text.strip().splitlines()[0] if text.strip() else ""
+
+
+#: loss name -> :class:`Entry`
+LOSSES = {}
+#: sampler name -> :class:`Entry`
+SAMPLERS = {}
 
 
 def _reject(params, name):
@@ -22,47 +62,71 @@ def _reject(params, name):
         raise TypeError("%s got unknown parameters: %s" % (name, ", ".join(sorted(params))))
 
 
-def _plain(cls, name):
-    def build(counts=None, **params):
+def _plain(name, cls):
+    """A builder that takes no parameters."""
+    def build(counts=None, n_classes=None, **params):
         _reject(params, name)
         return cls()
+    build.__doc__ = cls.__doc__
     return build
 
 
-def _sampled_softmax(counts=None, remove_accidental_hits=True, **params):
+def register_loss(name, kernel, build=None):
+    """Register the loss ``name`` of kernel class ``kernel`` (built without parameters unless ``build``)."""
+    LOSSES[name] = Entry(name, kernel, build or _plain(name, kernel))
+
+
+def register_sampler(name, kernel, build):
+    """Register the sampler ``name``: ``build(counts=..., n_classes=..., **params)`` returns a ``kernel``."""
+    SAMPLERS[name] = Entry(name, kernel, build)
+
+
+# ------------------------------------------------------------------------------------------ losses
+def _sampled_softmax(counts=None, n_classes=None, remove_accidental_hits=True, **params):
+    """Softmax over target + negatives with the logQ correction, accidental hits removed (optional)."""
     _reject(params, "sampled_softmax")
-    return _losses.SampledSoftmax(correct=True, remove_accidental_hits=remove_accidental_hits)
+    return _losses.SampledSoftmax(remove_accidental_hits=remove_accidental_hits)
 
 
-def _relaxed_softmax(counts=None, **params):
-    _reject(params, "relaxed_softmax")
-    return _losses.SampledSoftmax(correct=False, remove_accidental_hits=True)
-
-
-def _hs(counts=None, **params):
+def _hs(counts=None, n_classes=None, **params):
+    """Hierarchical softmax on a Huffman tree of the class counts."""
     _reject(params, "hs")
     if counts is None:
         raise ValueError("the hs loss needs the class counts to build its Huffman tree")
     return _losses.HierarchicalSoftmax(counts)
 
 
-def _unigram(counts, n_classes, ns_exponent=0.75, **params):
+register_loss("sgns", _losses.SGNS)
+register_loss("nce", _losses.NCE)
+register_loss("sampled_softmax", _losses.SampledSoftmax, _sampled_softmax)
+register_loss("relaxed_softmax", _losses.RelaxedSoftmax)
+register_loss("full_softmax", _losses.FullSoftmax)
+register_loss("hs", _losses.HierarchicalSoftmax, _hs)
+
+
+# ------------------------------------------------------------------------------------------ samplers
+def _unigram(counts=None, n_classes=None, ns_exponent=0.75, **params):
+    """Class counts raised to ``ns_exponent`` (0.75 as word2vec, 1 popularity, 0 uniform), alias table."""
     _reject(params, "unigram")
+    if counts is None:
+        raise ValueError("the unigram sampler needs the class counts")
     return _samplers.unigram(counts, ns_exponent)
 
 
-def _uniform(counts, n_classes, **params):
+def _uniform(counts=None, n_classes=None, **params):
+    """Uniform over the classes."""
     _reject(params, "uniform")
     return _samplers.uniform(n_classes)
 
 
-def _log_uniform(counts, n_classes, **params):
+def _log_uniform(counts=None, n_classes=None, **params):
+    """Log-uniform (Zipfian) over ids sorted by decreasing frequency."""
     _reject(params, "log_uniform")
     return _samplers.log_uniform(n_classes)
 
 
 def _boltzmann_sampler(counts=None, n_classes=None, T=1.0, degeneracy="uniform", alpha=None, method="exact",
-                       mh_steps=None, burn_in=None, **params):
+               mh_steps=None, burn_in=None, **params):
     """Boltzmann negative sampling, ``Q(j) ∝ D(j) exp(<h, W_out[j]> / T)`` (Tanielian et al. 2019, Eq. 8).
 
     Parameters
@@ -119,108 +183,130 @@ def _boltzmann_sampler(counts=None, n_classes=None, T=1.0, degeneracy="uniform",
 
 
 def _softmax_exact(counts=None, n_classes=None, **params):
-    """The model's full softmax over the classes, ``Q(j) ∝ exp(<h, W_out[j]>)``: Boltzmann sampling with
-    ``T = 1`` and uniform ``D``, drawn exactly (``O(n d)`` per call); the "Exp" baseline of Rawat et al. 2019.
-    Takes no parameters."""
+    """The model's full softmax over the classes, ``Q(j) ∝ exp(<h, W_out[j]>)``, drawn exactly.
+
+    Boltzmann sampling with ``T = 1`` and uniform ``D`` (``O(n d)`` per call); the "Exp" baseline of Rawat et
+    al. 2019.  Takes no parameters.
+    """
     _reject(params, "softmax_exact")
     return _boltzmann.ExactBoltzmann(n_classes, 1.0)
 
 
 def _topk(counts=None, n_classes=None, **params):
-    """The ``negative`` highest-scoring wrong classes for each example (hard negatives); deterministic, so
-    only losses that do not correct by ``log Q`` accept it (sgns, relaxed_softmax).  Takes no parameters."""
+    """The ``negative`` highest-scoring wrong classes for each example (hard negatives).
+
+    Deterministic, so only losses that do not correct by ``log Q`` accept it (sgns, relaxed_softmax).  Takes
+    no parameters.
+    """
     _reject(params, "topk")
     return _boltzmann.TopK(n_classes)
 
 
-def _kernel(counts, n_classes, kernel="rff", D=None, nu=None, alpha=None, bucket=16, seed=1, **params):
-    """Kernel-based sampling through a sum tree: RF-softmax (``kernel='rff'``, covered by US patent
-    12,205,005) or Quadratic-softmax (``kernel='quadratic'``); see :class:`KernelSampler`."""
+def _kernel(counts=None, n_classes=None, kernel="rff", D=None, nu=None, alpha=None, bucket=16, seed=1, **params):
+    """Kernel-based sampling through a sum tree: RF-softmax or Quadratic-softmax.
+
+    ``kernel='rff'`` (RF-softmax) is covered by US patent 12,205,005; ``kernel='quadratic'`` is the quadratic
+    kernel baseline.  See :class:`~embkit._kernels.kernel_sampler.KernelSampler`.
+    """
     _reject(params, "the kernel sampler")
     return _kernel_sampler.KernelSampler(n_classes, kernel=kernel, D=D, nu=nu, alpha=alpha, bucket=bucket,
                                          seed=seed)
 
 
-def _lsh(counts, n_classes, family="simhash", K=None, L=None, query="label", bin_size=8, rebuild_initial=0.01,
-         rebuild_decay=1.5, seed=1, **params):
-    """LSH negative sampling (Daghaghi et al. 2021); see :class:`embkit._kernels.lsh.LSHSampler`."""
+def _lsh_sampler(counts=None, n_classes=None, family="simhash", K=None, L=None, query="label", bin_size=8,
+                 rebuild_initial=0.01, rebuild_decay=1.5, seed=1, **params):
+    """LSH negative sampling (Daghaghi et al. 2021); see :class:`~embkit._kernels.lsh.LSHSampler`."""
     _reject(params, "lsh")
-    return _lsh_kernels.LSHSampler(n_classes, family=family, K=K, L=L, query=query, bin_size=bin_size,
-                                   rebuild_initial=rebuild_initial, rebuild_decay=rebuild_decay, seed=seed)
+    return _lsh.LSHSampler(n_classes, family=family, K=K, L=L, query=query, bin_size=bin_size,
+                           rebuild_initial=rebuild_initial, rebuild_decay=rebuild_decay, seed=seed)
 
 
-LOSSES = {
-    "sgns": _plain(_losses.SGNS, "sgns"),
-    "nce": _plain(_losses.NCE, "nce"),
-    "sampled_softmax": _sampled_softmax,
-    "relaxed_softmax": _relaxed_softmax,
-    "full_softmax": _plain(_losses.FullSoftmax, "full_softmax"),
-    "hs": _hs,
-}
-
-#: Losses that compute their normaliser without negatives (no sampler).
-UNSAMPLED_LOSSES = frozenset({"full_softmax", "hs"})
-
-SAMPLERS = {
-    "unigram": _unigram,
-    "uniform": _uniform,
-    "log_uniform": _log_uniform,
-    "boltzmann": _boltzmann_sampler,
-    "softmax_exact": _softmax_exact,
-    "topk": _topk,
-    "kernel": _kernel,
-    "lsh": _lsh,
-}
+register_sampler("unigram", _samplers.AliasSampler, _unigram)
+register_sampler("uniform", _samplers.AliasSampler, _uniform)
+register_sampler("log_uniform", _samplers.AliasSampler, _log_uniform)
+register_sampler("boltzmann", _boltzmann.Boltzmann, _boltzmann_sampler)
+register_sampler("softmax_exact", _boltzmann.ExactBoltzmann, _softmax_exact)
+register_sampler("topk", _boltzmann.TopK, _topk)
+register_sampler("kernel", _kernel_sampler.KernelSampler, _kernel)
+register_sampler("lsh", _lsh.LSHSampler, _lsh_sampler)
 
 
-def register_sampler(name, builder):
-    """Add a sampler builder ``builder(counts=..., n_classes=..., **params)`` under ``name``."""
-    SAMPLERS[name] = builder
-
-
-def make_loss(name, counts=None, **params):
-    """Build the loss registered as ``name``."""
+# ------------------------------------------------------------------------------------------ lookups
+def _entry(table, kind, name):
     try:
-        builder = LOSSES[name]
+        return table[name]
     except (KeyError, TypeError):
-        raise ValueError("unknown loss %r; valid losses: %s" % (name, ", ".join(sorted(LOSSES)))) from None
-    return builder(counts=counts, **params)
+        plural = "losses" if kind == "loss" else kind + "s"
+        raise ValueError("unknown %s %r; valid %s: %s" % (kind, name, plural, ", ".join(sorted(table)))) from None
+
+
+def uses_sampler(loss):
+    """Whether the loss ``loss`` (a name or a built loss) draws negatives from a sampler."""
+    if isinstance(loss, str):
+        return _entry(LOSSES, "loss", loss).kernel.USES_NEGATIVES
+    return bool(loss.uses_negatives)
+
+
+def make_loss(name, counts=None, n_classes=None, **params):
+    """Build the loss registered as ``name``."""
+    return _entry(LOSSES, "loss", name).build(counts=counts, n_classes=n_classes, **params)
 
 
 def make_sampler(name, counts, n_classes, **params):
     """Build the sampler registered as ``name`` over ``n_classes`` classes with popularity ``counts``."""
-    try:
-        builder = SAMPLERS[name]
-    except (KeyError, TypeError):
-        raise ValueError("unknown sampler %r; valid samplers: %s"
-                         % (name, ", ".join(sorted(SAMPLERS)))) from None
-    return builder(counts=counts, n_classes=n_classes, **params)
+    return _entry(SAMPLERS, "sampler", name).build(counts=counts, n_classes=n_classes, **params)
 
 
-def check_pairing(loss, sampler, negative, n_classes):
-    """Raise ValueError when ``sampler`` cannot serve ``loss`` (built objects), saying why."""
-    if not loss.uses_negatives:
+def _caps(obj, table, kind):
+    """``(name, capability source)`` of a registry name (its kernel class) or of a built object."""
+    if obj is None or not isinstance(obj, str):
+        return (None if obj is None else type(obj).__name__), obj
+    return obj, _entry(table, kind, obj).kernel
+
+
+def check_pairing(loss, sampler, negative=None, n_classes=None):
+    """Accept or refuse a loss with a sampler: ValueError saying why, else None.
+
+    ``loss`` and ``sampler`` are registry names (checked from their kernel classes' capabilities, before any
+    data is read) or built objects (checked from their own flags, with ``n_classes`` known).  ``sampler`` is
+    None when none is given; ``negative`` is the number of negatives per example.
+    """
+    loss_name, loss_caps = _caps(loss, LOSSES, "loss")
+    sampler_name, sampler_caps = _caps(sampler, SAMPLERS, "sampler")
+    by_name = isinstance(loss, str)
+    uses_negatives = loss_caps.USES_NEGATIVES if by_name else loss_caps.uses_negatives
+    if not uses_negatives:
+        if sampler is not None:
+            raise ValueError("the %s loss draws no negatives, so sampler=%r does not apply; leave sampler unset"
+                             % (loss_name, sampler_name))
         return
     if sampler is None:
-        raise ValueError("this loss draws negatives and needs a sampler")
-    if negative < 1:
-        raise ValueError("negative must be >= 1 for a sampled loss, got %d" % negative)
-    if negative > n_classes:
+        raise ValueError("the %s loss draws negatives and needs a sampler" % loss_name)
+    if negative is not None and negative < 1:
+        raise ValueError("negative must be >= 1 for the %s loss (it draws negatives), got %d; losses without "
+                         "negatives: %s" % (loss_name, negative,
+                                            ", ".join(sorted(n for n in LOSSES if not uses_sampler(n)))))
+    if negative is not None and n_classes is not None and negative > n_classes:
         raise ValueError("negative=%d exceeds the number of classes (%d)" % (negative, n_classes))
-    if loss.needs_logq and not sampler.is_distribution:
-        raise ValueError("%s corrects by the sampler's log-probabilities, but %s picks negatives "
-                         "deterministically and has none; use sgns or relaxed_softmax with it"
-                         % (type(loss).__name__, type(sampler).__name__))
+    needs_logq = loss_caps.NEEDS_LOGQ if by_name else loss_caps.needs_logq
+    is_distribution = (sampler_caps.IS_DISTRIBUTION if isinstance(sampler, str)
+                       else sampler_caps.is_distribution)
+    if needs_logq and not is_distribution:
+        raise ValueError("the %s loss corrects by the sampler's log-probabilities, but the %s sampler picks "
+                         "negatives deterministically and has none; use sgns or relaxed_softmax with it"
+                         % (loss_name, sampler_name))
 
 
 def build_objective(loss, sampler, counts, n_classes, negative, loss_params=None, sampler_params=None,
-                    W_out=None, default_sampler="unigram"):
+                    W_out=None):
     """Build a loss and its sampler by name, check that they pair, and bind an adaptive sampler.
 
     Parameters
     ----------
-    loss, sampler : str or None
-        Registry names; ``sampler=None`` takes ``default_sampler`` for a sampled loss.
+    loss : str
+        Registry name of the loss.
+    sampler : str or None
+        Registry name of the sampler (None for a loss that draws no negatives).
     counts : array of int
         Class popularity (the unigram / popularity samplers, Huffman tree, degeneracy).
     n_classes, negative : int
@@ -232,12 +318,11 @@ def build_objective(loss, sampler, counts, n_classes, negative, loss_params=None
     -------
     (Loss, Sampler or None)
     """
-    built = make_loss(loss, counts=counts, **(loss_params or {}))
-    if not built.uses_negatives:
-        if sampler is not None:
-            raise ValueError("loss %r uses no sampler; do not pass sampler=%r" % (loss, sampler))
+    check_pairing(loss, sampler, negative, n_classes)
+    built = make_loss(loss, counts=counts, n_classes=n_classes, **(loss_params or {}))
+    if sampler is None:
         return built, None
-    made = make_sampler(sampler or default_sampler, counts=counts, n_classes=n_classes, **(sampler_params or {}))
+    made = make_sampler(sampler, counts=counts, n_classes=n_classes, **(sampler_params or {}))
     check_pairing(built, made, negative, n_classes)
     if not made.query_free and W_out is not None:
         made.bind(W_out)

@@ -51,8 +51,21 @@ class _Bar:
             self.bar.close()
 
 
+#: gensim's ``CallbackAny2Vec`` methods, in the order a run calls them
+CALLBACK_EVENTS = ("on_train_begin", "on_epoch_begin", "on_batch_begin", "on_batch_end", "on_epoch_end",
+                   "on_train_end")
+
+
+def _fire(callbacks, event, model):
+    """Call ``callback.<event>(model)`` on every callback that has the method (gensim's protocol)."""
+    for callback in callbacks:
+        method = getattr(callback, event, None)
+        if method is not None:
+            method(model)
+
+
 def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, progress=True, desc="train",
-               unit="w", on_epoch=None):
+               unit="w", on_epoch=None, callbacks=(), model=None, report=None):
     """Train ``trainer`` over ``epochs`` passes.
 
     Parameters
@@ -73,19 +86,36 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
     progress, desc, unit :
         Show a progress bar, with this label and unit.
     on_epoch : callable, optional
-        ``on_epoch(epoch, report)`` after each epoch (with the GIL); returning True stops training early.
+        ``on_epoch(epoch, report)`` after each epoch (with the GIL), before the callbacks' ``on_epoch_end``;
+        returning True stops training after this epoch.
+    callbacks : sequence
+        Objects with any of gensim's ``CallbackAny2Vec`` methods (``on_train_begin``, ``on_epoch_begin``,
+        ``on_batch_begin``, ``on_batch_end``, ``on_epoch_end``, ``on_train_end``), each called with
+        ``model``: a batch is one chunk.  They run between chunks with the GIL held; an exception in one
+        stops training with that exception (the tables stay as the last chunk left them).
+    model : object, optional
+        What the callbacks receive.
+    report : TrainingReport, optional
+        Filled in place (so a caller sees the epochs done when a callback raises); a new one by default.
+
+    Returns
+    -------
+    TrainingReport
     """
-    report = TrainingReport()
+    report = TrainingReport() if report is None else report
     bar = _Bar(words_per_epoch * epochs, desc, progress, unit)
     pool = None if HAVE_OPENMP or workers == 1 else ThreadPoolExecutor(workers)
     start = time.perf_counter()
     try:
+        _fire(callbacks, "on_train_begin", model)
         for epoch in range(epochs):
+            _fire(callbacks, "on_epoch_begin", model)
             epoch_start = time.perf_counter()
             epoch_loss = 0.0
             epoch_examples = 0
             words_done = 0
             for index, chunk in enumerate(chunk_epochs(epoch)):
+                _fire(callbacks, "on_batch_begin", model)
                 words_before = epoch * words_per_epoch + words_done
                 seed = epoch * 1000003 + index
                 trainer.before_chunk(words_before / max(1, words_per_epoch * epochs))
@@ -111,6 +141,7 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
                 report.raw_words += chunk.raw_words
                 report.examples += examples
                 bar.update(words, loss / max(examples, 1))
+                _fire(callbacks, "on_batch_end", model)
             report.words += words_done
             report.epochs += 1
             mean = epoch_loss / max(epoch_examples, 1)
@@ -119,9 +150,12 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
             elapsed = time.perf_counter() - start
             logger.info("epoch %d/%d: loss %.4f, %d %s, %.0f %s/s", epoch + 1, epochs, mean, words_done, unit,
                         report.words / max(elapsed, 1e-9), unit)
-            if on_epoch is not None and on_epoch(epoch, report):
+            stop = on_epoch is not None and on_epoch(epoch, report)
+            _fire(callbacks, "on_epoch_end", model)
+            if stop:
                 logger.info("stopped after epoch %d", epoch + 1)
                 break
+        _fire(callbacks, "on_train_end", model)
     finally:
         report.seconds = time.perf_counter() - start
         bar.close()

@@ -15,25 +15,19 @@ Examples
 (5,)
 """
 import logging
-import math
 
 import numpy as np
 import scipy.sparse as sp
 
-from embkit.core import persist
-from embkit.core import registry
-from embkit.core.checks import check_param, check_trainer, POSITIVE_INT
 from embkit._kernels.pairs import PairTrainer
 from embkit._kernels.samplers import AliasSampler
-from embkit.core.training import run_epochs
+from embkit.core.base import EmbeddingModel
+from embkit.core.checks import POSITIVE_INT, check_param
+from embkit.core.validation import BestEpoch
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["ItemEmbedding", "as_pair_matrix"]
-
-# parameters saved with a model, in constructor order
-PARAMS = ("vector_size", "loss", "sampler", "negative", "alpha", "min_alpha", "epochs", "workers", "seed",
-          "loss_params", "sampler_params", "chunk_pairs")
 
 #: ``ItemEmbedding.evaluate`` metric names that ``fit(validation=...)`` can select the best epoch by.
 VALIDATION_METRICS = ("mpr_approx", "mpr", "likelihood", "log_likelihood", "prec5", "prec15", "prec50")
@@ -102,8 +96,7 @@ def as_pair_matrix(pairs, n_items=None):
     return m, names
 
 
-@persist.register_model
-class ItemEmbedding:
+class ItemEmbedding(EmbeddingModel):
     """Item vectors from an item -> item co-occurrence matrix, for similar items and next-item prediction.
 
     Parameters
@@ -129,6 +122,8 @@ class ItemEmbedding:
         Extra parameters of the loss and sampler (e.g. ``{"T": 3, "degeneracy": "popularity"}``).
     chunk_pairs : int
         Pairs per kernel call (adaptive samplers refresh between calls).
+    callbacks : sequence
+        gensim ``CallbackAny2Vec``-style objects, called with the model.
     progress : bool
         Show a progress bar.
 
@@ -141,43 +136,43 @@ class ItemEmbedding:
     last_report : TrainingReport
     history : list of dict
         Validation metrics per epoch when ``fit`` had ``validation``.
+    best_epoch : int or None
+        The epoch whose tables were kept (by validation), None without validation.
     """
+
+    chunk_param = "chunk_pairs"
+    unit = "pair"
 
     def __init__(self, vector_size=100, loss="sgns", sampler=None, negative=5, alpha=0.025, min_alpha=None,
                  epochs=5, workers=2, seed=1, loss_params=None, sampler_params=None, chunk_pairs=1 << 16,
-                 progress=True):
-        self.vector_size = vector_size
-        self.loss = loss
-        self.sampler = sampler
-        self.negative = negative
-        self.alpha = alpha
-        self.min_alpha = alpha / 1000.0 if min_alpha is None and isinstance(alpha, (int, float)) else min_alpha
-        self.epochs = epochs
-        self.workers = workers
-        self.seed = seed
-        self.loss_params = dict(loss_params or {})
-        self.sampler_params = dict(sampler_params or {})
+                 callbacks=(), progress=True):
         self.chunk_pairs = chunk_pairs
-        self.progress = progress
-        self.context_vectors = self.target_vectors = None
         self.items = None
         self.counts = None
-        self.last_report = None
         self.history = []
-        self._validate()
+        self.best_epoch = None
+        self._pairs = None
+        if min_alpha is None and isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
+            min_alpha = alpha / 1000.0
+        super().__init__(vector_size=vector_size, loss=loss, sampler=sampler, negative=negative, alpha=alpha,
+                         min_alpha=min_alpha, epochs=epochs, workers=workers, seed=seed, loss_params=loss_params,
+                         sampler_params=sampler_params, callbacks=callbacks, progress=progress)
 
-    def _validate(self):
-        check_trainer(self, registry, "chunk_pairs")
+    @property
+    def context_vectors(self):
+        """Input (context) table, ``n_items x vector_size``."""
+        return self.W_in
+
+    @property
+    def target_vectors(self):
+        """Output (target) table: one row per item (per Huffman-tree node with ``hs``)."""
+        return self.W_out
 
     # ------------------------------------------------------------------ training
-    def _init_tables(self, n):
-        rng = np.random.default_rng(self.seed)
-        W_in = rng.random((n, self.vector_size), dtype=np.float32)
-        W_in -= 0.5
-        W_in /= self.vector_size
-        loss = registry.make_loss(self.loss, counts=self.counts, **self.loss_params)
-        self.context_vectors = W_in
-        self.target_vectors = np.zeros((loss.output_rows(n), self.vector_size), dtype=np.float32)
+    def _kernel_trainer(self, loss, sampler, alpha, min_alpha, total):
+        contexts, targets, entries = self._pairs
+        return PairTrainer(self.W_in, self.W_out, contexts, targets, entries, loss, sampler, self.negative, alpha,
+                           min_alpha, total, self.seed)
 
     def fit(self, pairs, validation=None, metric="mpr_approx", patience=None, items=None, n_negatives=100):
         """Train on a co-occurrence matrix; optionally track a validation split and stop early.
@@ -220,18 +215,10 @@ class ItemEmbedding:
                 raise ValueError("the validation matrix has %d items, the training matrix %d" % (vm.shape[0], n))
             val = _pairs_of(vm)
         self.counts = np.rint(np.asarray(matrix.sum(axis=0)).ravel()).astype(np.int64)   # target popularity
-        self._init_tables(n)
-
+        self._init_tables(n, n, self.counts)
         coo = matrix.tocoo()
-        contexts = coo.row.astype(np.int32)
-        targets = coo.col.astype(np.int32)
-        entries = AliasSampler(coo.data)
+        self._pairs = (coo.row.astype(np.int32), coo.col.astype(np.int32), AliasSampler(coo.data))
         pairs_per_epoch = max(int(round(coo.data.sum())), 1)
-        loss, sampler = registry.build_objective(self.loss, self.sampler, self.counts, n, self.negative,
-                                                 self.loss_params, self.sampler_params, self.target_vectors)
-        trainer = PairTrainer(self.context_vectors, self.target_vectors, contexts, targets, entries, loss, sampler,
-                              self.negative, self.alpha, self.min_alpha, float(pairs_per_epoch) * self.epochs,
-                              self.seed)
 
         def chunks(epoch):
             left = pairs_per_epoch
@@ -240,37 +227,24 @@ class ItemEmbedding:
                 left -= n_pairs
                 yield _PairChunk(n_pairs)
 
-        self.history = []
-        best = {"score": -math.inf, "tables": None, "epoch": None}
-
-        def on_epoch(epoch, report):
-            if val is None:
-                return False
-            res = self.evaluate(val, n_negatives=n_negatives)
-            row = dict(epoch=epoch + 1, loss=report.epoch_loss[-1], **_metrics_of(res))
-            self.history.append(row)
-            score = row[metric]
-            logger.info("epoch %d validation: %s", epoch + 1,
-                        ", ".join("%s %.4f" % (k, v) for k, v in row.items() if k != "epoch"))
-            if score > best["score"]:
-                best.update(score=score, epoch=epoch + 1,
-                            tables=(self.context_vectors.copy(), self.target_vectors.copy()))
-            return patience is not None and epoch + 1 - best["epoch"] >= patience
-
-        self.last_report = run_epochs(trainer, chunks, pairs_per_epoch, self.epochs, self.workers, self.alpha,
-                                      progress=self.progress, desc="items %s" % self.loss, unit="pair",
-                                      on_epoch=on_epoch)
-        if best["tables"] is not None and best["epoch"] != len(self.last_report.epoch_loss):
-            logger.info("keeping the tables of epoch %d (best validation %s %.4f)", best["epoch"], metric,
-                        best["score"])
-            self.context_vectors[...] = best["tables"][0]
-            self.target_vectors[...] = best["tables"][1]
-        self.best_epoch = best["epoch"]
+        tracker = None
+        if val is not None:
+            def score(epoch, report):
+                return dict(loss=report.epoch_loss[-1], **_metrics_of(self.evaluate(val, n_negatives=n_negatives)))
+            tracker = BestEpoch(self, score, metric, patience)
+        try:
+            self._train(chunks, pairs_per_epoch, self.counts, n, on_epoch=tracker, desc="items %s" % self.loss)
+        finally:
+            self._pairs = None
+        self.history = tracker.history if tracker else []
+        self.best_epoch = tracker.best_epoch if tracker else None
+        if tracker:
+            tracker.restore()
         return self
 
     # ------------------------------------------------------------------ queries
     def _check_fitted(self):
-        if self.context_vectors is None:
+        if self.W_in is None:
             raise RuntimeError("the model is not trained yet: call fit() first")
 
     def _index(self, item):
@@ -377,28 +351,18 @@ class ItemEmbedding:
                                 n_negatives=n_negatives, seed=seed, exclude=exclude, workers=workers)
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path, overwrite=True):
-        """Save tables, item names, counts and settings atomically to ``path``."""
-        self._check_fitted()
-        persist.save_archive(path, {"model": "ItemEmbedding", "params": {k: getattr(self, k) for k in PARAMS}},
-                             self.items, {"W_in": self.context_vectors, "W_out": self.target_vectors,
-                                          "counts": self.counts}, overwrite=overwrite)
+    def _words(self):
+        return self.items
 
-    @classmethod
-    def load(cls, path):
-        """Load a model written by :meth:`save`."""
-        model, _, items, arrays = persist.load_model(path, cls, PARAMS, progress=False)
-        model.items = list(items)
-        model.context_vectors = arrays["W_in"]
-        model.target_vectors = arrays["W_out"]
-        model.counts = arrays["counts"]
-        return model
+    def _arrays(self):
+        return {"counts": self.counts}
 
-    def __repr__(self):
-        n = len(self.items) if self.items is not None else 0
-        sampler = "-" if self.loss in registry.UNSAMPLED_LOSSES else (self.sampler or "unigram")
-        return "ItemEmbedding<items=%d, vector_size=%d, loss=%s, sampler=%s>" % (n, self.vector_size, self.loss,
-                                                                                 sampler)
+    def _restore(self, state, words, arrays):
+        self.items = list(words)
+        self.counts = arrays["counts"]
+
+    def _repr_fields(self):
+        return ["items=%d" % (len(self.items) if self.items is not None else 0)]
 
 
 def _pairs_of(matrix):

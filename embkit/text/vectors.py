@@ -25,7 +25,10 @@ def load_vectors(path, binary=None):
     if not os.path.exists(path):
         raise FileNotFoundError("vectors file %r does not exist" % path)
     if zipfile.is_zipfile(path):
-        return persist.load(path).wv
+        model = persist.load(path)
+        if not hasattr(model, "wv"):
+            raise ValueError("%r holds an embkit %s, which has no word vectors" % (path, type(model).__name__))
+        return model.wv
     with open(path, "rb") as fh:
         head = fh.read(2)
     if head[:1] == b"\x80":  # pickle protocol 2+: a gensim KeyedVectors.save file

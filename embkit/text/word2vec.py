@@ -1,31 +1,20 @@
 """``embkit.Word2Vec``: skip-gram and CBOW with gensim's constructor arguments and any loss/sampler."""
 import logging
-import numbers
 
 import numpy as np
 
-from embkit.core import persist
-from embkit.core import registry
-from embkit.core.checks import check_param as _check, check_names
 from embkit._kernels.windows import WindowTrainer
+from embkit.core.base import EmbeddingModel
+from embkit.core.checks import NON_NEGATIVE_REAL, POSITIVE_INT, check_param
 from embkit.text.chunk_cache import ChunkCache, prefetch
 from embkit.text.corpus import MAX_SENTENCE_LENGTH, as_corpus
 from embkit.text.scan import scan_corpus
-from embkit.core.training import run_epochs
 from embkit.text.vectors import save_word2vec_format
 from embkit.text.vocab import Vocab
 
 logger = logging.getLogger(__name__)
 
-# parameters saved with a model, in constructor order
-PARAMS = ("vector_size", "alpha", "window", "min_count", "max_vocab_size", "sample", "seed", "workers",
-          "min_alpha", "sg", "hs", "negative", "ns_exponent", "cbow_mean", "epochs", "max_final_vocab",
-          "max_sentence_length", "loss", "sampler", "loss_params", "sampler_params", "shared_negatives",
-          "chunk_tokens")
-
-
-@persist.register_model
-class Word2Vec:
+class Word2Vec(EmbeddingModel):
     """Word embeddings by skip-gram or CBOW, trained by Hogwild Cython kernels.
 
     The arguments shared with ``gensim.models.Word2Vec`` have the same meaning and defaults.  Training
@@ -83,85 +72,73 @@ class Word2Vec:
         example per centre word, so the setting changes nothing there.
     chunk_tokens : int
         Tokens per kernel call; bounds memory.
+    callbacks : sequence
+        gensim ``CallbackAny2Vec`` objects (or any object with some of their methods), called with the model.
     progress : bool
         Show a progress bar.
     """
+
+    chunk_param = "chunk_tokens"
+    unit = "w"
+    RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | {"sentences", "corpus_file"}
 
     def __init__(self, sentences=None, corpus_file=None, vector_size=100, alpha=0.05, window=5, min_count=5,
                  max_vocab_size=None, sample=1e-3, seed=1, workers=3, min_alpha=0.0001, sg=0, hs=0, negative=5,
                  ns_exponent=0.75, cbow_mean=1, epochs=5, max_final_vocab=None,
                  max_sentence_length=MAX_SENTENCE_LENGTH, loss=None, sampler=None, loss_params=None,
-                 sampler_params=None, shared_negatives=None, chunk_tokens=1 << 18, progress=False):
+                 sampler_params=None, shared_negatives=None, chunk_tokens=1 << 18, callbacks=(), progress=False):
         if loss is None:
             if hs == 1 and negative:
                 raise ValueError("hs=1 with negative=%r: gensim would train both objectives at once; embkit "
                                  "trains one loss, so set negative=0 for hierarchical softmax (or hs=0)"
                                  % (negative,))
             loss = "hs" if hs else "sgns"
-        self.vector_size = vector_size
-        self.alpha = alpha
         self.window = window
         self.min_count = min_count
         self.max_vocab_size = max_vocab_size
         self.sample = sample
-        self.seed = seed
-        self.workers = workers
-        self.min_alpha = min_alpha
         self.sg = int(sg)
         self.hs = int(hs)
-        self.negative = negative
         self.ns_exponent = ns_exponent
         self.cbow_mean = int(cbow_mean)
-        self.epochs = epochs
         self.max_final_vocab = max_final_vocab
         self.max_sentence_length = max_sentence_length
-        self.loss = loss
-        self.sampler = sampler
-        self.loss_params = dict(loss_params or {})
-        self.sampler_params = dict(sampler_params or {})
         self.shared_negatives = bool(self.sg) if shared_negatives is None else bool(shared_negatives)
         self.chunk_tokens = chunk_tokens
-        self.progress = progress
-        self._validate()
         self.vocab = None
         self.wv = None
-        self.syn1neg = None
         self.corpus = None
         self._cache = None
-        self.last_report = None
+        super().__init__(vector_size=vector_size, loss=loss, sampler=sampler, negative=negative, alpha=alpha,
+                         min_alpha=min_alpha, epochs=epochs, workers=workers, seed=seed, loss_params=loss_params,
+                         sampler_params=sampler_params, callbacks=callbacks, progress=progress)
         if sentences is not None or corpus_file is not None:
             self.build_vocab(sentences, corpus_file=corpus_file)
             self.train()
 
-    # ------------------------------------------------------------------ checks
-    def _validate(self):
-        pos_int = (lambda v: v >= 1, "an integer >= 1", numbers.Integral)
-        _check("vector_size", self.vector_size, *pos_int)
-        _check("window", self.window, *pos_int)
-        _check("workers", self.workers, *pos_int)
-        _check("epochs", self.epochs, *pos_int)
-        _check("min_count", self.min_count, lambda v: v >= 1, "an integer >= 1", numbers.Integral)
-        _check("negative", self.negative, lambda v: v >= 0, "an integer >= 0", numbers.Integral)
-        _check("seed", self.seed, lambda v: v >= 0, "an integer >= 0", numbers.Integral)
-        _check("chunk_tokens", self.chunk_tokens, *pos_int)
-        _check("max_sentence_length", self.max_sentence_length, *pos_int)
-        _check("sample", self.sample, lambda v: v >= 0 and np.isfinite(v), "a number >= 0")
-        _check("alpha", self.alpha, lambda v: v > 0 and np.isfinite(v), "a number > 0")
-        _check("min_alpha", self.min_alpha, lambda v: 0 <= v <= self.alpha, "a number in [0, alpha]")
-        _check("ns_exponent", self.ns_exponent, lambda v: np.isfinite(v), "a finite number")
+    def check_params(self):
+        """Raise ValueError naming the first invalid parameter."""
+        super().check_params()
+        for name in ("window", "min_count", "max_sentence_length"):
+            check_param(name, getattr(self, name), *POSITIVE_INT)
+        check_param("sample", self.sample, *NON_NEGATIVE_REAL)
+        check_param("ns_exponent", self.ns_exponent, lambda v: np.isfinite(v), "a finite number")
         for name in ("max_vocab_size", "max_final_vocab"):
             if getattr(self, name) is not None:
-                _check(name, getattr(self, name), *pos_int)
-        if self.sg not in (0, 1):
-            raise ValueError("sg must be 0 (CBOW) or 1 (skip-gram), got %r" % self.sg)
-        if self.cbow_mean not in (0, 1):
-            raise ValueError("cbow_mean must be 0 or 1, got %r" % self.cbow_mean)
-        if self.hs not in (0, 1):
-            raise ValueError("hs must be 0 or 1, got %r" % self.hs)
-        check_names(self.loss, self.sampler, registry)
-        if self.loss not in registry.UNSAMPLED_LOSSES and self.negative == 0:
-            raise ValueError("negative must be >= 1 for the %s loss (negative=0 needs hs=1 or a loss that "
-                             "draws no negatives: %s)" % (self.loss, ", ".join(sorted(registry.UNSAMPLED_LOSSES))))
+                check_param(name, getattr(self, name), *POSITIVE_INT)
+        for name, values, what in (("sg", (0, 1), "0 (CBOW) or 1 (skip-gram)"), ("cbow_mean", (0, 1), "0 or 1"),
+                                   ("hs", (0, 1), "0 or 1")):
+            if getattr(self, name) not in values:
+                raise ValueError("%s must be %s, got %r" % (name, what, getattr(self, name)))
+
+    @property
+    def syn1neg(self):
+        """The output table (gensim's name; one row per word, or per Huffman-tree node with ``hs``)."""
+        return self.W_out
+
+    @syn1neg.setter
+    def syn1neg(self, table):
+        self.W_out = table
 
     # ------------------------------------------------------------------ vocabulary
     def build_vocab(self, corpus_iterable=None, corpus_file=None, progress=None):
@@ -190,12 +167,8 @@ class Word2Vec:
         return self
 
     def _init_vectors(self):
-        n, d = len(self.vocab), self.vector_size
-        rng = np.random.default_rng(self.seed)
-        W_in = rng.random((n, d), dtype=np.float32)
-        W_in -= 0.5
-        W_in /= d
-        self._set_tables(W_in, np.zeros((self._make_loss().output_rows(n), d), dtype=np.float32))
+        self._init_tables(len(self.vocab), len(self.vocab), self.vocab.counts)
+        self._set_tables(self.W_in, self.W_out)
 
     def _set_tables(self, W_in, W_out):
         from gensim.models import KeyedVectors
@@ -206,28 +179,19 @@ class Word2Vec:
         kv.allocate_vecattrs(attrs=["count"], types=[np.int64])
         kv.expandos["count"][:] = self.vocab.counts
         self.wv = kv
-        self.syn1neg = W_out
+        self.W_in, self.W_out = W_in, W_out
 
     # ------------------------------------------------------------------ training
-    def _make_loss(self):
-        return registry.make_loss(self.loss, counts=self.vocab.counts, **self.loss_params)
+    def _sampler_params(self):
+        params = dict(self.sampler_params)
+        if self.sampler_name == "unigram":
+            params.setdefault("ns_exponent", self.ns_exponent)
+        return params
 
-    def _make_trainer(self, total_words, alpha, min_alpha):
-        n = len(self.vocab)
-        loss = self._make_loss()
-        sampler = None
-        if loss.uses_negatives:
-            params = dict(self.sampler_params)
-            name = self.sampler or "unigram"
-            if name == "unigram":
-                params.setdefault("ns_exponent", self.ns_exponent)
-            sampler = registry.make_sampler(name, counts=self.vocab.counts, n_classes=n, **params)
-            registry.check_pairing(loss, sampler, self.negative, n)
-            if not sampler.query_free:
-                sampler.bind(self.syn1neg)
-        return WindowTrainer(self.wv.vectors, self.syn1neg, self.vocab.keep_probabilities(self.sample), loss,
-                             sampler, self.window, self.sg, self.cbow_mean, self.negative, self.shared_negatives,
-                             alpha, min_alpha, total_words, self.seed)
+    def _kernel_trainer(self, loss, sampler, alpha, min_alpha, total):
+        return WindowTrainer(self.W_in, self.W_out, self.vocab.keep_probabilities(self.sample), loss, sampler,
+                             self.window, self.sg, self.cbow_mean, self.negative, self.shared_negatives,
+                             alpha, min_alpha, total, self.seed)
 
     def train(self, corpus_iterable=None, corpus_file=None, total_words=None, epochs=None, start_alpha=None,
               end_alpha=None, progress=None, **_gensim_compat):
@@ -248,11 +212,6 @@ class Word2Vec:
         """
         if self.vocab is None:
             raise RuntimeError("build the vocabulary first (build_vocab) or pass a corpus to the constructor")
-        epochs = self.epochs if epochs is None else epochs
-        alpha = self.alpha if start_alpha is None else start_alpha
-        min_alpha = self.min_alpha if end_alpha is None else end_alpha
-        _check("epochs", epochs, lambda v: v >= 1, "an integer >= 1", numbers.Integral)
-        _check("start_alpha", alpha, lambda v: v > 0 and np.isfinite(v), "a number > 0")
         corpus = self.corpus
         if corpus_iterable is not None or corpus_file is not None:
             corpus = as_corpus(corpus_iterable, corpus_file, self.max_sentence_length)
@@ -282,13 +241,13 @@ class Word2Vec:
                 return iter(cache)
             return self._encode_into(cache, corpus)
 
-        trainer = self._make_trainer(float(total_words) * epochs, alpha, min_alpha)
         self.wv.norms = None
-        report = run_epochs(trainer, chunks, total_words, epochs, self.workers, alpha,
-                            progress=self.progress if progress is None else progress,
-                            desc="%s %dd" % ("skip-gram" if self.sg else "cbow", self.vector_size))
-        self.wv.norms = None
-        self.last_report = report
+        try:
+            report = self._train(chunks, total_words, self.vocab.counts, len(self.vocab), epochs, start_alpha,
+                                 end_alpha, desc="%s %dd" % ("skip-gram" if self.sg else "cbow", self.vector_size),
+                                 progress=progress)
+        finally:
+            self.wv.norms = None
         logger.info("trained %d epochs: %d words in %.1fs (%.0f words/s, %.0f raw words/s), loss %.4f",
                     report.epochs, report.words, report.seconds, report.words_per_second,
                     report.raw_words_per_second, report.epoch_loss[-1] if report.epoch_loss else float("nan"))
@@ -301,32 +260,22 @@ class Word2Vec:
         cache.complete = True
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path, overwrite=True):
-        """Save the model (vectors, output table, vocabulary, settings) atomically to ``path``."""
-        if self.vocab is None:
-            raise RuntimeError("nothing to save: the model has no vocabulary yet")
-        config = {name: getattr(self, name) for name in PARAMS}
-        config["raw_words"] = self.vocab.raw_words
-        persist.save_archive(path, {"model": "Word2Vec", "params": config}, self.vocab.index_to_key,
-                             {"W_in": self.wv.vectors, "W_out": self.syn1neg, "counts": self.vocab.counts},
-                             overwrite=overwrite)
+    def _state(self):
+        return {"raw_words": self.vocab.raw_words}
 
-    @classmethod
-    def load(cls, path):
-        """Load a model written by :meth:`save`."""
-        model, config, words, arrays = persist.load_model(path, cls, PARAMS)
-        params = config["params"]
-        model.vocab = Vocab(words, arrays["counts"], raw_words=params.get("raw_words", 0))
-        model._cache = None
-        model._set_tables(arrays["W_in"], arrays["W_out"])
-        return model
+    def _words(self):
+        return self.vocab.index_to_key
+
+    def _arrays(self):
+        return {"counts": self.vocab.counts}
+
+    def _restore(self, state, words, arrays):
+        self.vocab = Vocab(words, arrays["counts"], raw_words=state.get("raw_words", 0))
+        self._set_tables(self.W_in, self.W_out)
 
     def save_word2vec_format(self, path, binary=False, overwrite=True):
         """Export the input vectors in word2vec text (or binary) format, atomically."""
         save_word2vec_format(self.wv, path, binary=binary, overwrite=overwrite)
 
-    def __repr__(self):
-        size = len(self.vocab) if self.vocab is not None else 0
-        sampler = "-" if self.loss in registry.UNSAMPLED_LOSSES else (self.sampler or "unigram")
-        return "Word2Vec<%s, vocab=%d, vector_size=%d, loss=%s, sampler=%s>" % (
-            "skip-gram" if self.sg else "cbow", size, self.vector_size, self.loss, sampler)
+    def _repr_fields(self):
+        return ["skip-gram" if self.sg else "cbow", "vocab=%d" % (len(self.vocab) if self.vocab is not None else 0)]

@@ -21,19 +21,13 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
-from embkit.core import persist
-from embkit.core import registry
-from embkit.core.checks import check_param, check_trainer, POSITIVE_INT, POSITIVE_REAL
 from embkit._kernels.rows import RowTrainer, top_k_rows
-from embkit.core.training import run_epochs
+from embkit.core.base import EmbeddingModel
+from embkit.core.checks import POSITIVE_INT, POSITIVE_REAL, check_param
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["ExtremeClassifier"]
-
-PARAMS = ("vector_size", "loss", "sampler", "negative", "normalize", "tau", "normalize_classes", "one_label",
-          "alpha", "min_alpha", "epochs", "workers", "seed", "loss_params", "sampler_params", "chunk_examples",
-          "batch_size")
 
 #: cells of the score block computed at once by ``predict`` (rows x labels).
 _SCORE_BLOCK_CELLS = 1 << 24
@@ -68,8 +62,7 @@ def _as_xy(X, Y=None):
     return X, Y
 
 
-@persist.register_model
-class ExtremeClassifier:
+class ExtremeClassifier(EmbeddingModel):
     """Multi-label classifier over many labels with sampled (or full) softmax-type losses.
 
     Parameters
@@ -122,37 +115,32 @@ class ExtremeClassifier:
     last_report : TrainingReport
     """
 
+    default_sampler = "uniform"
+    chunk_param = "chunk_examples"
+
     def __init__(self, vector_size=128, loss="sampled_softmax", sampler=None, negative=50, normalize=True,
                  tau=0.1, normalize_classes=None, one_label=False, alpha=0.1, min_alpha=None, epochs=20,
                  workers=2, seed=1, loss_params=None, sampler_params=None, chunk_examples=1 << 13, batch_size=None,
-                 progress=True):
-        self.vector_size = vector_size
-        self.loss = loss
-        self.sampler = sampler
-        self.negative = negative
+                 callbacks=(), progress=True):
         self.normalize = bool(normalize)
         self.tau = tau
         self.normalize_classes = (loss != "hs") if normalize_classes is None else bool(normalize_classes)
         self.one_label = bool(one_label)
-        self.alpha = alpha
-        self.min_alpha = alpha / 1000.0 if min_alpha is None and isinstance(alpha, (int, float)) else min_alpha
-        self.epochs = epochs
-        self.workers = workers
-        self.seed = seed
-        self.loss_params = dict(loss_params or {})
-        self.sampler_params = dict(sampler_params or {})
         self.chunk_examples = chunk_examples
         self.batch_size = batch_size
-        self.progress = progress
-        self.feature_vectors = self.label_vectors = None
         self.label_counts = None
         self.n_skipped = 0
         self.n_train = 0
-        self.last_report = None
-        self._validate()
+        self._data = None
+        if min_alpha is None and isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
+            min_alpha = alpha / 1000.0
+        super().__init__(vector_size=vector_size, loss=loss, sampler=sampler, negative=negative, alpha=alpha,
+                         min_alpha=min_alpha, epochs=epochs, workers=workers, seed=seed, loss_params=loss_params,
+                         sampler_params=sampler_params, callbacks=callbacks, progress=progress)
 
-    def _validate(self):
-        check_trainer(self, registry, "chunk_examples")
+    def check_params(self):
+        """Raise ValueError naming the first invalid parameter."""
+        super().check_params()
         check_param("tau", self.tau, *POSITIVE_REAL)
         if self.batch_size is not None:
             check_param("batch_size", self.batch_size, *POSITIVE_INT)
@@ -161,6 +149,16 @@ class ExtremeClassifier:
                                  "example on the rows kernel), got loss=%r" % self.loss)
         if self.normalize_classes and self.loss == "hs":
             raise ValueError("normalize_classes needs one vector per label; the hs loss has tree nodes instead")
+
+    @property
+    def feature_vectors(self):
+        """Input table: one row per feature."""
+        return self.W_in
+
+    @property
+    def label_vectors(self):
+        """Output table: one row per label (per Huffman-tree node with ``hs``)."""
+        return self.W_out
 
     # ------------------------------------------------------------------ training
     def fit(self, X, Y=None, on_epoch=None):
@@ -190,21 +188,7 @@ class ExtremeClassifier:
             raise ValueError("no training row has both a feature and a label")
         self.label_counts = np.bincount(Y.indices, minlength=n_labels).astype(np.int64)
         self.n_train = n
-        self._init_tables(n_features, n_labels)
-        loss, sampler = registry.build_objective(self.loss, self.sampler, self.label_counts, n_labels,
-                                                 self.negative, self.loss_params, self.sampler_params,
-                                                 self.label_vectors, default_sampler="uniform")
-        total = float(len(rows)) * self.epochs
-        if self.batch_size is not None:
-            from embkit.xc.full_batch import FullSoftmaxBatches
-            trainer = FullSoftmaxBatches(X, Y, self.feature_vectors, self.label_vectors, self.batch_size,
-                                         self.alpha, self.min_alpha, total, self.normalize, self.tau,
-                                         self.normalize_classes)
-        else:
-            trainer = RowTrainer(self.feature_vectors, self.label_vectors, X.indptr.astype(np.int64),
-                                 X.indices.astype(np.int32), X.data.astype(np.float32), Y.indptr.astype(np.int64),
-                                 Y.indices.astype(np.int32), loss, sampler, self.negative, self.normalize, self.tau,
-                                 self.normalize_classes, self.one_label, self.alpha, self.min_alpha, total, self.seed)
+        self._init_tables(n_features, n_labels, np.ones(n_labels, dtype=np.int64))
         rng = np.random.default_rng(self.seed)
 
         def chunks(epoch):
@@ -212,27 +196,35 @@ class ExtremeClassifier:
             for start in range(0, len(order), self.chunk_examples):
                 yield _RowChunk(order[start:start + self.chunk_examples])
 
-        self.last_report = run_epochs(trainer, chunks, len(rows), self.epochs, self.workers, self.alpha,
-                                      progress=self.progress, desc="xc %s" % self.loss, unit="ex",
-                                      on_epoch=on_epoch)
+        self._data = (X, Y)
+        try:
+            self._train(chunks, len(rows), self.label_counts, n_labels, on_epoch=on_epoch,
+                        desc="xc %s" % self.loss)
+        finally:
+            self._data = None
         return self
 
-    def _init_tables(self, n_features, n_labels):
-        rng = np.random.default_rng(self.seed)
-        d = self.vector_size
-        W_in = rng.random((n_features, d), dtype=np.float32)
-        W_in -= 0.5
-        W_in /= d
-        loss = registry.make_loss(self.loss, counts=np.ones(n_labels, dtype=np.int64), **self.loss_params)
-        W_out = np.zeros((loss.output_rows(n_labels), d), dtype=np.float32)
-        if self.normalize_classes:
-            W_out = rng.standard_normal((n_labels, d), dtype=np.float32)
-            W_out /= np.linalg.norm(W_out, axis=1, keepdims=True)
-        self.feature_vectors, self.label_vectors = W_in, W_out
+    def _kernel_trainer(self, loss, sampler, alpha, min_alpha, total):
+        X, Y = self._data
+        if self.batch_size is not None:
+            from embkit.xc.full_batch import FullSoftmaxBatches
+            return FullSoftmaxBatches(X, Y, self.W_in, self.W_out, self.batch_size, alpha, min_alpha, total,
+                                      self.normalize, self.tau, self.normalize_classes)
+        return RowTrainer(self.W_in, self.W_out, X.indptr.astype(np.int64), X.indices.astype(np.int32),
+                          X.data.astype(np.float32), Y.indptr.astype(np.int64), Y.indices.astype(np.int32), loss,
+                          sampler, self.negative, self.normalize, self.tau, self.normalize_classes, self.one_label,
+                          alpha, min_alpha, total, self.seed)
+
+    def _init_output(self, rng, rows):
+        if not self.normalize_classes:
+            return super()._init_output(rng, rows)
+        W_out = rng.standard_normal((rows, self.vector_size), dtype=np.float32)
+        W_out /= np.linalg.norm(W_out, axis=1, keepdims=True)
+        return W_out
 
     # ------------------------------------------------------------------ prediction
     def _check_fitted(self):
-        if self.feature_vectors is None:
+        if self.W_in is None:
             raise RuntimeError("the model is not trained yet: call fit() first")
         if self.loss == "hs":
             raise NotImplementedError("prediction with the hs loss is not supported: its output rows are tree "
@@ -303,27 +295,16 @@ class ExtremeClassifier:
         return xc_metrics(Y, top, ks=ks, propensity=propensity, A=A, B=B)
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path, overwrite=True):
-        """Save tables, label counts and settings atomically to ``path``."""
-        if self.feature_vectors is None:
-            raise RuntimeError("nothing to save: the model is not trained yet")
-        persist.save_archive(path, {"model": "ExtremeClassifier", "n_train": self.n_train,
-                                    "params": {k: getattr(self, k) for k in PARAMS}},
-                             [], {"W_in": self.feature_vectors, "W_out": self.label_vectors,
-                                  "label_counts": self.label_counts}, overwrite=overwrite)
+    def _state(self):
+        return {"n_train": self.n_train}
 
-    @classmethod
-    def load(cls, path):
-        """Load a model written by :meth:`save`."""
-        model, config, _, arrays = persist.load_model(path, cls, PARAMS, progress=False)
-        model.feature_vectors = arrays["W_in"]
-        model.label_vectors = arrays["W_out"]
-        model.label_counts = arrays["label_counts"]
-        model.n_train = int(config.get("n_train", 0))
-        return model
+    def _arrays(self):
+        return {"label_counts": self.label_counts}
 
-    def __repr__(self):
-        shape = (0, 0) if self.feature_vectors is None else (len(self.feature_vectors), len(self.label_vectors))
-        sampler = "-" if self.loss in registry.UNSAMPLED_LOSSES else (self.sampler or "uniform")
-        return "ExtremeClassifier<features=%d, labels=%d, vector_size=%d, loss=%s, sampler=%s>" % (
-            shape[0], shape[1], self.vector_size, self.loss, sampler)
+    def _restore(self, state, words, arrays):
+        self.label_counts = arrays["label_counts"]
+        self.n_train = int(state.get("n_train", 0))
+
+    def _repr_fields(self):
+        shape = (0, 0) if self.W_in is None else (len(self.W_in), len(self.W_out))
+        return ["features=%d" % shape[0], "labels=%d" % shape[1]]

@@ -1,0 +1,270 @@
+"""The trainer base of every embkit model: one input table, one output table, one loss and sampler, a driver.
+
+Everything embkit trains scores a target ``j`` for an input ``i`` by ``<h_i, W_out[j]>``, with ``h_i`` built
+from rows of ``W_in`` by a driver (``windows``, ``pairs`` or ``rows``, in ``embkit/_kernels``).
+:class:`EmbeddingModel` owns what the models share: the common parameters and their checks, table
+initialisation, the loss and sampler built from the registry, the epoch loop with its progress bar and
+callbacks, save/load of parameters and tables, and ``repr``.  A model is its driver plus a small subclass
+that says how examples are made:
+
+* class attributes ``default_sampler`` (the sampler of a sampled loss when none is given), ``chunk_param``
+  (the constructor parameter bounding the units per kernel call) and ``unit`` (the progress unit);
+* ``_kernel_trainer(loss, sampler, alpha, min_alpha, total)``: the driver's trainer object for a run;
+* the persistence hooks ``_state``, ``_words``, ``_arrays``, ``_restore`` and ``_repr_fields``.
+
+Subclasses register themselves as model kinds (:func:`embkit.core.persist.register_model`), so
+:meth:`EmbeddingModel.load` (and ``embkit.core.persist.load``) open any model file by the kind it stores.
+"""
+import inspect
+import logging
+
+import numpy as np
+
+from embkit.core import persist, registry
+from embkit.core.checks import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, check_param
+from embkit.core.training import CALLBACK_EVENTS, TrainingReport, run_epochs
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["EmbeddingModel"]
+
+
+class EmbeddingModel:
+    """Base of embkit's models.
+
+    Parameters
+    ----------
+    vector_size : int
+        Dimension of the rows of both tables.
+    loss : str
+        Loss name (:data:`embkit.core.registry.LOSSES`).
+    sampler : str or None
+        Sampler name (:data:`embkit.core.registry.SAMPLERS`) of a loss that draws negatives; None takes the
+        model's ``default_sampler``.  Losses that draw none (``full_softmax``, ``hs``) take no sampler.
+    negative : int
+        Negatives per example.
+    alpha, min_alpha : float
+        Learning rate at the start and at the end of a run; it decays linearly with the units trained.
+    epochs, workers, seed : int
+        Passes, training threads, and the seed of the tables and of the kernels' generators (with
+        ``workers=1`` a run is reproducible bit for bit).
+    loss_params, sampler_params : dict or None
+        Extra parameters of the loss and the sampler.
+    callbacks : sequence
+        Objects with any of gensim's ``CallbackAny2Vec`` methods, called with the model (see
+        :func:`embkit.core.training.run_epochs`); not saved with the model.
+    progress : bool
+        Show a progress bar; not saved with the model.
+
+    Attributes
+    ----------
+    W_in, W_out : numpy.ndarray of float32, or None before training
+        The input and output tables.
+    last_report : TrainingReport or None
+        What the latest training call did.
+    loss_history : list of float
+        Mean training loss per epoch, over every training call.
+    """
+
+    #: sampler of a sampled loss when ``sampler`` is None
+    default_sampler = "unigram"
+    #: the constructor parameter that bounds the units of one kernel call
+    chunk_param = None
+    #: progress-bar unit of the driver's units
+    unit = "ex"
+    #: constructor parameters that are not saved with a model
+    RUNTIME_PARAMS = frozenset({"progress", "callbacks"})
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        persist.register_model(cls)
+
+    def __init__(self, *, vector_size, loss, sampler, negative, alpha, min_alpha, epochs, workers, seed,
+                 loss_params=None, sampler_params=None, callbacks=(), progress=True):
+        self.vector_size = vector_size
+        self.loss = loss
+        self.sampler = sampler
+        self.negative = negative
+        self.alpha = alpha
+        self.min_alpha = min_alpha
+        self.epochs = epochs
+        self.workers = workers
+        self.seed = seed
+        self.loss_params = dict(loss_params or {})
+        self.sampler_params = dict(sampler_params or {})
+        self.callbacks = tuple(callbacks or ())
+        self.progress = progress
+        self.W_in = self.W_out = None
+        self.last_report = None
+        self.loss_history = []
+        self.check_params()
+
+    # ------------------------------------------------------------------ parameters
+    @classmethod
+    def _param_names(cls):
+        """Constructor parameters saved with a model, in signature order."""
+        names = []
+        for name, p in inspect.signature(cls.__init__).parameters.items():
+            if name == "self" or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) or name in cls.RUNTIME_PARAMS:
+                continue
+            names.append(name)
+        return tuple(names)
+
+    def get_params(self):
+        """The constructor parameters of this model (those saved with it), as a dict."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    @property
+    def sampler_name(self):
+        """The sampler a run uses: ``sampler``, the model's default for a sampled loss, or None."""
+        if not registry.uses_sampler(self.loss):
+            return self.sampler
+        return self.sampler or self.default_sampler
+
+    def check_params(self):
+        """Raise ValueError naming the first invalid parameter (subclasses extend it)."""
+        for name in ("vector_size", "epochs", "workers") + ((self.chunk_param,) if self.chunk_param else ()):
+            check_param(name, getattr(self, name), *POSITIVE_INT)
+        check_param("negative", self.negative, *NON_NEGATIVE_INT)
+        check_param("seed", self.seed, *NON_NEGATIVE_INT)
+        check_param("alpha", self.alpha, *POSITIVE_REAL)
+        check_param("min_alpha", self.min_alpha, lambda v: 0 <= v <= self.alpha, "a number in [0, alpha]")
+        if not isinstance(self.progress, (bool, np.bool_)):
+            raise ValueError("progress must be True or False, got %r" % (self.progress,))
+        for cb in self.callbacks:
+            if not any(callable(getattr(cb, event, None)) for event in CALLBACK_EVENTS):
+                raise ValueError("callbacks must have at least one of the methods %s, got %r"
+                                 % (", ".join(CALLBACK_EVENTS), cb))
+        registry.check_pairing(self.loss, self.sampler_name, self.negative)
+
+    def _sampler_params(self):
+        """Sampler parameters of a run (subclasses add model-level defaults)."""
+        return dict(self.sampler_params)
+
+    # ------------------------------------------------------------------ tables and objective
+    def _check_fitted(self):
+        if self.W_in is None:
+            raise RuntimeError("the %s is not trained yet" % type(self).__name__)
+
+    def _init_tables(self, n_inputs, n_classes, counts=None):
+        """Fresh tables: input rows uniform in ``[-0.5, 0.5) / vector_size`` (word2vec's), output rows from
+        :meth:`_init_output` (zeros) with as many rows as the loss trains for ``n_classes`` classes."""
+        rng = np.random.default_rng(self.seed)
+        d = self.vector_size
+        W_in = rng.random((n_inputs, d), dtype=np.float32)
+        W_in -= 0.5
+        W_in /= d
+        rows = self._build_loss(counts, n_classes).output_rows(n_classes)
+        self.W_in, self.W_out = W_in, self._init_output(rng, rows)
+
+    def _init_output(self, rng, rows):
+        """The initial output table (``rows x vector_size``); zeros, as word2vec."""
+        return np.zeros((rows, self.vector_size), dtype=np.float32)
+
+    def _build_loss(self, counts, n_classes):
+        return registry.make_loss(self.loss, counts=counts, n_classes=n_classes, **self.loss_params)
+
+    def _objective(self, counts, n_classes):
+        """``(loss, sampler)`` built from the registry, checked, the sampler bound to ``W_out``."""
+        return registry.build_objective(self.loss, self.sampler_name, counts, n_classes, self.negative,
+                                        self.loss_params, self._sampler_params(), self.W_out)
+
+    # ------------------------------------------------------------------ training
+    def _kernel_trainer(self, loss, sampler, alpha, min_alpha, total):
+        """The driver's trainer for a run over ``total`` units (subclasses)."""
+        raise NotImplementedError
+
+    def _train(self, chunks, units_per_epoch, counts, n_classes, epochs=None, alpha=None, min_alpha=None,
+               on_epoch=None, desc=None, progress=None):
+        """Run the epoch loop on the driver: the shared body of every model's ``fit`` / ``train``.
+
+        Parameters
+        ----------
+        chunks : callable
+            ``chunks(epoch)`` -> iterable of chunks (``kernel_args``, ``raw_words``) for the driver.
+        units_per_epoch : int
+            Units (words, pairs, examples) of one epoch: the learning-rate schedule's unit.
+        counts, n_classes :
+            Class popularity and number of classes, for the loss and the sampler.
+        epochs, alpha, min_alpha : optional
+            Override the model's settings for this run.
+        on_epoch : callable, optional
+            ``on_epoch(epoch, report)`` after each epoch; returning True stops.
+
+        Returns
+        -------
+        TrainingReport
+        """
+        epochs = self.epochs if epochs is None else epochs
+        alpha = self.alpha if alpha is None else alpha
+        min_alpha = self.min_alpha if min_alpha is None else min_alpha
+        check_param("epochs", epochs, *POSITIVE_INT)
+        check_param("start_alpha", alpha, *POSITIVE_REAL)
+        check_param("end_alpha", min_alpha, lambda v: 0 <= v <= alpha, "a number in [0, start_alpha]")
+        loss, sampler = self._objective(counts, n_classes)
+        trainer = self._kernel_trainer(loss, sampler, alpha, min_alpha, float(units_per_epoch) * epochs)
+        report = self.last_report = TrainingReport()
+        try:
+            run_epochs(trainer, chunks, units_per_epoch, epochs, self.workers, alpha,
+                       progress=self.progress if progress is None else progress,
+                       desc=desc or "%s %s" % (type(self).__name__, self.loss), unit=self.unit,
+                       on_epoch=on_epoch, callbacks=self.callbacks, model=self, report=report)
+        finally:
+            self.loss_history.extend(report.epoch_loss)
+        return report
+
+    def get_latest_training_loss(self):
+        """Mean loss per example of the latest epoch trained (float64), or 0.0 before any training."""
+        return float(self.loss_history[-1]) if self.loss_history else 0.0
+
+    # ------------------------------------------------------------------ persistence
+    def _state(self):
+        """JSON-able model state saved beside the parameters (subclasses)."""
+        return {}
+
+    def _words(self):
+        """The names of the input rows saved in the archive (subclasses)."""
+        return []
+
+    def _arrays(self):
+        """Arrays saved beside ``W_in`` and ``W_out`` (subclasses)."""
+        return {}
+
+    def _restore(self, state, words, arrays):
+        """Set what :meth:`_state`, :meth:`_words` and :meth:`_arrays` saved (subclasses)."""
+
+    def save(self, path, overwrite=True):
+        """Save parameters, tables and state atomically to ``path`` (an interrupted save keeps the old file)."""
+        if self.W_in is None:
+            raise RuntimeError("nothing to save: the %s is not trained yet" % type(self).__name__)
+        arrays = dict(self._arrays(), W_in=self.W_in, W_out=self.W_out)
+        persist.save_archive(path, {"model": type(self).__name__, "params": self.get_params(),
+                                    "state": self._state()}, self._words(), arrays, overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path):
+        """Load a model written by :meth:`save`; ``EmbeddingModel.load`` opens any kind of model file."""
+        config, words, arrays = persist.load_archive(path)
+        kind = persist.model_class(config.get("model"), path)
+        if not issubclass(kind, cls):
+            raise ValueError("%r holds a %s model, not %s" % (str(path), kind.__name__, cls.__name__))
+        params = config.get("params") or {}
+        names = set(kind._param_names())
+        model = kind(**{k: v for k, v in params.items() if k in names}, progress=False)
+        missing = [name for name in ("W_in", "W_out") if name not in arrays]
+        if missing:
+            raise ValueError("%r is not a complete %s file: no %s table" % (str(path), kind.__name__, missing[0]))
+        model.W_in, model.W_out = arrays.pop("W_in"), arrays.pop("W_out")
+        model._restore(config.get("state") or {}, words, arrays)
+        return model
+
+    # ------------------------------------------------------------------ display
+    def _repr_fields(self):
+        """Model-specific ``key=value`` fields shown first in ``repr`` (subclasses)."""
+        return []
+
+    def __repr__(self):
+        fields = list(self._repr_fields()) + ["vector_size=%d" % self.vector_size, "loss=%s" % self.loss,
+                                              "sampler=%s" % (self.sampler_name or "-")]
+        return "%s<%s>" % (type(self).__name__, ", ".join(fields))
+

@@ -1,0 +1,242 @@
+"""The contract every embkit model keeps, tested once for all of them (implicit's ``RecommenderBaseTestMixin``
+pattern): seeded single-thread runs are bit-identical, save/load round-trips, bad parameters name the
+parameter, callbacks fire in gensim's order, progress can be silenced, and the loss is reported per epoch.
+
+A new model is covered by adding one :class:`ModelCase` subclass (how to build it, fit it, and what it
+predicts) to this file.
+"""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from embkit import ExtremeClassifier, ItemEmbedding, Word2Vec
+from embkit.core import persist
+from embkit.core.base import EmbeddingModel
+from embkit.core.training import CALLBACK_EVENTS
+
+
+class ModelCase:
+    """How the contract builds, trains and queries one model kind (subclasses)."""
+
+    cls = None
+    #: the constructor parameter that bounds the units of one kernel call
+    chunk_param = None
+
+    def make(self, **params):
+        """A small model (``workers=1``, few epochs, no progress bar) with ``params`` on top."""
+        raise NotImplementedError
+
+    def fit(self, model):
+        """Train ``model`` on this case's small data set; returns the model."""
+        raise NotImplementedError
+
+    def outputs(self, model):
+        """What a user reads from a trained model (to compare two of them)."""
+        return model.W_in, model.W_out
+
+
+class Word2VecCase(ModelCase):
+    cls = Word2Vec
+    chunk_param = "chunk_tokens"
+
+    def __init__(self):
+        rng = np.random.default_rng(0)
+        words = ["w%d" % i for i in range(40)]
+        self.sentences = [[words[j] for j in rng.integers(0, 40, 12)] for _ in range(200)]
+
+    def make(self, **params):
+        kw = dict(vector_size=16, window=3, min_count=1, epochs=2, workers=1, seed=3, sg=1, progress=False)
+        kw.update(params)
+        return Word2Vec(**kw)
+
+    def fit(self, model):
+        model.build_vocab(self.sentences)
+        model.train()
+        return model
+
+    def outputs(self, model):
+        return model.wv.vectors, model.syn1neg, model.wv.most_similar("w1", topn=3)
+
+
+class ItemEmbeddingCase(ModelCase):
+    cls = ItemEmbedding
+    chunk_param = "chunk_pairs"
+
+    def __init__(self):
+        self.pairs = sp.random(30, 30, density=0.3, format="csr", random_state=1) * 10
+
+    def make(self, **params):
+        kw = dict(vector_size=8, epochs=2, workers=1, seed=3, progress=False)
+        kw.update(params)
+        return ItemEmbedding(**kw)
+
+    def fit(self, model):
+        return model.fit(self.pairs)
+
+    def outputs(self, model):
+        return model.context_vectors, model.target_vectors, model.recommend(2, topn=5)
+
+
+class ExtremeClassifierCase(ModelCase):
+    cls = ExtremeClassifier
+    chunk_param = "chunk_examples"
+
+    def __init__(self):
+        rng = np.random.default_rng(2)
+        self.X = sp.random(120, 50, density=0.1, format="csr", random_state=2, dtype=np.float32)
+        self.Y = sp.csr_matrix((np.ones(240), (np.repeat(np.arange(120), 2), rng.integers(0, 20, 240))),
+                               shape=(120, 20))
+
+    def make(self, **params):
+        kw = dict(vector_size=8, negative=5, epochs=2, workers=1, seed=3, progress=False)
+        kw.update(params)
+        return ExtremeClassifier(**kw)
+
+    def fit(self, model):
+        return model.fit(self.X, self.Y)
+
+    def outputs(self, model):
+        return model.feature_vectors, model.label_vectors, model.predict(self.X, k=3)[0]
+
+
+CASES = [Word2VecCase(), ItemEmbeddingCase(), ExtremeClassifierCase()]
+
+
+@pytest.fixture(params=CASES, ids=lambda case: case.cls.__name__)
+def case(request):
+    return request.param
+
+
+def _same(a, b):
+    if isinstance(a, np.ndarray):
+        return np.array_equal(a, b)
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def test_every_model_kind_is_covered():
+    kinds = {case.cls for case in CASES}
+    assert kinds == {cls for cls in persist.MODEL_KINDS.values() if issubclass(cls, EmbeddingModel)}
+
+
+def test_seeded_single_thread_runs_are_bit_identical(case):
+    a = case.outputs(case.fit(case.make()))
+    b = case.outputs(case.fit(case.make()))
+    assert _same(a, b)
+    c = case.outputs(case.fit(case.make(seed=4)))
+    assert not np.array_equal(a[0], c[0])
+
+
+def test_save_load_round_trip(case, tmp_path):
+    model = case.fit(case.make(callbacks=[_Recorder()]))
+    path = tmp_path / "model.embkit"
+    model.save(path)
+    for loader in (case.cls.load, EmbeddingModel.load, persist.load):
+        loaded = loader(path)
+        assert type(loaded) is case.cls
+        assert loaded.get_params() == model.get_params()
+        assert repr(loaded) == repr(model)
+        assert _same(case.outputs(loaded), case.outputs(model))
+        assert loaded.callbacks == () and loaded.progress is False      # runtime settings are not saved
+
+
+def test_loading_another_kind_is_refused(case, tmp_path):
+    path = tmp_path / "model.embkit"
+    case.fit(case.make()).save(path)
+    other = next(c.cls for c in CASES if c.cls is not case.cls)
+    with pytest.raises(ValueError, match="holds a %s model, not %s" % (case.cls.__name__, other.__name__)):
+        other.load(path)
+
+
+def test_untrained_model_cannot_be_saved(case, tmp_path):
+    with pytest.raises(RuntimeError, match="not trained"):
+        case.make().save(tmp_path / "m.embkit")
+
+
+BAD = [("vector_size", 0), ("epochs", 0), ("workers", 0), ("negative", -1), ("seed", -1), ("alpha", 0.0),
+       ("alpha", float("nan")), ("min_alpha", 10.0), ("progress", "yes"), ("loss", "no_such_loss"),
+       ("sampler", "no_such_sampler")]
+
+
+@pytest.mark.parametrize("name, value", BAD, ids=["%s=%r" % b for b in BAD])
+def test_bad_parameters_name_the_parameter(case, name, value):
+    with pytest.raises(ValueError, match=name.split("_")[0] if name in ("loss", "sampler") else name):
+        case.make(**{name: value})
+
+
+def test_bad_chunk_size_and_callbacks_are_refused(case):
+    with pytest.raises(ValueError, match=case.chunk_param):
+        case.make(**{case.chunk_param: 0})
+    with pytest.raises(ValueError, match="callbacks"):
+        case.make(callbacks=[object()])
+
+
+def test_sampler_for_a_loss_without_negatives_is_refused(case):
+    with pytest.raises(ValueError, match="full_softmax loss draws no negatives"):
+        case.make(loss="full_softmax", sampler="uniform")
+
+
+class _Recorder:
+    """A gensim-style callback that records what it is called with."""
+
+    def __init__(self, fail_at=None):
+        self.events, self.models, self.fail_at = [], set(), fail_at
+
+    def __getattr__(self, name):
+        if name not in CALLBACK_EVENTS:
+            raise AttributeError(name)
+
+        def event(model):
+            self.events.append(name)
+            self.models.add(id(model))
+            if name == self.fail_at:
+                raise KeyError("stop here")
+        return event
+
+
+def test_callbacks_fire_in_order(case):
+    recorder = _Recorder()
+    model = case.fit(case.make(epochs=2, callbacks=[recorder]))
+    assert recorder.models == {id(model)}
+    events = recorder.events
+    assert events[0] == "on_train_begin" and events[-1] == "on_train_end"
+    epochs = [i for i, e in enumerate(events) if e == "on_epoch_begin"]
+    assert len(epochs) == 2 and events.count("on_epoch_end") == 2
+    for start in epochs:      # each epoch: begin, then batches in begin/end pairs, then end
+        end = events.index("on_epoch_end", start)
+        batches = events[start + 1:end]
+        assert batches and batches == ["on_batch_begin", "on_batch_end"] * (len(batches) // 2)
+
+
+def test_a_failing_callback_stops_training_with_its_exception(case):
+    recorder = _Recorder(fail_at="on_epoch_end")
+    model = case.make(epochs=3, callbacks=[recorder])
+    with pytest.raises(KeyError, match="stop here"):
+        case.fit(model)
+    assert recorder.events.count("on_epoch_begin") == 1           # stopped after the first epoch
+    assert np.all(np.isfinite(model.W_in)) and np.all(np.isfinite(model.W_out))
+    assert len(model.loss_history) == 1
+
+
+def test_loss_is_reported_per_epoch(case):
+    model = case.fit(case.make(epochs=3))
+    assert len(model.loss_history) == 3 and len(model.last_report.epoch_loss) == 3
+    assert all(np.isfinite(v) and v > 0 for v in model.loss_history)
+    assert model.get_latest_training_loss() == model.loss_history[-1]
+    assert isinstance(model.get_latest_training_loss(), float)
+
+
+def test_progress_can_be_silenced(case, capfd):
+    case.fit(case.make(progress=False))
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    case.fit(case.make(progress=True))
+    assert capfd.readouterr().err != ""          # the bar goes to stderr when asked for
+
+
+def test_repr_names_the_objective(case):
+    model = case.make(loss="sgns", sampler="uniform")
+    text = repr(model)
+    assert text.startswith(case.cls.__name__ + "<") and "loss=sgns" in text and "sampler=uniform" in text
+    assert "sampler=-" in repr(case.make(loss="full_softmax", negative=0))
