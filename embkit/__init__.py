@@ -1,7 +1,11 @@
 """embkit: fast word2vec-style embeddings with pluggable losses and samplers on Hogwild Cython kernels.
 
-``Word2Vec``, ``ItemEmbedding``, ``ExtremeClassifier`` and ``load_vectors`` are imported on first use, so ``embkit.evaluation`` and the other pure
-Python modules import without the compiled kernels.
+``Word2Vec``, ``ItemEmbedding``, ``ExtremeClassifier`` and ``load_vectors`` are imported on first use, so
+``embkit.evaluation`` and the other pure Python modules import without the compiled kernels.
+
+Layout: ``embkit.core`` (the trainer base, registry, epoch loop, persistence), one package per domain
+(``embkit.text``, ``embkit.items``, ``embkit.xc``), the model-agnostic ``embkit.evaluation``, the command
+line ``embkit.cli`` and the kernels ``embkit._kernels``.
 """
 __all__ = ["Word2Vec", "ItemEmbedding", "ExtremeClassifier", "load_vectors"]
 __version__ = "0.1.0"

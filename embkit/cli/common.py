@@ -1,6 +1,7 @@
 """What the ``embkit`` subcommands share: usage errors, logging, option groups, output checks."""
 import argparse
 import contextlib
+import inspect
 import logging
 import os
 import sys
@@ -100,13 +101,21 @@ def key_values(pairs, flag):
     return out
 
 
-def objective_options(p, loss, sampler, negative, default_sampler="unigram"):
-    """Add the loss/sampler options with these defaults; returns the option group."""
+def model_defaults(model_cls):
+    """``{parameter: default}`` of a model class's constructor (the options' defaults come from it)."""
+    return {name: p.default for name, p in inspect.signature(model_cls.__init__).parameters.items()
+            if p.default is not p.empty}
+
+
+def objective_options(p, model_cls):
+    """Add the loss/sampler options with ``model_cls``'s defaults; returns the option group."""
+    defaults = model_defaults(model_cls)
     g = p.add_argument_group("loss and sampler (any registered pair)")
-    g.add_argument("--loss", default=loss, help="loss name (embkit.core.registry.LOSSES)")
-    g.add_argument("--sampler", default=sampler,
-                   help="negative sampler (embkit.core.registry.SAMPLERS; default: %s)" % default_sampler)
-    g.add_argument("--negative", type=int, default=negative, metavar="K", help="negatives per positive")
+    g.add_argument("--loss", default=defaults["loss"], help="loss name (embkit.core.registry.LOSSES)")
+    g.add_argument("--sampler", default=None, help="negative sampler (embkit.core.registry.SAMPLERS; default: "
+                                                   "%s)" % model_cls.default_sampler)
+    g.add_argument("--negative", type=int, default=defaults["negative"], metavar="K",
+                   help="negatives per positive")
     g.add_argument("--T", type=float, default=None, metavar="T", help="Boltzmann sampler temperature")
     g.add_argument("--degeneracy", choices=("uniform", "popularity"), default=None,
                    help="Boltzmann sampler degeneracy D")
@@ -126,14 +135,17 @@ def sampler_params(args):
     return params
 
 
-def train_options(p, vector_size, alpha, epochs):
-    """Add the training options with these defaults; returns the option group."""
+def train_options(p, model_cls, **overrides):
+    """Add the training options with ``model_cls``'s defaults (or ``overrides``); returns the option group."""
+    defaults = dict(model_defaults(model_cls), **overrides)
     g = p.add_argument_group("training")
-    g.add_argument("--vector-size", type=int, default=vector_size, metavar="D", help="embedding dimension")
-    g.add_argument("--alpha", type=float, default=alpha, help="initial learning rate")
-    g.add_argument("--epochs", type=int, default=epochs, metavar="N", help="passes over the training data")
+    g.add_argument("--vector-size", type=int, default=defaults["vector_size"], metavar="D",
+                   help="embedding dimension")
+    g.add_argument("--alpha", type=float, default=defaults["alpha"], help="initial learning rate")
+    g.add_argument("--epochs", type=int, default=defaults["epochs"], metavar="N",
+                   help="passes over the training data")
     g.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N", help="training threads")
-    g.add_argument("--seed", type=int, default=1, metavar="N", help="random seed")
+    g.add_argument("--seed", type=int, default=defaults["seed"], metavar="N", help="random seed")
     return g
 
 

@@ -15,6 +15,7 @@ import zipfile
 
 from embkit.cli.common import UsageError, count, help_formatter
 
+
 def add_parser(subparsers, common):
     p = subparsers.add_parser(
         "eval", parents=[common], help="evaluate word vectors",
@@ -43,6 +44,7 @@ def add_parser(subparsers, common):
                          help="uniform negatives per pair for the approximate MPR (0: skip it)")
     ranking.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the negative draws (default: 0)")
     p.set_defaults(func=cmd_eval)
+
 
 #: Suite names that are not bundled files: the MSR analogies (``--msr-file``) and ranking (``--pairs``).
 MSR_SUITE, RANKING_SUITE = "msr", "ranking"

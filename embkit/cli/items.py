@@ -10,8 +10,10 @@ Examples
 """
 import json
 
-from embkit.cli.common import (UsageError, check_output, key_values, objective_options, output_options,
-                               sampler_params, train_logging, train_options, help_formatter)
+from embkit.cli.common import (UsageError, check_output, help_formatter, key_values, objective_options,
+                               output_options, sampler_params, train_logging, train_options)
+from embkit.items.item_embedding import ItemEmbedding
+
 
 def add_parser(subparsers, common):
     p = subparsers.add_parser(
@@ -35,8 +37,8 @@ def add_parser(subparsers, common):
     d.add_argument("--split", type=float, nargs=3, default=(0.7, 0.1, 0.2), metavar=("TRAIN", "VAL", "TEST"),
                    help="fractions of the pair occurrences")
     d.add_argument("--split-seed", type=int, default=0, metavar="N", help="seed of the split")
-    objective_options(p, "sgns", None, 5)
-    t = train_options(p, 100, 0.025, 10)
+    objective_options(p, ItemEmbedding)
+    t = train_options(p, ItemEmbedding, epochs=10)     # more epochs: validation keeps the best one
     t.add_argument("--metric", default="mpr_approx", help="validation metric that picks the best epoch")
     t.add_argument("--patience", type=int, default=None, metavar="N",
                    help="stop after N epochs without validation improvement")
@@ -65,8 +67,6 @@ def _load_pairs(args):
 
 def cmd_items(args, out):
     """``embkit items``: pairs, split, train with validation, test metrics, example recommendations."""
-    from embkit.items.item_embedding import ItemEmbedding
-
     check_output(args)
     model = ItemEmbedding(vector_size=args.vector_size, loss=args.loss, sampler=args.sampler,
                           negative=args.negative, alpha=args.alpha, epochs=args.epochs, workers=args.workers,

@@ -11,7 +11,8 @@ Examples
 import logging
 import os
 
-from embkit.cli.common import check_output, count, help_formatter, train_logging
+from embkit.cli.common import check_output, count, help_formatter, model_defaults, train_logging
+from embkit.text.word2vec import Word2Vec
 
 logger = logging.getLogger(__name__)
 
@@ -38,14 +39,6 @@ _MODEL_OPTIONS = (
     ("--max-final-vocab", "max_final_vocab", int, "keep at most this many words"),
 )
 
-def _word2vec_defaults():
-    """Word2Vec's constructor defaults, for the help texts (empty if the kernels are not built)."""
-    try:
-        import inspect
-        from embkit.text.word2vec import Word2Vec
-    except ImportError:
-        return {}
-    return {name: p.default for name, p in inspect.signature(Word2Vec.__init__).parameters.items()}
 
 def add_parser(subparsers, common):
     p = subparsers.add_parser(
@@ -63,7 +56,7 @@ def add_parser(subparsers, common):
     model = p.add_argument_group("model (unset options keep Word2Vec's defaults)")
     model.add_argument("--sg", type=int, choices=(0, 1), default=1, help="1 skip-gram, 0 CBOW")
     model.add_argument("--min-count", type=int, default=5, metavar="N", help="drop words rarer than this")
-    defaults = _word2vec_defaults()
+    defaults = model_defaults(Word2Vec)
     for flag, name, kind, text in _MODEL_OPTIONS:
         default = "sgns" if name == "loss" else defaults.get(name)
         if default is not None:
@@ -76,6 +69,7 @@ def add_parser(subparsers, common):
     p.add_argument("--no-eval", action="store_true", help="skip the evaluation after training")
     p.set_defaults(func=cmd_train)
 
+
 def _model_kwargs(args):
     kwargs = {"sg": args.sg, "min_count": args.min_count, "workers": args.workers,
               "shared_negatives": args.shared_negatives, "progress": not args.quiet}
@@ -84,6 +78,7 @@ def _model_kwargs(args):
         if value is not None:
             kwargs[name] = value
     return kwargs
+
 
 def _train(model):
     with train_logging():
@@ -100,7 +95,6 @@ def _save(model, args):
 def cmd_train(args, out):
     """``embkit train``: train, save, summarise, evaluate."""
     from embkit.text.corpora import resolve_corpus
-    from embkit.text.word2vec import Word2Vec
 
     check_output(args)
     model = Word2Vec(**_model_kwargs(args))  # validates the parameters before any reading

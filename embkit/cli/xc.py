@@ -9,8 +9,10 @@ Examples
 """
 import json
 
-from embkit.cli.common import (UsageError, check_output, key_values, objective_options, output_options,
-                               sampler_params, train_logging, train_options, help_formatter)
+from embkit.cli.common import (UsageError, check_output, help_formatter, key_values, model_defaults,
+                               objective_options, output_options, sampler_params, train_logging, train_options)
+from embkit.xc.classifier import ExtremeClassifier
+
 
 def add_parser(subparsers, common):
     p = subparsers.add_parser(
@@ -26,9 +28,10 @@ def add_parser(subparsers, common):
     src.add_argument("--test", metavar="FILE", help="test file")
     src.add_argument("--allow-mismatch", action="store_true",
                      help="accept a named set whose sizes differ from the repository's")
-    objective_options(p, "sampled_softmax", None, 50, default_sampler="uniform")
-    t = train_options(p, 128, 0.1, 20)
-    t.add_argument("--tau", type=float, default=0.1, help="temperature (scores divided by it)")
+    objective_options(p, ExtremeClassifier)
+    t = train_options(p, ExtremeClassifier)
+    t.add_argument("--tau", type=float, default=model_defaults(ExtremeClassifier)["tau"],
+                   help="temperature (scores divided by it)")
     t.add_argument("--no-normalize", dest="normalize", action="store_false",
                    help="do not L2-normalise the hidden vector")
     t.add_argument("--plain-classes", dest="normalize_classes", action="store_false",
@@ -57,8 +60,6 @@ def _load_xc(args):
 
 def cmd_xc(args, out):
     """``embkit xc``: read, train, predict the test set, report the XC metrics."""
-    from embkit.xc.classifier import ExtremeClassifier
-
     check_output(args)
     model = ExtremeClassifier(vector_size=args.vector_size, loss=args.loss, sampler=args.sampler,
                               negative=args.negative, normalize=args.normalize, tau=args.tau,

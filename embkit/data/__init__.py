@@ -22,6 +22,7 @@ __all__ = [
     'DATA_DIR', 'names', 'path',
 ]
 
+
 class UnknownDatasetError(KeyError, ValueError):
     """Raised by :func:`path` for a name that is not in the registry.
 

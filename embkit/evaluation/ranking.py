@@ -48,6 +48,7 @@ __all__ = ['evaluate_ranking', 'draw_negatives', 'check_tables', 'check_pairs', 
 
 # ----------------------------------------------------------------------------- validation
 
+
 def check_tables(context_vectors, target_vectors):
     """Validate the two tables; return them as C-contiguous float32 arrays.
 

@@ -14,6 +14,7 @@ from embkit.text.vocab import Vocab
 
 logger = logging.getLogger(__name__)
 
+
 class Word2Vec(EmbeddingModel):
     """Word embeddings by skip-gram or CBOW, trained by Hogwild Cython kernels.
 
