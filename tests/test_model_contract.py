@@ -2,104 +2,16 @@
 pattern): seeded single-thread runs are bit-identical, save/load round-trips, bad parameters name the
 parameter, callbacks fire in gensim's order, progress can be silenced, and the loss is reported per epoch.
 
-A new model is covered by adding one :class:`ModelCase` subclass (how to build it, fit it, and what it
-predicts) to this file.
+A new model is covered by adding one :class:`~_models.ModelCase` (how to build it, fit it, and what it
+predicts) to ``tests/_models.py``.
 """
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
-from embkit import ExtremeClassifier, ItemEmbedding, Word2Vec
+from _models import CASES
 from embkit.core import persist
 from embkit.core.base import EmbeddingModel
 from embkit.core.training import CALLBACK_EVENTS
-
-
-class ModelCase:
-    """How the contract builds, trains and queries one model kind (subclasses)."""
-
-    cls = None
-    #: the constructor parameter that bounds the units of one kernel call
-    chunk_param = None
-
-    def make(self, **params):
-        """A small model (``workers=1``, few epochs, no progress bar) with ``params`` on top."""
-        raise NotImplementedError
-
-    def fit(self, model):
-        """Train ``model`` on this case's small data set; returns the model."""
-        raise NotImplementedError
-
-    def outputs(self, model):
-        """What a user reads from a trained model (to compare two of them)."""
-        return model.W_in, model.W_out
-
-
-class Word2VecCase(ModelCase):
-    cls = Word2Vec
-    chunk_param = "chunk_tokens"
-
-    def __init__(self):
-        rng = np.random.default_rng(0)
-        words = ["w%d" % i for i in range(40)]
-        self.sentences = [[words[j] for j in rng.integers(0, 40, 12)] for _ in range(200)]
-
-    def make(self, **params):
-        kw = dict(vector_size=16, window=3, min_count=1, epochs=2, workers=1, seed=3, sg=1, progress=False)
-        kw.update(params)
-        return Word2Vec(**kw)
-
-    def fit(self, model):
-        model.build_vocab(self.sentences)
-        model.train()
-        return model
-
-    def outputs(self, model):
-        return model.wv.vectors, model.syn1neg, model.wv.most_similar("w1", topn=3)
-
-
-class ItemEmbeddingCase(ModelCase):
-    cls = ItemEmbedding
-    chunk_param = "chunk_pairs"
-
-    def __init__(self):
-        self.pairs = sp.random(30, 30, density=0.3, format="csr", random_state=1) * 10
-
-    def make(self, **params):
-        kw = dict(vector_size=8, epochs=2, workers=1, seed=3, progress=False)
-        kw.update(params)
-        return ItemEmbedding(**kw)
-
-    def fit(self, model):
-        return model.fit(self.pairs)
-
-    def outputs(self, model):
-        return model.context_vectors, model.target_vectors, model.recommend(2, topn=5)
-
-
-class ExtremeClassifierCase(ModelCase):
-    cls = ExtremeClassifier
-    chunk_param = "chunk_examples"
-
-    def __init__(self):
-        rng = np.random.default_rng(2)
-        self.X = sp.random(120, 50, density=0.1, format="csr", random_state=2, dtype=np.float32)
-        self.Y = sp.csr_matrix((np.ones(240), (np.repeat(np.arange(120), 2), rng.integers(0, 20, 240))),
-                               shape=(120, 20))
-
-    def make(self, **params):
-        kw = dict(vector_size=8, negative=5, epochs=2, workers=1, seed=3, progress=False)
-        kw.update(params)
-        return ExtremeClassifier(**kw)
-
-    def fit(self, model):
-        return model.fit(self.X, self.Y)
-
-    def outputs(self, model):
-        return model.feature_vectors, model.label_vectors, model.predict(self.X, k=3)[0]
-
-
-CASES = [Word2VecCase(), ItemEmbeddingCase(), ExtremeClassifierCase()]
 
 
 @pytest.fixture(params=CASES, ids=lambda case: case.cls.__name__)

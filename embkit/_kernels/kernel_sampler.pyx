@@ -360,6 +360,27 @@ cdef class KernelSampler(Sampler):
             self.last_refresh = ("full", self.n_classes)
         self._prints = prints
 
+    def get_state(self):
+        """The node sums, row hashes and norms of the latest refresh (the projections come from ``seed``)."""
+        if self._prints is None:
+            return {}
+        return {"nodes": np.array(self._nodes), "prints": np.array(self._prints),
+                "inv_norm": np.array(self._inv_norm)}
+
+    def set_state(self, state):
+        """Restore the tree of :meth:`get_state` (after :meth:`bind`)."""
+        if not state:
+            return
+        self._check_bound()
+        for name, current in (("nodes", self._nodes), ("prints", self._prints), ("inv_norm", self._inv_norm)):
+            arr = np.asarray(state[name])
+            if current is not None and (arr.shape != current.shape or arr.dtype != current.dtype):
+                raise ValueError("kernel sampler state %s has shape %s (%s), expected %s (%s)"
+                                 % (name, arr.shape, arr.dtype, current.shape, current.dtype))
+        self._nodes[...] = state["nodes"]
+        self._inv_norm[...] = state["inv_norm"]
+        self._prints = np.array(state["prints"], dtype=np.uint64)
+
     def rebuild(self):
         """Recompute the whole tree from the bound table."""
         self._check_bound()

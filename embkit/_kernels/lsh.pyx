@@ -381,6 +381,33 @@ cdef class LSHSampler(Sampler):
         self.last_progress = progress
         return True
 
+    def get_state(self):
+        """The hash tables and the rebuild schedule (the hash functions come from ``seed``)."""
+        if not self.built:
+            return {}
+        return {"offsets": np.array(self._offsets), "tables": np.array(self._tables), "pos": np.array(self._pos),
+                "interval": self.interval, "next_rebuild": self.next_rebuild, "last_progress": self.last_progress,
+                "rebuilds": self.rebuilds}
+
+    def set_state(self, state):
+        """Restore the tables and schedule of :meth:`get_state` (after :meth:`bind`)."""
+        if not state:
+            return
+        shapes = {"offsets": (self.L, self.n_buckets + 1), "tables": (self.L, self.n_classes),
+                  "pos": (self.n_classes, self.L)}
+        for name, shape in shapes.items():
+            arr = np.ascontiguousarray(state[name], dtype=np.int32)
+            if arr.shape != shape:
+                raise ValueError("LSH state %s has shape %s, expected %s" % (name, arr.shape, shape))
+            if name != "offsets" and arr.size and (arr.min() < 0 or arr.max() >= max(shape)):
+                raise ValueError("LSH state %s holds ids out of range" % name)
+            self._set_array("_" + name, arr)
+        self.interval = float(state["interval"])
+        self.next_rebuild = float(state["next_rebuild"])
+        self.last_progress = float(state["last_progress"])
+        self.rebuilds = int(state["rebuilds"])
+        self.built = True
+
     def rebuild(self):
         """Hash the current output vectors into fresh tables now (outside the schedule)."""
         if self.W_out is None:

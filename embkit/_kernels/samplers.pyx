@@ -85,6 +85,19 @@ cdef class Sampler:
     def refresh(self, double progress):
         """Rebuild what the sampler derives from the bound table; ``progress`` is the run's fraction done."""
 
+    def get_state(self):
+        """What the sampler derived from the bound table since :meth:`bind`, as ``{name: number or array}``.
+
+        With :meth:`set_state` after ``bind`` on the same table it makes a resumed run draw exactly as the
+        uninterrupted one would have (checkpoints).  Samplers that derive nothing return ``{}``.
+        """
+        return {}
+
+    def set_state(self, state):
+        """Restore what :meth:`get_state` returned (after :meth:`bind`)."""
+        if state:
+            raise ValueError("%s keeps no state, got %s" % (type(self).__name__, ", ".join(sorted(state))))
+
     # ------------------------------------------------------------------ the Python interface
     def _check_ready(self, drawing=False):
         if not self.query_free and self.W_out is None and not (drawing and type(self).DRAWS_UNBOUND):

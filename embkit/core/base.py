@@ -16,13 +16,16 @@ Subclasses register themselves as model kinds (:func:`embkit.core.persist.regist
 :meth:`EmbeddingModel.load` (and ``embkit.core.persist.load``) open any model file by the kind it stores.
 """
 import inspect
+import json
 import logging
+import os
 
 import numpy as np
 
-from embkit.core import persist, registry
+from embkit.core import checkpoint, persist, registry
 from embkit.core.checks import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, check_param
-from embkit.core.training import CALLBACK_EVENTS, TrainingReport, run_epochs
+from embkit.core.interrupts import TrainingInterrupted
+from embkit.core.training import CALLBACK_EVENTS, Position, TrainingReport, run_epochs
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +56,13 @@ class EmbeddingModel:
     callbacks : sequence
         Objects with any of gensim's ``CallbackAny2Vec`` methods, called with the model (see
         :func:`embkit.core.training.run_epochs`); not saved with the model.
+    checkpoint_dir : str or None
+        Write checkpoints of every training run here (see :mod:`embkit.core.checkpoint`): every
+        ``checkpoint_every``, when Ctrl-C stops a run, and when it ends; :meth:`resume` continues from the
+        newest.  Not saved with the model.
+    checkpoint_every : number or str
+        Seconds between checkpoints (``600``, ``"10 min"``) or a count of the driver's units (``"5M words"``,
+        ``"200k pairs"``, ``"50000 examples"``).
     progress : bool
         Show a progress bar; not saved with the model.
 
@@ -73,14 +83,17 @@ class EmbeddingModel:
     #: progress-bar unit of the driver's units
     unit = "ex"
     #: constructor parameters that are not saved with a model
-    RUNTIME_PARAMS = frozenset({"progress", "callbacks"})
+    RUNTIME_PARAMS = frozenset({"progress", "callbacks", "checkpoint_dir", "checkpoint_every"})
+    #: parameters a resumed run may change (they do not change what is computed, only how fast or where)
+    RESUMABLE_CHANGES = frozenset({"workers"})
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         persist.register_model(cls)
 
     def __init__(self, *, vector_size, loss, sampler, negative, alpha, min_alpha, epochs, workers, seed,
-                 loss_params=None, sampler_params=None, callbacks=(), progress=True):
+                 loss_params=None, sampler_params=None, callbacks=(), checkpoint_dir=None, checkpoint_every=600,
+                 progress=True):
         self.vector_size = vector_size
         self.loss = loss
         self.sampler = sampler
@@ -93,10 +106,14 @@ class EmbeddingModel:
         self.loss_params = dict(loss_params or {})
         self.sampler_params = dict(sampler_params or {})
         self.callbacks = tuple(callbacks or ())
+        self.checkpoint_dir = None if checkpoint_dir is None else os.fspath(checkpoint_dir)
+        self.checkpoint_every = checkpoint_every
         self.progress = progress
         self.W_in = self.W_out = None
         self.last_report = None
         self.loss_history = []
+        self._resuming = None      # the checkpoint section a resumed run starts from
+        self.last_checkpointer = None
         self.check_params()
 
     # ------------------------------------------------------------------ parameters
@@ -136,6 +153,7 @@ class EmbeddingModel:
                 raise ValueError("callbacks must have at least one of the methods %s, got %r"
                                  % (", ".join(CALLBACK_EVENTS), cb))
         registry.check_pairing(self.loss, self.sampler_name, self.negative)
+        checkpoint.parse_every(self.checkpoint_every)
 
     def _sampler_params(self):
         """Sampler parameters of a run (subclasses add model-level defaults)."""
@@ -148,7 +166,14 @@ class EmbeddingModel:
 
     def _init_tables(self, n_inputs, n_classes, counts=None):
         """Fresh tables: input rows uniform in ``[-0.5, 0.5) / vector_size`` (word2vec's), output rows from
-        :meth:`_init_output` (zeros) with as many rows as the loss trains for ``n_classes`` classes."""
+        :meth:`_init_output` (zeros) with as many rows as the loss trains for ``n_classes`` classes.
+
+        A resumed run keeps the tables of its checkpoint instead."""
+        if self._resuming is not None:
+            if self.W_in.shape[0] != n_inputs:
+                raise checkpoint.CheckpointError("the data has %d inputs, the checkpoint's tables %d"
+                                                 % (n_inputs, self.W_in.shape[0]))
+            return
         rng = np.random.default_rng(self.seed)
         d = self.vector_size
         W_in = rng.random((n_inputs, d), dtype=np.float32)
@@ -175,13 +200,14 @@ class EmbeddingModel:
         raise NotImplementedError
 
     def _train(self, chunks, units_per_epoch, counts, n_classes, epochs=None, alpha=None, min_alpha=None,
-               on_epoch=None, desc=None, progress=None):
+               on_epoch=None, desc=None, progress=None, run_args=None, fingerprint=None):
         """Run the epoch loop on the driver: the shared body of every model's ``fit`` / ``train``.
 
         Parameters
         ----------
         chunks : callable
-            ``chunks(epoch)`` -> iterable of chunks (``kernel_args``, ``raw_words``) for the driver.
+            ``chunks(epoch)`` -> iterable of chunks (``kernel_args``, ``raw_words``) for the driver, the same
+            ones each time it is called for an epoch.
         units_per_epoch : int
             Units (words, pairs, examples) of one epoch: the learning-rate schedule's unit.
         counts, n_classes :
@@ -189,7 +215,13 @@ class EmbeddingModel:
         epochs, alpha, min_alpha : optional
             Override the model's settings for this run.
         on_epoch : callable, optional
-            ``on_epoch(epoch, report)`` after each epoch; returning True stops.
+            ``on_epoch(epoch, report)`` after each epoch; returning True stops.  With ``get_state`` /
+            ``set_state`` methods its state goes into checkpoints.
+        run_args : dict, optional
+            The JSON-able arguments of the ``fit``/``train`` call, kept in checkpoints so that
+            :meth:`resume` can repeat the call.
+        fingerprint : str, optional
+            A digest of the training data; a resumed run refuses data with another one.
 
         Returns
         -------
@@ -201,16 +233,41 @@ class EmbeddingModel:
         check_param("epochs", epochs, *POSITIVE_INT)
         check_param("start_alpha", alpha, *POSITIVE_REAL)
         check_param("end_alpha", min_alpha, lambda v: 0 <= v <= alpha, "a number in [0, start_alpha]")
+        run = {"epochs": epochs, "alpha": alpha, "min_alpha": min_alpha, "units_per_epoch": units_per_epoch,
+               "args": dict(run_args or {}), "fingerprint": fingerprint}
         loss, sampler = self._objective(counts, n_classes)
+        history_before, start, report = list(self.loss_history), None, TrainingReport()
+        resuming, self._resuming = self._resuming, None
+        if resuming is not None:
+            history_before, start, report = self._continue_from(resuming, run, sampler, on_epoch)
+        self.last_report = report
+        if start is not None and start.finished:
+            logger.info("the checkpoint's run is complete: nothing left to train")
+            self.loss_history = history_before + report.epoch_loss
+            return report
         trainer = self._kernel_trainer(loss, sampler, alpha, min_alpha, float(units_per_epoch) * epochs)
-        report = self.last_report = TrainingReport()
+        checkpointer = None
+        if self.checkpoint_dir is not None:
+            def payload(position):
+                return self._checkpoint_payload(position, report, run, history_before, sampler, on_epoch)
+            checkpointer = checkpoint.Checkpointer(self.checkpoint_dir, self.checkpoint_every, payload)
+        self.last_checkpointer = checkpointer
         try:
             run_epochs(trainer, chunks, units_per_epoch, epochs, self.workers, alpha,
                        progress=self.progress if progress is None else progress,
                        desc=desc or "%s %s" % (type(self).__name__, self.loss), unit=self.unit,
-                       on_epoch=on_epoch, callbacks=self.callbacks, model=self, report=report)
+                       on_epoch=on_epoch, callbacks=self.callbacks, model=self, report=report, start=start,
+                       checkpointer=checkpointer)
+        except TrainingInterrupted as exc:
+            if exc.checkpoint:
+                raise TrainingInterrupted("%s; checkpoint %s written (continue with %s.resume(%r), or the "
+                                          "command line's --resume)" % (exc, exc.checkpoint, type(self).__name__,
+                                                                        self.checkpoint_dir),
+                                          exc.checkpoint) from None
+            raise TrainingInterrupted("%s; no checkpoint written: set checkpoint_dir= (command line: "
+                                      "--checkpoint-dir DIR) to be able to resume" % exc) from None
         finally:
-            self.loss_history.extend(report.epoch_loss)
+            self.loss_history = history_before + report.epoch_loss
         return report
 
     def get_latest_training_loss(self):
@@ -243,8 +300,17 @@ class EmbeddingModel:
 
     @classmethod
     def load(cls, path):
-        """Load a model written by :meth:`save`; ``EmbeddingModel.load`` opens any kind of model file."""
+        """Load a model written by :meth:`save`; ``EmbeddingModel.load`` opens any kind of model file.
+
+        A checkpoint file loads as the model it holds, as of the moment it was written.
+        """
         config, words, arrays = persist.load_archive(path)
+        return cls._from_archive(config, words, arrays, path)
+
+    @classmethod
+    def _from_archive(cls, config, words, arrays, path):
+        """The model an archive holds: parameters, tables and state (checkpoint arrays left aside)."""
+        arrays = {k: v for k, v in arrays.items() if not k.startswith(("sampler.", "tracker."))}
         kind = persist.model_class(config.get("model"), path)
         if not issubclass(kind, cls):
             raise ValueError("%r holds a %s model, not %s" % (str(path), kind.__name__, cls.__name__))
@@ -258,6 +324,73 @@ class EmbeddingModel:
         model._restore(config.get("state") or {}, words, arrays)
         return model
 
+    # ------------------------------------------------------------------ checkpoints
+    def _checkpoint_payload(self, position, report, run, history_before, sampler, tracker):
+        """``(config, words, arrays)`` of a checkpoint: the model archive plus the run's position."""
+        arrays = dict(self._arrays(), W_in=self.W_in, W_out=self.W_out)
+        section = {"version": checkpoint.CHECKPOINT_VERSION, "position": position.to_dict(),
+                   "report": report.to_dict(), "run": run, "loss_history": history_before}
+        for prefix, state in (("sampler", sampler.get_state() if sampler is not None else {}),
+                              ("tracker", tracker.get_state() if hasattr(tracker, "get_state") else {})):
+            section[prefix] = {}
+            for key, value in state.items():
+                if isinstance(value, np.ndarray):
+                    arrays["%s.%s" % (prefix, key)] = value
+                else:
+                    section[prefix][key] = value
+        config = {"model": type(self).__name__, "params": self.get_params(), "state": self._state(),
+                  "checkpoint": section}
+        return config, self._words(), arrays
+
+    @classmethod
+    def _open_checkpoint(cls, directory, params):
+        """The model of the newest readable checkpoint in ``directory``, set to resume its run.
+
+        ``params`` are constructor parameters the caller gives again: any that differs from the
+        checkpoint's (other than :data:`RESUMABLE_CHANGES`) is refused, naming it.  Returns
+        ``(model, run)`` with ``run`` the checkpoint's record of the interrupted call.
+        """
+        path, config, words, arrays = checkpoint.read_latest(directory, kind=cls.__name__)
+        model = cls._from_archive(config, words, arrays, path)
+        saved = config.get("params") or {}
+        differing = ["%s=%r here, %r in the checkpoint" % (k, v, saved.get(k)) for k, v in sorted(params.items())
+                     if k in saved and k not in cls.RESUMABLE_CHANGES and _as_json(v) != saved[k]]
+        if differing:
+            raise checkpoint.CheckpointError("%s: cannot resume with other parameters: %s"
+                                             % (path, "; ".join(differing)))
+        for key in cls.RESUMABLE_CHANGES & set(params):
+            setattr(model, key, params[key])
+        section = dict(config["checkpoint"])
+        section["arrays"] = {k: v for k, v in arrays.items() if k.startswith(("sampler.", "tracker."))}
+        section["path"] = path
+        model.checkpoint_dir = os.fspath(directory)
+        model._resuming = section
+        logger.info("resuming from %s (epoch %d)", path, section["position"]["epoch"] + 1)
+        return model, section["run"]
+
+    def _continue_from(self, section, run, sampler, tracker):
+        """Check a resumed run against its checkpoint and restore the sampler and tracker states.
+
+        Returns ``(loss history before the run, start position, report so far)``.
+        """
+        saved = section["run"]
+        differing = [key for key in ("epochs", "alpha", "min_alpha", "units_per_epoch", "fingerprint")
+                     if saved.get(key) != run[key]]
+        if differing:
+            what = "the training data differs" if differing[-1] in ("fingerprint", "units_per_epoch") else \
+                "the run's settings differ"
+            raise checkpoint.CheckpointError(
+                "%s: %s from the checkpoint's (%s)" % (section["path"], what, ", ".join(
+                    "%s %r now, %r then" % (k, run[k], saved.get(k)) for k in differing)))
+        for prefix, target in (("sampler", sampler), ("tracker", tracker)):
+            state = dict(section.get(prefix) or {})
+            state.update({k[len(prefix) + 1:]: v for k, v in section["arrays"].items()
+                          if k.startswith(prefix + ".")})
+            if state:
+                target.set_state(state)
+        return (list(section.get("loss_history") or []), Position.from_dict(section["position"]),
+                TrainingReport.from_dict(section["report"]))
+
     # ------------------------------------------------------------------ display
     def _repr_fields(self):
         """Model-specific ``key=value`` fields shown first in ``repr`` (subclasses)."""
@@ -268,3 +401,7 @@ class EmbeddingModel:
                                               "sampler=%s" % (self.sampler_name or "-")]
         return "%s<%s>" % (type(self).__name__, ", ".join(fields))
 
+
+def _as_json(value):
+    """``value`` as it reads back from a JSON file (tuples become lists)."""
+    return json.loads(json.dumps(value))

@@ -1,4 +1,6 @@
-"""The epoch loop shared by all trainers: chunks in, kernel calls, progress bar, divergence checks."""
+"""The epoch loop shared by all trainers: chunks in, kernel calls, progress bar, divergence checks, callbacks,
+checkpoints between chunks, and a clean stop on Ctrl-C."""
+import dataclasses
 import logging
 import math
 import time
@@ -6,8 +8,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from embkit._kernels.common import HAVE_OPENMP
+from embkit.core.interrupts import TrainingInterrupted, stop_on_sigint
 
 logger = logging.getLogger(__name__)
+
+#: gensim's ``CallbackAny2Vec`` methods, in the order a run calls them
+CALLBACK_EVENTS = ("on_train_begin", "on_epoch_begin", "on_batch_begin", "on_batch_end", "on_epoch_end",
+                   "on_train_end")
 
 
 @dataclass
@@ -30,16 +37,43 @@ class TrainingReport:
     def raw_words_per_second(self):
         return self.raw_words / self.seconds if self.seconds > 0 else float("nan")
 
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data):
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
+
+
+@dataclass
+class Position:
+    """Where a run stands between two chunks: what a checkpoint records and a resumed run starts from."""
+
+    epoch: int = 0              # current epoch (0-based)
+    chunk: int = 0              # index of the next chunk of that epoch
+    units_done: float = 0.0     # units of the epoch trained before that chunk
+    epoch_loss: float = 0.0     # loss summed over the epoch so far
+    epoch_examples: int = 0
+    epoch_seconds: float = 0.0  # training time of the epoch so far
+    finished: bool = False      # the run is complete
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data):
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
+
 
 class _Bar:
     """tqdm bar over words (words/s, loss, ETA); silent when disabled."""
 
-    def __init__(self, total, desc, enabled, unit="w"):
+    def __init__(self, total, desc, enabled, unit="w", initial=0):
         self.bar = None
         if enabled:
             from tqdm.auto import tqdm
             self.bar = tqdm(total=int(total), desc=desc, unit=unit, unit_scale=True, dynamic_ncols=True,
-                            smoothing=0.1)
+                            smoothing=0.1, initial=int(initial))
 
     def update(self, n, loss):
         if self.bar is not None:
@@ -51,11 +85,6 @@ class _Bar:
             self.bar.close()
 
 
-#: gensim's ``CallbackAny2Vec`` methods, in the order a run calls them
-CALLBACK_EVENTS = ("on_train_begin", "on_epoch_begin", "on_batch_begin", "on_batch_end", "on_epoch_end",
-                   "on_train_end")
-
-
 def _fire(callbacks, event, model):
     """Call ``callback.<event>(model)`` on every callback that has the method (gensim's protocol)."""
     for callback in callbacks:
@@ -65,7 +94,7 @@ def _fire(callbacks, event, model):
 
 
 def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, progress=True, desc="train",
-               unit="w", on_epoch=None, callbacks=(), model=None, report=None):
+               unit="w", on_epoch=None, callbacks=(), model=None, report=None, start=None, checkpointer=None):
     """Train ``trainer`` over ``epochs`` passes.
 
     Parameters
@@ -76,7 +105,8 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
         between chunks).
     chunk_epochs : callable
         ``chunk_epochs(epoch)`` returns an iterable of chunks for that epoch; a chunk has ``kernel_args``
-        and ``raw_words``.
+        and ``raw_words``.  It must give the same chunks every time it is called for an epoch (a resumed run
+        skips the chunks already trained).
     words_per_epoch : int
         Expected units per epoch (words, pairs or examples: the learning-rate schedule's unit).
     workers : int
@@ -89,75 +119,105 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
         ``on_epoch(epoch, report)`` after each epoch (with the GIL), before the callbacks' ``on_epoch_end``;
         returning True stops training after this epoch.
     callbacks : sequence
-        Objects with any of gensim's ``CallbackAny2Vec`` methods (``on_train_begin``, ``on_epoch_begin``,
-        ``on_batch_begin``, ``on_batch_end``, ``on_epoch_end``, ``on_train_end``), each called with
+        Objects with any of gensim's ``CallbackAny2Vec`` methods (:data:`CALLBACK_EVENTS`), each called with
         ``model``: a batch is one chunk.  They run between chunks with the GIL held; an exception in one
         stops training with that exception (the tables stay as the last chunk left them).
     model : object, optional
         What the callbacks receive.
     report : TrainingReport, optional
         Filled in place (so a caller sees the epochs done when a callback raises); a new one by default.
+        A resumed run passes the report of its checkpoint.
+    start : Position, optional
+        Resume here instead of at the first chunk.
+    checkpointer : Checkpointer, optional
+        Writes a checkpoint when one is due, when Ctrl-C stops the run, and when the run ends.
 
     Returns
     -------
     TrainingReport
+
+    Raises
+    ------
+    TrainingInterrupted
+        After Ctrl-C, at the end of the chunk being trained (a second Ctrl-C stops at once).
+    FloatingPointError
+        When the loss becomes NaN or infinite (divergence).
     """
     report = TrainingReport() if report is None else report
-    bar = _Bar(words_per_epoch * epochs, desc, progress, unit)
+    start = Position() if start is None else start
+    total_units = words_per_epoch * epochs
+    first_units = start.epoch * words_per_epoch + start.units_done
+    bar = _Bar(total_units, desc, progress, unit, initial=min(first_units, total_units))
     pool = None if HAVE_OPENMP or workers == 1 else ThreadPoolExecutor(workers)
-    start = time.perf_counter()
+    clock = time.perf_counter()
+    seconds_before = report.seconds
     try:
-        _fire(callbacks, "on_train_begin", model)
-        for epoch in range(epochs):
-            _fire(callbacks, "on_epoch_begin", model)
-            epoch_start = time.perf_counter()
-            epoch_loss = 0.0
-            epoch_examples = 0
-            words_done = 0
-            for index, chunk in enumerate(chunk_epochs(epoch)):
-                _fire(callbacks, "on_batch_begin", model)
-                words_before = epoch * words_per_epoch + words_done
-                seed = epoch * 1000003 + index
-                trainer.before_chunk(words_before / max(1, words_per_epoch * epochs))
-                if pool is None:
-                    loss, examples, words = trainer.train_chunk(*chunk.kernel_args, words_before, seed,
-                                                                workers)
-                else:
-                    parts = list(pool.map(
-                        lambda t: trainer.train_chunk(*chunk.kernel_args, words_before, seed, workers, t),
-                        range(workers)))
-                    loss = sum(p[0] for p in parts)
-                    examples = sum(p[1] for p in parts)
-                    words = sum(p[2] for p in parts)
-                if not math.isfinite(loss):
-                    raise FloatingPointError(
-                        "training diverged (loss is %s) in epoch %d at %.1f%% of the run; the learning rate "
-                        "is too high: lower alpha (now %g), e.g. alpha=%g"
-                        % (loss, epoch + 1, 100.0 * words_before / max(1, words_per_epoch * epochs), alpha,
-                           alpha / 10))
-                epoch_loss += loss
-                epoch_examples += examples
-                words_done += words
-                report.raw_words += chunk.raw_words
-                report.examples += examples
-                bar.update(words, loss / max(examples, 1))
-                _fire(callbacks, "on_batch_end", model)
-            report.words += words_done
-            report.epochs += 1
-            mean = epoch_loss / max(epoch_examples, 1)
-            report.epoch_loss.append(mean)
-            report.epoch_seconds.append(time.perf_counter() - epoch_start)
-            elapsed = time.perf_counter() - start
-            logger.info("epoch %d/%d: loss %.4f, %d %s, %.0f %s/s", epoch + 1, epochs, mean, words_done, unit,
-                        report.words / max(elapsed, 1e-9), unit)
-            stop = on_epoch is not None and on_epoch(epoch, report)
-            _fire(callbacks, "on_epoch_end", model)
-            if stop:
-                logger.info("stopped after epoch %d", epoch + 1)
-                break
-        _fire(callbacks, "on_train_end", model)
+        with stop_on_sigint() as stop:
+            _fire(callbacks, "on_train_begin", model)
+            for epoch in range(start.epoch, epochs):
+                resumed = epoch == start.epoch
+                _fire(callbacks, "on_epoch_begin", model)
+                epoch_start = time.perf_counter() - (start.epoch_seconds if resumed else 0.0)
+                epoch_loss = start.epoch_loss if resumed else 0.0
+                epoch_examples = start.epoch_examples if resumed else 0
+                words_done = start.units_done if resumed else 0
+                for index, chunk in enumerate(chunk_epochs(epoch)):
+                    if resumed and index < start.chunk:
+                        continue
+                    _fire(callbacks, "on_batch_begin", model)
+                    words_before = epoch * words_per_epoch + words_done
+                    seed = epoch * 1000003 + index
+                    trainer.before_chunk(words_before / max(1, total_units))
+                    if pool is None:
+                        loss, examples, words = trainer.train_chunk(*chunk.kernel_args, words_before, seed,
+                                                                    workers)
+                    else:
+                        parts = list(pool.map(
+                            lambda t: trainer.train_chunk(*chunk.kernel_args, words_before, seed, workers, t),
+                            range(workers)))
+                        loss = sum(p[0] for p in parts)
+                        examples = sum(p[1] for p in parts)
+                        words = sum(p[2] for p in parts)
+                    if not math.isfinite(loss):
+                        raise FloatingPointError(
+                            "training diverged (loss is %s) in epoch %d at %.1f%% of the run; the learning rate "
+                            "is too high: lower alpha (now %g), e.g. alpha=%g"
+                            % (loss, epoch + 1, 100.0 * words_before / max(1, total_units), alpha, alpha / 10))
+                    epoch_loss += loss
+                    epoch_examples += examples
+                    words_done += words
+                    report.raw_words += chunk.raw_words
+                    report.examples += examples
+                    report.seconds = seconds_before + time.perf_counter() - clock
+                    bar.update(words, loss / max(examples, 1))
+                    _fire(callbacks, "on_batch_end", model)
+                    units = epoch * words_per_epoch + words_done
+                    if stop.requested or (checkpointer is not None and checkpointer.due(units)):
+                        here = Position(epoch, index + 1, words_done, epoch_loss, epoch_examples,
+                                        time.perf_counter() - epoch_start)
+                        path = checkpointer.write(here, units) if checkpointer is not None else None
+                        if stop.requested:
+                            raise TrainingInterrupted(
+                                "training interrupted in epoch %d of %d at %.1f%% of the run"
+                                % (epoch + 1, epochs, 100.0 * units / max(1, total_units)), checkpoint=path)
+                report.words += words_done
+                report.epochs += 1
+                mean = epoch_loss / max(epoch_examples, 1)
+                report.epoch_loss.append(mean)
+                report.epoch_seconds.append(time.perf_counter() - epoch_start)
+                report.seconds = seconds_before + time.perf_counter() - clock
+                logger.info("epoch %d/%d: loss %.4f, %d %s, %.0f %s/s", epoch + 1, epochs, mean, words_done, unit,
+                            report.words / max(report.seconds, 1e-9), unit)
+                stopping = on_epoch is not None and on_epoch(epoch, report)
+                _fire(callbacks, "on_epoch_end", model)
+                if stopping:
+                    logger.info("stopped after epoch %d", epoch + 1)
+                    break
+            if checkpointer is not None:
+                checkpointer.write(Position(epochs, 0, 0.0, finished=True), total_units)
+            _fire(callbacks, "on_train_end", model)
     finally:
-        report.seconds = time.perf_counter() - start
+        report.seconds = seconds_before + time.perf_counter() - clock
         bar.close()
         if pool is not None:
             pool.shutdown()

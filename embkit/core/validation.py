@@ -47,6 +47,20 @@ class BestEpoch:
             self._tables = (self.model.W_in.copy(), self.model.W_out.copy())
         return self.patience is not None and epoch + 1 - self.best_epoch >= self.patience
 
+    def get_state(self):
+        """History, best epoch and its tables (for checkpoints)."""
+        state = {"history": self.history, "best_epoch": self.best_epoch, "best_score": self.best_score}
+        if self._tables is not None:
+            state["W_in"], state["W_out"] = self._tables
+        return state
+
+    def set_state(self, state):
+        """Restore what :meth:`get_state` returned."""
+        self.history = [dict(row) for row in state.get("history") or []]
+        self.best_epoch = state.get("best_epoch")
+        self.best_score = float(state.get("best_score", -math.inf))
+        self._tables = (state["W_in"], state["W_out"]) if "W_in" in state else None
+
     def restore(self):
         """Put the best epoch's tables back (in place) unless the last epoch was the best."""
         if self._tables is None or self.best_epoch == len(self.history):

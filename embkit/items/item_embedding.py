@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from embkit._kernels.pairs import PairTrainer
 from embkit._kernels.samplers import AliasSampler
 from embkit.core.base import EmbeddingModel
+from embkit.core.checkpoint import fingerprint
 from embkit.core.checks import POSITIVE_INT, check_param
 from embkit.core.validation import BestEpoch
 
@@ -124,6 +125,8 @@ class ItemEmbedding(EmbeddingModel):
         Pairs per kernel call (adaptive samplers refresh between calls).
     callbacks : sequence
         gensim ``CallbackAny2Vec``-style objects, called with the model.
+    checkpoint_dir, checkpoint_every :
+        Checkpoints of the training run (see :class:`~embkit.core.base.EmbeddingModel` and :meth:`resume`).
     progress : bool
         Show a progress bar.
 
@@ -145,7 +148,7 @@ class ItemEmbedding(EmbeddingModel):
 
     def __init__(self, vector_size=100, loss="sgns", sampler=None, negative=5, alpha=0.025, min_alpha=None,
                  epochs=5, workers=2, seed=1, loss_params=None, sampler_params=None, chunk_pairs=1 << 16,
-                 callbacks=(), progress=True):
+                 callbacks=(), checkpoint_dir=None, checkpoint_every=600, progress=True):
         self.chunk_pairs = chunk_pairs
         self.items = None
         self.counts = None
@@ -156,7 +159,8 @@ class ItemEmbedding(EmbeddingModel):
             min_alpha = alpha / 1000.0
         super().__init__(vector_size=vector_size, loss=loss, sampler=sampler, negative=negative, alpha=alpha,
                          min_alpha=min_alpha, epochs=epochs, workers=workers, seed=seed, loss_params=loss_params,
-                         sampler_params=sampler_params, callbacks=callbacks, progress=progress)
+                         sampler_params=sampler_params, callbacks=callbacks, checkpoint_dir=checkpoint_dir,
+                         checkpoint_every=checkpoint_every, progress=progress)
 
     @property
     def context_vectors(self):
@@ -227,13 +231,16 @@ class ItemEmbedding(EmbeddingModel):
                 left -= n_pairs
                 yield _PairChunk(n_pairs)
 
+        run_args = {"metric": metric, "patience": patience, "n_negatives": n_negatives}
+        digest = fingerprint(coo.row, coo.col, coo.data, None if val is None else val)
         tracker = None
         if val is not None:
             def score(epoch, report):
                 return dict(loss=report.epoch_loss[-1], **_metrics_of(self.evaluate(val, n_negatives=n_negatives)))
             tracker = BestEpoch(self, score, metric, patience)
         try:
-            self._train(chunks, pairs_per_epoch, self.counts, n, on_epoch=tracker, desc="items %s" % self.loss)
+            self._train(chunks, pairs_per_epoch, self.counts, n, on_epoch=tracker, desc="items %s" % self.loss,
+                        run_args=run_args, fingerprint=digest)
         finally:
             self._pairs = None
         self.history = tracker.history if tracker else []
@@ -241,6 +248,18 @@ class ItemEmbedding(EmbeddingModel):
         if tracker:
             tracker.restore()
         return self
+
+    @classmethod
+    def resume(cls, directory, pairs, validation=None, items=None, callbacks=(), progress=True, **params):
+        """Continue the run checkpointed in ``directory`` on the same ``pairs`` (and ``validation``).
+
+        The result is the model the uninterrupted run would have given: bit-identical with ``workers=1``.
+        ``params`` may repeat constructor parameters; one that differs from the checkpoint's is refused
+        (``workers`` may change).  Returns the trained model.
+        """
+        model, run = cls._open_checkpoint(directory, params)
+        model.callbacks, model.progress = tuple(callbacks or ()), progress
+        return model.fit(pairs, validation=validation, items=items, **run["args"])
 
     # ------------------------------------------------------------------ queries
     def _check_fitted(self):

@@ -3,6 +3,7 @@
 Chunks are appended to an anonymous temporary file (deleted automatically) and read back one at a time,
 so memory stays bounded by one chunk whatever the corpus size.
 """
+import hashlib
 import queue
 import tempfile
 import threading
@@ -47,6 +48,20 @@ class ChunkCache:
             tokens = np.fromfile(self._file, dtype=np.int32, count=n_tok)
             ends = np.fromfile(self._file, dtype=np.int32, count=n_sent)
             yield EncodedChunk(tokens, ends, raw)
+
+    def digest(self):
+        """A digest of every chunk stored (ids and sentence ends), read back in blocks."""
+        digest = hashlib.blake2b(digest_size=16)
+        self._file.seek(0)
+        left = self._end
+        while left > 0:
+            block = self._file.read(min(left, 1 << 22))
+            if not block:
+                break
+            digest.update(block)
+            left -= len(block)
+        digest.update(repr(self._index).encode())
+        return digest.hexdigest()
 
     def close(self):
         self._file.close()

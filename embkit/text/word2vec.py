@@ -5,6 +5,7 @@ import numpy as np
 
 from embkit._kernels.windows import WindowTrainer
 from embkit.core.base import EmbeddingModel
+from embkit.core.checkpoint import CheckpointError, fingerprint
 from embkit.core.checks import NON_NEGATIVE_REAL, POSITIVE_INT, check_param
 from embkit.text.chunk_cache import ChunkCache, prefetch
 from embkit.text.corpus import MAX_SENTENCE_LENGTH, as_corpus
@@ -75,6 +76,8 @@ class Word2Vec(EmbeddingModel):
         Tokens per kernel call; bounds memory.
     callbacks : sequence
         gensim ``CallbackAny2Vec`` objects (or any object with some of their methods), called with the model.
+    checkpoint_dir, checkpoint_every :
+        Checkpoints of the training run (see :class:`~embkit.core.base.EmbeddingModel` and :meth:`resume`).
     progress : bool
         Show a progress bar.
     """
@@ -87,7 +90,8 @@ class Word2Vec(EmbeddingModel):
                  max_vocab_size=None, sample=1e-3, seed=1, workers=3, min_alpha=0.0001, sg=0, hs=0, negative=5,
                  ns_exponent=0.75, cbow_mean=1, epochs=5, max_final_vocab=None,
                  max_sentence_length=MAX_SENTENCE_LENGTH, loss=None, sampler=None, loss_params=None,
-                 sampler_params=None, shared_negatives=None, chunk_tokens=1 << 18, callbacks=(), progress=False):
+                 sampler_params=None, shared_negatives=None, chunk_tokens=1 << 18, callbacks=(), checkpoint_dir=None,
+                 checkpoint_every=600, progress=False):
         if loss is None:
             if hs == 1 and negative:
                 raise ValueError("hs=1 with negative=%r: gensim would train both objectives at once; embkit "
@@ -112,7 +116,8 @@ class Word2Vec(EmbeddingModel):
         self._cache = None
         super().__init__(vector_size=vector_size, loss=loss, sampler=sampler, negative=negative, alpha=alpha,
                          min_alpha=min_alpha, epochs=epochs, workers=workers, seed=seed, loss_params=loss_params,
-                         sampler_params=sampler_params, callbacks=callbacks, progress=progress)
+                         sampler_params=sampler_params, callbacks=callbacks, checkpoint_dir=checkpoint_dir,
+                         checkpoint_every=checkpoint_every, progress=progress)
         if sentences is not None or corpus_file is not None:
             self.build_vocab(sentences, corpus_file=corpus_file)
             self.train()
@@ -242,17 +247,72 @@ class Word2Vec(EmbeddingModel):
                 return iter(cache)
             return self._encode_into(cache, corpus)
 
+        run_args = {"corpus_file": getattr(corpus, "source", None), "vocab_corpus": corpus is self.corpus,
+                    "total_words": total_words, "epochs": epochs, "start_alpha": start_alpha, "end_alpha": end_alpha}
+        digest = None
+        if self.checkpoint_dir is not None or self._resuming is not None:
+            digest = fingerprint(np.asarray(self.vocab.counts), np.frombuffer(
+                "\n".join(self.vocab.index_to_key).encode("utf-8", "surrogatepass"), dtype=np.uint8))
+            if cache.complete:
+                digest += "-" + cache.digest()
         self.wv.norms = None
         try:
             report = self._train(chunks, total_words, self.vocab.counts, len(self.vocab), epochs, start_alpha,
                                  end_alpha, desc="%s %dd" % ("skip-gram" if self.sg else "cbow", self.vector_size),
-                                 progress=progress)
+                                 progress=progress, run_args=run_args, fingerprint=digest)
         finally:
             self.wv.norms = None
         logger.info("trained %d epochs: %d words in %.1fs (%.0f words/s, %.0f raw words/s), loss %.4f",
                     report.epochs, report.words, report.seconds, report.words_per_second,
                     report.raw_words_per_second, report.epoch_loss[-1] if report.epoch_loss else float("nan"))
         return report
+
+    @classmethod
+    def resume(cls, directory, corpus_iterable=None, corpus_file=None, callbacks=(), progress=None, **params):
+        """Continue the run checkpointed in ``directory``; returns the trained model.
+
+        The corpus is read again (the file the run trained on, unless another ``corpus_file`` or a
+        ``corpus_iterable`` is given: an iterable corpus must be passed again) and must give the
+        checkpoint's vocabulary and text.  The result is the model the uninterrupted run would have given:
+        bit-identical with ``workers=1``.  ``params`` may repeat constructor parameters; one that differs
+        from the checkpoint's is refused (``workers`` may change).
+        """
+        model, run = cls._open_checkpoint(directory, params)
+        model.callbacks = tuple(callbacks or ())
+        if progress is not None:
+            model.progress = progress
+        args = dict(run["args"])
+        saved_file = args.pop("corpus_file", None)
+        if corpus_iterable is None and corpus_file is None:
+            if saved_file is None:
+                raise CheckpointError("the checkpointed run trained on an iterable corpus: pass it again as "
+                                      "corpus_iterable")
+            corpus_file = saved_file
+        if args.pop("vocab_corpus", False):
+            # the run trained on the corpus its vocabulary came from: read it the way build_vocab did
+            model._read_again(corpus_iterable, corpus_file)
+            model.train(**args)
+        else:
+            model.train(corpus_iterable, corpus_file, **args)
+        return model
+
+    def _read_again(self, corpus_iterable, corpus_file):
+        """Read the vocabulary corpus of a resumed run as build_vocab did; the same vocabulary must come out
+        (the tables are kept)."""
+        saved = self.vocab
+        self.corpus = as_corpus(corpus_iterable, corpus_file, self.max_sentence_length)
+        if self.max_vocab_size is None:
+            vocab, self._cache = scan_corpus(self.corpus, min_count=self.min_count,
+                                             max_final_vocab=self.max_final_vocab, chunk_tokens=self.chunk_tokens)
+        else:
+            vocab = Vocab.build(self.corpus, min_count=self.min_count, max_vocab_size=self.max_vocab_size,
+                                max_final_vocab=self.max_final_vocab)
+        if vocab.index_to_key != saved.index_to_key or not np.array_equal(vocab.counts, saved.counts):
+            raise CheckpointError("the corpus %s is not the checkpoint's: its vocabulary has %d words (%d corpus "
+                                  "words), the checkpoint's %d (%d)" % (self.corpus, len(vocab), vocab.raw_words,
+                                                                      len(saved), saved.raw_words))
+        self.vocab = vocab
+        self._set_tables(self.W_in, self.W_out)
 
     def _encode_into(self, cache, corpus):
         for chunk in prefetch(self.vocab.encode(corpus, self.chunk_tokens)):

@@ -23,6 +23,7 @@ import scipy.sparse as sp
 
 from embkit._kernels.rows import RowTrainer, top_k_rows
 from embkit.core.base import EmbeddingModel
+from embkit.core.checkpoint import fingerprint
 from embkit.core.checks import POSITIVE_INT, POSITIVE_REAL, check_param
 
 logger = logging.getLogger(__name__)
@@ -99,6 +100,10 @@ class ExtremeClassifier(EmbeddingModel):
         With ``loss="full_softmax"``: train exact full softmax in mini-batches of this many examples with
         BLAS products (:mod:`embkit.xc.full_batch`), which reads each class row once per batch instead of
         once per example -- much faster with many labels.  None uses the per-example kernel.
+    callbacks : sequence
+        gensim ``CallbackAny2Vec``-style objects, called with the model.
+    checkpoint_dir, checkpoint_every :
+        Checkpoints of the training run (see :class:`~embkit.core.base.EmbeddingModel` and :meth:`resume`).
     progress : bool
         Show a progress bar.
 
@@ -121,7 +126,7 @@ class ExtremeClassifier(EmbeddingModel):
     def __init__(self, vector_size=128, loss="sampled_softmax", sampler=None, negative=50, normalize=True,
                  tau=0.1, normalize_classes=None, one_label=False, alpha=0.1, min_alpha=None, epochs=20,
                  workers=2, seed=1, loss_params=None, sampler_params=None, chunk_examples=1 << 13, batch_size=None,
-                 callbacks=(), progress=True):
+                 callbacks=(), checkpoint_dir=None, checkpoint_every=600, progress=True):
         self.normalize = bool(normalize)
         self.tau = tau
         self.normalize_classes = (loss != "hs") if normalize_classes is None else bool(normalize_classes)
@@ -136,7 +141,8 @@ class ExtremeClassifier(EmbeddingModel):
             min_alpha = alpha / 1000.0
         super().__init__(vector_size=vector_size, loss=loss, sampler=sampler, negative=negative, alpha=alpha,
                          min_alpha=min_alpha, epochs=epochs, workers=workers, seed=seed, loss_params=loss_params,
-                         sampler_params=sampler_params, callbacks=callbacks, progress=progress)
+                         sampler_params=sampler_params, callbacks=callbacks, checkpoint_dir=checkpoint_dir,
+                         checkpoint_every=checkpoint_every, progress=progress)
 
     def check_params(self):
         """Raise ValueError naming the first invalid parameter."""
@@ -189,20 +195,33 @@ class ExtremeClassifier(EmbeddingModel):
         self.label_counts = np.bincount(Y.indices, minlength=n_labels).astype(np.int64)
         self.n_train = n
         self._init_tables(n_features, n_labels, np.ones(n_labels, dtype=np.int64))
-        rng = np.random.default_rng(self.seed)
 
         def chunks(epoch):
-            order = rng.permutation(rows).astype(np.int32)
+            # the order of an epoch depends on the seed and the epoch only, so a resumed run sees the same
+            order = np.random.default_rng([self.seed, epoch]).permutation(rows).astype(np.int32)
             for start in range(0, len(order), self.chunk_examples):
                 yield _RowChunk(order[start:start + self.chunk_examples])
 
         self._data = (X, Y)
         try:
             self._train(chunks, len(rows), self.label_counts, n_labels, on_epoch=on_epoch,
-                        desc="xc %s" % self.loss)
+                        desc="xc %s" % self.loss,
+                        fingerprint=fingerprint(X.indptr, X.indices, X.data, Y.indptr, Y.indices))
         finally:
             self._data = None
         return self
+
+    @classmethod
+    def resume(cls, directory, X, Y=None, on_epoch=None, callbacks=(), progress=True, **params):
+        """Continue the run checkpointed in ``directory`` on the same ``X``, ``Y``.
+
+        The result is the model the uninterrupted run would have given: bit-identical with ``workers=1``.
+        ``params`` may repeat constructor parameters; one that differs from the checkpoint's is refused
+        (``workers`` may change).  Returns the trained model.
+        """
+        model, _ = cls._open_checkpoint(directory, params)
+        model.callbacks, model.progress = tuple(callbacks or ()), progress
+        return model.fit(X, Y, on_epoch=on_epoch)
 
     def _kernel_trainer(self, loss, sampler, alpha, min_alpha, total):
         X, Y = self._data

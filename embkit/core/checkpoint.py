@@ -1,0 +1,183 @@
+"""Checkpoints of a training run: written atomically between chunks, read back newest first.
+
+A checkpoint is an embkit model archive (it loads as a model) whose configuration also holds a
+``"checkpoint"`` section: where the run stands (epoch, next chunk, units done, the report so far), what the
+run was called with, a fingerprint of its data, and the state of an adaptive sampler and of a validation
+tracker (their arrays are stored beside the tables under ``sampler.`` and ``tracker.`` names).
+
+Files are ``checkpoint-000001.embkit``, ``checkpoint-000002.embkit``, ... in the checkpoint directory.  Each
+is written to a temporary file and renamed into place only once complete, and the older ones are removed
+only after that: a crash at any moment leaves the previous checkpoint intact.  The two newest are kept, so a
+checkpoint damaged after the fact (a truncated copy, a flipped bit: the archive's CRCs catch it) falls back
+to the one before, with a warning naming the damaged file.
+"""
+import hashlib
+import logging
+import os
+import re
+import time
+import zipfile
+
+import numpy as np
+
+from embkit.core import persist
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CHECKPOINT_VERSION", "CheckpointError", "parse_every", "Checkpointer", "list_checkpoints",
+           "read_latest", "fingerprint"]
+
+#: version of the ``"checkpoint"`` section; a directory written by another version is refused
+CHECKPOINT_VERSION = 1
+#: checkpoints kept in the directory (the newest and its fallback)
+KEEP = 2
+_NAME = re.compile(r"checkpoint-(\d{6,})\.embkit\Z")
+_TIME_UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "seconds": 1.0, "m": 60.0, "min": 60.0, "minutes": 60.0,
+               "h": 3600.0, "hours": 3600.0}
+_COUNT_UNITS = ("words", "pairs", "examples", "units")
+_MULTIPLIERS = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
+
+
+class CheckpointError(ValueError):
+    """A checkpoint directory cannot be resumed (empty, from another version or model, or damaged)."""
+
+
+def parse_every(value):
+    """``checkpoint_every`` as ``("seconds", x)`` or ``("units", n)``.
+
+    A number is seconds; a string is seconds with a unit (``"90s"``, ``"10 min"``, ``"1h"``) or a count of
+    the driver's units (``"5M words"``, ``"200k pairs"``, ``"50000 examples"``).  ValueError otherwise.
+    """
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not value > 0 or value != value or value == float("inf"):
+            raise ValueError("checkpoint_every must be > 0 seconds, got %r" % (value,))
+        return "seconds", float(value)
+    text = str(value).strip().lower()
+    m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z ]*)", text)
+    if m and float(m.group(1)) > 0:
+        number, rest = float(m.group(1)), m.group(2).strip()
+        if rest in _TIME_UNITS:
+            return "seconds", number * _TIME_UNITS[rest]
+        count = re.fullmatch(r"([kmg]?)\s*(%s)" % "|".join(_COUNT_UNITS), rest)
+        if count:
+            return "units", number * _MULTIPLIERS[count.group(1)]
+    raise ValueError("checkpoint_every must be seconds (600, '90s', '10 min', '1h') or a count of units "
+                     "('5M words', '200k pairs', '50000 examples'), got %r" % (value,))
+
+
+def fingerprint(*arrays):
+    """A digest of arrays (their dtype, shape and bytes; None entries count as absent): how a resumed run
+    checks that it trains on the checkpoint's data."""
+    digest = hashlib.blake2b(digest_size=16)
+    for arr in arrays:
+        if arr is None:
+            digest.update(b"none;")
+            continue
+        a = np.ascontiguousarray(arr)
+        digest.update(("%s%s;" % (a.dtype.str, a.shape)).encode())
+        digest.update(memoryview(a).cast("B"))
+    return digest.hexdigest()
+
+
+def list_checkpoints(directory):
+    """Checkpoint files of ``directory``, newest first (``[]`` when there is none or no directory)."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    found = [(int(m.group(1)), name) for name in names for m in [_NAME.match(name)] if m]
+    return [os.path.join(directory, name) for _, name in sorted(found, reverse=True)]
+
+
+def read_latest(directory, kind=None):
+    """The newest readable checkpoint of ``directory``: ``(path, config, words, arrays)``.
+
+    A damaged checkpoint is skipped with a warning naming it, and the one before is used.
+
+    Raises
+    ------
+    CheckpointError
+        No checkpoint at all, none readable, one from another embkit checkpoint version, or one of another
+        model kind than ``kind`` (a class name).
+    """
+    directory = os.fspath(directory)
+    if not os.path.isdir(directory):
+        raise CheckpointError("checkpoint directory %r does not exist" % directory)
+    paths = list_checkpoints(directory)
+    if not paths:
+        raise CheckpointError("%r holds no checkpoint (checkpoint-NNNNNN.embkit files)" % directory)
+    errors = []
+    for path in paths:
+        try:
+            config, words, arrays = persist.load_archive(path)
+            section = config.get("checkpoint")
+            if not isinstance(section, dict):
+                raise ValueError("it is a model file, not a checkpoint")
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            logger.warning("checkpoint %s is damaged (%s); trying the previous one", path, exc)
+            errors.append("%s: %s" % (os.path.basename(path), exc))
+            continue
+        if section.get("version") != CHECKPOINT_VERSION:
+            raise CheckpointError("%s was written by another embkit checkpoint version (%r, this embkit reads %d)"
+                                  % (path, section.get("version"), CHECKPOINT_VERSION))
+        if kind is not None and config.get("model") != kind:
+            raise CheckpointError("%s is a checkpoint of a %s, not of a %s" % (path, config.get("model"), kind))
+        return path, config, words, arrays
+    raise CheckpointError("no readable checkpoint in %r: %s" % (directory, "; ".join(errors)))
+
+
+class Checkpointer:
+    """Decides when a checkpoint is due and writes it (between chunks, with the GIL).
+
+    Parameters
+    ----------
+    directory : str
+        Created if missing.
+    every : number or str
+        See :func:`parse_every`.
+    payload : callable
+        ``payload(position)`` -> ``(config, words, arrays)`` of the archive to write.
+    """
+
+    def __init__(self, directory, every, payload):
+        self.directory = os.fspath(directory)
+        self.mode, self.interval = parse_every(every)
+        self.payload = payload
+        os.makedirs(self.directory, exist_ok=True)
+        existing = list_checkpoints(self.directory)
+        self.sequence = int(_NAME.match(os.path.basename(existing[0])).group(1)) if existing else 0
+        self.last_time = time.monotonic()
+        self.last_units = None
+        self.latest = existing[0] if existing else None
+        self.seconds = []        # time of each write
+        self.sizes = []          # bytes of each checkpoint written
+
+    def due(self, units_done):
+        """Whether a checkpoint is due after ``units_done`` units of the run (counted from its start)."""
+        if self.last_units is None:
+            self.last_units = units_done
+        if self.mode == "seconds":
+            return time.monotonic() - self.last_time >= self.interval
+        return units_done - self.last_units >= self.interval
+
+    def write(self, position, units_done=None):
+        """Write a checkpoint of ``position``; returns its path.  Older ones beyond :data:`KEEP` are removed
+        once it is complete."""
+        start = time.perf_counter()
+        self.sequence += 1
+        path = os.path.join(self.directory, "checkpoint-%06d.embkit" % self.sequence)
+        config, words, arrays = self.payload(position)
+        persist.save_archive(path, config, words, arrays)
+        for old in list_checkpoints(self.directory)[KEEP:]:
+            try:
+                os.unlink(old)
+            except OSError as exc:
+                logger.warning("could not remove the old checkpoint %s: %s", old, exc)
+        self.seconds.append(time.perf_counter() - start)
+        self.sizes.append(os.path.getsize(path))
+        self.last_time = time.monotonic()
+        if units_done is not None:
+            self.last_units = units_done
+        self.latest = path
+        logger.info("checkpoint %s written (%.1f MB in %.2f s)", path, self.sizes[-1] / 1e6, self.seconds[-1])
+        return path
