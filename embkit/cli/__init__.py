@@ -25,11 +25,13 @@ failures), 2 on usage errors (bad options, an existing ``--output`` without ``--
 evaluation suites).  Errors are one line ``embkit: error: ...``; ``--verbose`` adds the traceback.
 """
 import argparse
+import os
 import sys
 import traceback
 
 from embkit.cli import evaluate, items, train, xc
 from embkit.cli.common import PROG, UsageError, common_options, log_to_stderr
+from embkit.core.interrupts import TrainingInterrupted
 
 __all__ = ["main", "build_parser", "UsageError"]
 
@@ -82,6 +84,14 @@ def main(argv=None, out=None):
         except UsageError as exc:
             print("%s: error: %s" % (PROG, _one_line(exc)), file=sys.stderr)
             return 2
+        except TrainingInterrupted as exc:
+            if exc.checkpoint:
+                hint = "checkpoint written; continue with: %s %s --resume %s" % (
+                    PROG, args.command, os.path.dirname(exc.checkpoint))
+            else:
+                hint = "no checkpoint: run with --checkpoint-dir DIR to be able to resume"
+            print("%s: %s; %s" % (PROG, exc.where, hint), file=sys.stderr)
+            return 130
         except KeyboardInterrupt:
             print("%s: interrupted" % PROG, file=sys.stderr)
             return 130

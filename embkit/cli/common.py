@@ -2,6 +2,7 @@
 import argparse
 import contextlib
 import inspect
+import json
 import logging
 import os
 import sys
@@ -162,3 +163,81 @@ def count(value):
         return "{:,.0f}".format(value)
     except (TypeError, ValueError):
         return str(value)
+
+
+# ------------------------------------------------------------------------------------------ checkpoints
+#: the file in a checkpoint directory that records the command line of its run
+COMMAND_FILE = "command.json"
+#: options a resumed command may change: where the result goes, how it reports, threads
+RESUME_MAY_CHANGE = frozenset({"resume", "workers", "quiet", "verbose", "output", "overwrite", "format", "no_eval"})
+
+
+def checkpoint_options(p):
+    """Add ``--checkpoint-dir``, ``--checkpoint-every`` and ``--resume``."""
+    g = p.add_argument_group("checkpoints")
+    g.add_argument("--checkpoint-dir", metavar="DIR",
+                   help="write checkpoints of the run here: every --checkpoint-every, on Ctrl-C and at the end")
+    g.add_argument("--checkpoint-every", default="600", metavar="TIME|COUNT",
+                   help="seconds between checkpoints (600, '10 min', '1h') or a count of units ('5M words', "
+                        "'200k pairs', '50000 examples')")
+    g.add_argument("--resume", metavar="DIR",
+                   help="continue the run checkpointed in DIR with its own command line (only --workers and the "
+                        "output and reporting options may change)")
+    p.set_defaults(_parser=p)
+
+
+def _given(args):
+    """The options of ``args`` whose value is not their default (what the command line set)."""
+    parser = args._parser
+    return {key: value for key, value in vars(args).items()
+            if not key.startswith("_") and key not in ("func", "command") and value != parser.get_default(key)}
+
+
+def record_command(args):
+    """Keep the command line of a checkpointed run in its directory, for ``--resume`` (atomic write)."""
+    from embkit.core.atomic import atomic_path
+    from embkit.core.checkpoint import list_checkpoints
+
+    if args.checkpoint_dir is None:
+        return
+    if list_checkpoints(args.checkpoint_dir):
+        raise UsageError("--checkpoint-dir %s already holds checkpoints of a run: continue it with --resume %s, or "
+                         "choose another directory" % (args.checkpoint_dir, args.checkpoint_dir))
+    os.makedirs(args.checkpoint_dir, exist_ok=True)
+    record = {"command": args.command, "args": {k: v for k, v in vars(args).items()
+                                                if not k.startswith("_") and k not in ("func", "command")}}
+    with atomic_path(os.path.join(args.checkpoint_dir, COMMAND_FILE)) as tmp:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(record, fh, indent=1)
+
+
+def resumed_args(args):
+    """For ``--resume DIR``: the checkpointed command's arguments, with the options of this command line that
+    a resume may change; the arguments unchanged otherwise.  UsageError for any other option that differs."""
+    if args.resume is None:
+        return args
+    path = os.path.join(args.resume, COMMAND_FILE)
+    if not os.path.isfile(path):
+        raise UsageError("%s holds no checkpointed embkit run (no %s): was it written with --checkpoint-dir?"
+                         % (args.resume, COMMAND_FILE))
+    with open(path, encoding="utf-8") as fh:
+        record = json.load(fh)
+    if record.get("command") != args.command:
+        raise UsageError("%s holds a checkpointed 'embkit %s' run; resume it with embkit %s --resume %s"
+                         % (args.resume, record.get("command"), record.get("command"), args.resume))
+    saved = record["args"]
+    given = _given(args)
+    differing = ["--%s %s (the run had %s)" % (key.replace("_", "-"), value, saved.get(key))
+                 for key, value in sorted(given.items())
+                 if key not in RESUME_MAY_CHANGE and _jsonable(value) != saved.get(key)]
+    if differing:
+        raise UsageError("cannot resume with other options: %s" % "; ".join(differing))
+    merged = argparse.Namespace(**dict(vars(args), **saved))
+    for key in RESUME_MAY_CHANGE & set(given):
+        setattr(merged, key, given[key])
+    merged.resume, merged.checkpoint_dir = args.resume, args.resume
+    return merged
+
+
+def _jsonable(value):
+    return json.loads(json.dumps(value))

@@ -10,8 +10,9 @@ Examples
 """
 import json
 
-from embkit.cli.common import (UsageError, check_output, help_formatter, key_values, objective_options,
-                               output_options, sampler_params, train_logging, train_options)
+from embkit.cli.common import (UsageError, check_output, checkpoint_options, help_formatter, key_values,
+                               objective_options, output_options, record_command, resumed_args, sampler_params,
+                               train_logging, train_options)
 from embkit.items.item_embedding import ItemEmbedding
 
 
@@ -22,7 +23,7 @@ def add_parser(subparsers, common):
         description="Build item -> next item pairs from user timelines (or text), split them 70/10/20, train "
                     "an ItemEmbedding with any loss and sampler, keep the best epoch on the validation split "
                     "and report likelihood, MPR and Prec@k on the test split.")
-    src = p.add_mutually_exclusive_group(required=True)
+    src = p.add_mutually_exclusive_group()      # one of them is required unless --resume
     src.add_argument("--data", metavar="NAME|PATH",
                      help="MovieLens/Netflix ratings: a file, a dataset folder, or a name (ml-100k, ml-1m, "
                           "ml-10m, ml-20m, ml-latest-small, ml-latest; downloaded once to $EMBKIT_CACHE)")
@@ -45,11 +46,14 @@ def add_parser(subparsers, common):
     t.add_argument("--negatives-eval", type=int, default=100, metavar="N",
                    help="uniform negatives per test pair for the approximate MPR")
     output_options(p)
+    checkpoint_options(p)
     p.set_defaults(func=cmd_items)
     return p
 
 
 def _load_pairs(args):
+    if args.data is None and args.text is None and args.pairs is None:
+        raise UsageError("give one of --data, --text or --pairs (or --resume DIR)")
     from embkit.items.cooccurrence import PairCounts
     try:
         window = "all" if str(args.window).lower() == "all" else int(args.window)
@@ -67,16 +71,25 @@ def _load_pairs(args):
 
 def cmd_items(args, out):
     """``embkit items``: pairs, split, train with validation, test metrics, example recommendations."""
+    args = resumed_args(args)
     check_output(args)
-    model = ItemEmbedding(vector_size=args.vector_size, loss=args.loss, sampler=args.sampler,
-                          negative=args.negative, alpha=args.alpha, epochs=args.epochs, workers=args.workers,
-                          seed=args.seed, sampler_params=sampler_params(args),
-                          loss_params=key_values(args.loss_param, "--loss-param"), progress=not args.quiet)
+    model = None
+    if not args.resume:
+        model = ItemEmbedding(vector_size=args.vector_size, loss=args.loss, sampler=args.sampler,
+                              negative=args.negative, alpha=args.alpha, epochs=args.epochs, workers=args.workers,
+                              seed=args.seed, sampler_params=sampler_params(args),
+                              loss_params=key_values(args.loss_param, "--loss-param"), progress=not args.quiet,
+                              checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every)
     counts = _load_pairs(args)
     train, val, test = counts.split(tuple(args.split), seed=args.split_seed)
     with train_logging():
-        model.fit(train, validation=val, metric=args.metric, patience=args.patience,
-                  n_negatives=args.negatives_eval)
+        if args.resume:
+            model = ItemEmbedding.resume(args.resume, train, validation=val, workers=args.workers,
+                                         progress=not args.quiet)
+        else:
+            record_command(args)
+            model.fit(train, validation=val, metric=args.metric, patience=args.patience,
+                      n_negatives=args.negatives_eval)
     result = model.evaluate(test, n_negatives=args.negatives_eval, seed=args.seed)
     if args.output is not None:
         model.save(args.output, overwrite=args.overwrite)

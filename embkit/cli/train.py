@@ -11,7 +11,8 @@ Examples
 import logging
 import os
 
-from embkit.cli.common import check_output, count, help_formatter, model_defaults, train_logging
+from embkit.cli.common import (check_output, checkpoint_options, count, help_formatter, model_defaults,
+                               record_command, resumed_args, train_logging)
 from embkit.text.word2vec import Word2Vec
 
 logger = logging.getLogger(__name__)
@@ -67,22 +68,19 @@ def add_parser(subparsers, common):
                        help="one negative set per centre word instead of one per (centre, context) pair")
     model.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N", help="training threads")
     p.add_argument("--no-eval", action="store_true", help="skip the evaluation after training")
+    checkpoint_options(p)
     p.set_defaults(func=cmd_train)
 
 
 def _model_kwargs(args):
     kwargs = {"sg": args.sg, "min_count": args.min_count, "workers": args.workers,
-              "shared_negatives": args.shared_negatives, "progress": not args.quiet}
+              "shared_negatives": args.shared_negatives, "progress": not args.quiet,
+              "checkpoint_dir": args.checkpoint_dir, "checkpoint_every": args.checkpoint_every}
     for _, name, _, _ in _MODEL_OPTIONS:
         value = getattr(args, name)
         if value is not None:
             kwargs[name] = value
     return kwargs
-
-
-def _train(model):
-    with train_logging():
-        return model.train()
 
 
 def _save(model, args):
@@ -96,12 +94,20 @@ def cmd_train(args, out):
     """``embkit train``: train, save, summarise, evaluate."""
     from embkit.text.corpora import resolve_corpus
 
+    args = resumed_args(args)
     check_output(args)
-    model = Word2Vec(**_model_kwargs(args))  # validates the parameters before any reading
-    corpus = resolve_corpus(args.corpus, progress=not args.quiet)
-    logger.info("corpus: %s", corpus)
-    model.build_vocab(corpus_file=corpus)
-    report = _train(model)
+    if args.resume:
+        with train_logging():
+            model = Word2Vec.resume(args.resume, workers=args.workers, progress=not args.quiet)
+        corpus, report = getattr(model.corpus, "source", model.corpus), model.last_report
+    else:
+        model = Word2Vec(**_model_kwargs(args))  # validates the parameters before any reading
+        corpus = resolve_corpus(args.corpus, progress=not args.quiet)
+        logger.info("corpus: %s", corpus)
+        record_command(args)
+        model.build_vocab(corpus_file=corpus)
+        with train_logging():
+            report = model.train()
     if args.output is not None:
         _save(model, args)
     print(training_summary(model, report, corpus), file=out)

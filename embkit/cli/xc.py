@@ -9,8 +9,9 @@ Examples
 """
 import json
 
-from embkit.cli.common import (UsageError, check_output, help_formatter, key_values, model_defaults,
-                               objective_options, output_options, sampler_params, train_logging, train_options)
+from embkit.cli.common import (UsageError, check_output, checkpoint_options, help_formatter, key_values,
+                               model_defaults, objective_options, output_options, record_command, resumed_args,
+                               sampler_params, train_logging, train_options)
 from embkit.xc.classifier import ExtremeClassifier
 
 
@@ -40,6 +41,7 @@ def add_parser(subparsers, common):
     t.add_argument("--batch-size", type=int, default=None, help="full_softmax in BLAS mini-batches of this size")
     t.add_argument("--k", type=int, nargs="+", default=(1, 3, 5), metavar="K", help="cut-offs of the metrics")
     output_options(p)
+    checkpoint_options(p)
     p.set_defaults(func=cmd_xc)
     return p
 
@@ -60,16 +62,25 @@ def _load_xc(args):
 
 def cmd_xc(args, out):
     """``embkit xc``: read, train, predict the test set, report the XC metrics."""
+    args = resumed_args(args)
     check_output(args)
-    model = ExtremeClassifier(vector_size=args.vector_size, loss=args.loss, sampler=args.sampler,
-                              negative=args.negative, normalize=args.normalize, tau=args.tau,
-                              normalize_classes=args.normalize_classes, one_label=args.one_label,
-                              alpha=args.alpha, epochs=args.epochs, workers=args.workers, seed=args.seed,
-                              sampler_params=sampler_params(args), batch_size=args.batch_size,
-                              loss_params=key_values(args.loss_param, "--loss-param"), progress=not args.quiet)
+    model = None
+    if not args.resume:
+        model = ExtremeClassifier(vector_size=args.vector_size, loss=args.loss, sampler=args.sampler,
+                                  negative=args.negative, normalize=args.normalize, tau=args.tau,
+                                  normalize_classes=args.normalize_classes, one_label=args.one_label,
+                                  alpha=args.alpha, epochs=args.epochs, workers=args.workers, seed=args.seed,
+                                  sampler_params=sampler_params(args), batch_size=args.batch_size,
+                                  loss_params=key_values(args.loss_param, "--loss-param"), progress=not args.quiet,
+                                  checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every)
     train, test = _load_xc(args)
     with train_logging():
-        model.fit(train.X, train.Y)
+        if args.resume:
+            model = ExtremeClassifier.resume(args.resume, train.X, train.Y, workers=args.workers,
+                                             progress=not args.quiet)
+        else:
+            record_command(args)
+            model.fit(train.X, train.Y)
     result = model.evaluate(test.X, test.Y, ks=tuple(args.k))
     if args.output is not None:
         model.save(args.output, overwrite=args.overwrite)

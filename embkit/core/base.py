@@ -248,6 +248,8 @@ class EmbeddingModel:
         trainer = self._kernel_trainer(loss, sampler, alpha, min_alpha, float(units_per_epoch) * epochs)
         checkpointer = None
         if self.checkpoint_dir is not None:
+            if resuming is None:
+                self._check_fresh_checkpoint_dir()
             def payload(position):
                 return self._checkpoint_payload(position, report, run, history_before, sampler, on_epoch)
             checkpointer = checkpoint.Checkpointer(self.checkpoint_dir, self.checkpoint_every, payload)
@@ -260,12 +262,11 @@ class EmbeddingModel:
                        checkpointer=checkpointer)
         except TrainingInterrupted as exc:
             if exc.checkpoint:
-                raise TrainingInterrupted("%s; checkpoint %s written (continue with %s.resume(%r), or the "
-                                          "command line's --resume)" % (exc, exc.checkpoint, type(self).__name__,
-                                                                        self.checkpoint_dir),
-                                          exc.checkpoint) from None
-            raise TrainingInterrupted("%s; no checkpoint written: set checkpoint_dir= (command line: "
-                                      "--checkpoint-dir DIR) to be able to resume" % exc) from None
+                hint = "; checkpoint %s written (continue with %s.resume(%r))" % (
+                    exc.checkpoint, type(self).__name__, self.checkpoint_dir)
+            else:
+                hint = "; no checkpoint written: set checkpoint_dir= to be able to resume"
+            raise TrainingInterrupted(exc.where, exc.checkpoint, hint) from None
         finally:
             self.loss_history = history_before + report.epoch_loss
         return report
@@ -325,6 +326,16 @@ class EmbeddingModel:
         return model
 
     # ------------------------------------------------------------------ checkpoints
+    def _check_fresh_checkpoint_dir(self):
+        """A new run may not write into a directory holding another run's checkpoints (a later resume
+        could mix the two); this model's own earlier runs are fine."""
+        existing = checkpoint.list_checkpoints(self.checkpoint_dir)
+        mine = self.last_checkpointer.latest if self.last_checkpointer is not None else None
+        if existing and existing[0] != mine:
+            raise checkpoint.CheckpointError(
+                "checkpoint_dir %r already holds checkpoints of another run: continue that run with %s.resume(), "
+                "or give an empty directory" % (self.checkpoint_dir, type(self).__name__))
+
     def _checkpoint_payload(self, position, report, run, history_before, sampler, tracker):
         """``(config, words, arrays)`` of a checkpoint: the model archive plus the run's position."""
         arrays = dict(self._arrays(), W_in=self.W_in, W_out=self.W_out)

@@ -11,13 +11,15 @@ class TrainingInterrupted(KeyboardInterrupt):
 
     Attributes
     ----------
+    where : str
+        Where the run stopped ("training interrupted in epoch 2 of 5 at 31.0% of the run").
     checkpoint : str or None
         The checkpoint written on the way out (None when the model has no ``checkpoint_dir``).
     """
 
-    def __init__(self, message, checkpoint=None):
-        super().__init__(message)
-        self.checkpoint = checkpoint
+    def __init__(self, where, checkpoint=None, hint=""):
+        super().__init__(where + hint)
+        self.where, self.checkpoint = where, checkpoint
 
     def __str__(self):
         return str(self.args[0]) if self.args else "training interrupted"
