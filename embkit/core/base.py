@@ -48,6 +48,7 @@ class EmbeddingModel:
         Negatives per example.
     alpha, min_alpha : float
         Learning rate at the start and at the end of a run; it decays linearly with the units trained.
+        ``min_alpha=None`` is ``alpha / 1000``.
     epochs, workers, seed : int
         Passes, training threads, and the seed of the tables and of the kernels' generators (with
         ``workers=1`` a run is reproducible bit for bit).
@@ -99,6 +100,8 @@ class EmbeddingModel:
         self.sampler = sampler
         self.negative = negative
         self.alpha = alpha
+        if min_alpha is None and isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
+            min_alpha = alpha / 1000.0
         self.min_alpha = min_alpha
         self.epochs = epochs
         self.workers = workers
@@ -354,12 +357,13 @@ class EmbeddingModel:
         return config, self._words(), arrays
 
     @classmethod
-    def _open_checkpoint(cls, directory, params):
+    def _open_checkpoint(cls, directory, params, callbacks=(), progress=None):
         """The model of the newest readable checkpoint in ``directory``, set to resume its run.
 
         ``params`` are constructor parameters the caller gives again: any that differs from the
-        checkpoint's (other than :data:`RESUMABLE_CHANGES`) is refused, naming it.  Returns
-        ``(model, run)`` with ``run`` the checkpoint's record of the interrupted call.
+        checkpoint's (other than :data:`RESUMABLE_CHANGES`) is refused, naming it.  ``callbacks`` and
+        ``progress`` (None: the model's default) are the resumed run's.  Returns ``(model, run)`` with
+        ``run`` the checkpoint's record of the interrupted call.
         """
         path, config, words, arrays = checkpoint.read_latest(directory, kind=cls.__name__)
         model = cls._from_archive(config, words, arrays, path)
@@ -375,6 +379,9 @@ class EmbeddingModel:
         section["arrays"] = {k: v for k, v in arrays.items() if k.startswith(("sampler.", "tracker."))}
         section["path"] = path
         model.checkpoint_dir = os.fspath(directory)
+        model.callbacks = tuple(callbacks or ())
+        if progress is not None:
+            model.progress = progress
         model._resuming = section
         logger.info("resuming from %s (epoch %d)", path, section["position"]["epoch"] + 1)
         return model, section["run"]

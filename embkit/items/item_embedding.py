@@ -155,8 +155,6 @@ class ItemEmbedding(EmbeddingModel):
         self.history = []
         self.best_epoch = None
         self._pairs = None
-        if min_alpha is None and isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
-            min_alpha = alpha / 1000.0
         super().__init__(vector_size=vector_size, loss=loss, sampler=sampler, negative=negative, alpha=alpha,
                          min_alpha=min_alpha, epochs=epochs, workers=workers, seed=seed, loss_params=loss_params,
                          sampler_params=sampler_params, callbacks=callbacks, checkpoint_dir=checkpoint_dir,
@@ -250,15 +248,14 @@ class ItemEmbedding(EmbeddingModel):
         return self
 
     @classmethod
-    def resume(cls, directory, pairs, validation=None, items=None, callbacks=(), progress=True, **params):
+    def resume(cls, directory, pairs, validation=None, items=None, callbacks=(), progress=None, **params):
         """Continue the run checkpointed in ``directory`` on the same ``pairs`` (and ``validation``).
 
         The result is the model the uninterrupted run would have given: bit-identical with ``workers=1``.
         ``params`` may repeat constructor parameters; one that differs from the checkpoint's is refused
         (``workers`` may change).  Returns the trained model.
         """
-        model, run = cls._open_checkpoint(directory, params)
-        model.callbacks, model.progress = tuple(callbacks or ()), progress
+        model, run = cls._open_checkpoint(directory, params, callbacks, progress)
         return model.fit(pairs, validation=validation, items=items, **run["args"])
 
     # ------------------------------------------------------------------ queries

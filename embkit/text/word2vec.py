@@ -277,10 +277,7 @@ class Word2Vec(EmbeddingModel):
         bit-identical with ``workers=1``.  ``params`` may repeat constructor parameters; one that differs
         from the checkpoint's is refused (``workers`` may change).
         """
-        model, run = cls._open_checkpoint(directory, params)
-        model.callbacks = tuple(callbacks or ())
-        if progress is not None:
-            model.progress = progress
+        model, run = cls._open_checkpoint(directory, params, callbacks, progress)
         args = dict(run["args"])
         saved_file = args.pop("corpus_file", None)
         if corpus_iterable is None and corpus_file is None:

@@ -137,8 +137,6 @@ class ExtremeClassifier(EmbeddingModel):
         self.n_skipped = 0
         self.n_train = 0
         self._data = None
-        if min_alpha is None and isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
-            min_alpha = alpha / 1000.0
         super().__init__(vector_size=vector_size, loss=loss, sampler=sampler, negative=negative, alpha=alpha,
                          min_alpha=min_alpha, epochs=epochs, workers=workers, seed=seed, loss_params=loss_params,
                          sampler_params=sampler_params, callbacks=callbacks, checkpoint_dir=checkpoint_dir,
@@ -212,15 +210,14 @@ class ExtremeClassifier(EmbeddingModel):
         return self
 
     @classmethod
-    def resume(cls, directory, X, Y=None, on_epoch=None, callbacks=(), progress=True, **params):
+    def resume(cls, directory, X, Y=None, on_epoch=None, callbacks=(), progress=None, **params):
         """Continue the run checkpointed in ``directory`` on the same ``X``, ``Y``.
 
         The result is the model the uninterrupted run would have given: bit-identical with ``workers=1``.
         ``params`` may repeat constructor parameters; one that differs from the checkpoint's is refused
         (``workers`` may change).  Returns the trained model.
         """
-        model, _ = cls._open_checkpoint(directory, params)
-        model.callbacks, model.progress = tuple(callbacks or ()), progress
+        model, _ = cls._open_checkpoint(directory, params, callbacks, progress)
         return model.fit(X, Y, on_epoch=on_epoch)
 
     def _kernel_trainer(self, loss, sampler, alpha, min_alpha, total):
