@@ -26,6 +26,7 @@ def test_readme_python_examples_run(shared_data, tmp_path, monkeypatch):
         pytest.skip("MovieLens ml-100k or the XC sets are not in the shared data folder")
     substitutions = [
         ('resolve_corpus("text8")', repr(resolve_corpus(None))),       # the bundled sample instead of a download
+        ('corpus_file="big.txt.gz", sg=1, epochs=5', "corpus_file=%r, sg=1, epochs=1" % resolve_corpus(None)),
         ("epochs=5, workers=2, progress=True", "epochs=1, workers=2, progress=False"),
         ('"path/to/ml-100k"', repr(movielens)),
         ('"path/to/xc-sets"', repr(xc_sets)),
@@ -39,4 +40,5 @@ def test_readme_python_examples_run(shared_data, tmp_path, monkeypatch):
             code = code.replace(old, new)
         exec(compile(code, README, "exec"), namespace)     # noqa: S102 - the README's own examples
     assert os.path.exists("text8.embkit") and os.path.exists("text8.txt")
+    assert os.listdir("ckpt")         # the checkpoint example ran
     assert namespace["result"].n_pairs == 2
