@@ -4,17 +4,19 @@ An embkit model file is a ZIP archive (stored, not compressed) holding ``config.
 and one ``.npy`` member per array.  Every write goes to a temporary file in the target directory that
 replaces the target only once complete, so an interrupted save leaves the previous file intact.
 """
-import io
 import json
 import os
+import re
 import zipfile
 
 import numpy as np
 
+from embkit.core import safe_zip
 from embkit.core.atomic import atomic_path
 
 FORMAT = "embkit-model"
 FORMAT_VERSION = 1
+_ARRAY_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 
 #: model kind (an archive's ``"model"`` field) -> class; model classes register themselves here
 MODEL_KINDS = {}
@@ -61,24 +63,87 @@ def load_archive(path, arrays=True):
     """Read a file written by :func:`save_archive`; returns ``(config, words, arrays)``.
 
     With ``arrays=False`` only the configuration and the words are read (``arrays`` is then ``{}``).
+    A damaged or hostile file (truncated, bit-flipped, unsafe member names, sizes it cannot hold,
+    non-numeric or non-finite arrays, tables of inconsistent shapes) raises ValueError naming it;
+    the checks are in :mod:`embkit.core.safe_zip` and :func:`_check_tables`.
     """
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError("model file %r does not exist" % path)
     if not zipfile.is_zipfile(path):
         raise ValueError("%r is not an embkit model file (for word2vec files use load_vectors)" % path)
-    with zipfile.ZipFile(path) as zf:
-        try:
-            config = json.loads(zf.read("config.json"))
-            words = json.loads(zf.read("vocab.json"))
-        except KeyError as exc:
-            raise ValueError("%r is not an embkit model file: %s" % (path, exc)) from None
-        if config.get("format") != FORMAT:
-            raise ValueError("%r is not an embkit model file" % path)
-        if config.get("format_version", 0) > FORMAT_VERSION:
-            raise ValueError("%r was written by a newer embkit (format %s)" % (path, config["format_version"]))
-        tables = {}
-        for name in config["arrays"] if arrays else ():
-            with zf.open(name + ".npy") as member:
-                tables[name] = np.lib.format.read_array(io.BufferedReader(member), allow_pickle=False)
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return _read_archive(zf, path, arrays)
+    except safe_zip.ZIP_ERRORS as exc:
+        raise ValueError("%r is damaged: %s" % (path, str(exc)[:200])) from None
+    except OSError as exc:
+        raise OSError(exc.errno, "cannot read model file %r: %s" % (path, exc.strerror or exc)) from None
+
+
+def _read_archive(zf, path, arrays):
+    safe_zip.check_members(zf, path)
+    names = set(zf.namelist())
+    if "config.json" not in names or "vocab.json" not in names:
+        raise ValueError("%r is not an embkit model file: no config.json or vocab.json" % path)
+    config = safe_zip.read_json(zf, "config.json", path)
+    if not isinstance(config, dict) or config.get("format") != FORMAT:
+        raise ValueError("%r is not an embkit model file" % path)
+    version = config.get("format_version", 0)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ValueError("%r: format_version %r is not an integer" % (path, version))
+    if version > FORMAT_VERSION:
+        raise ValueError("%r was written by a newer embkit (format %s)" % (path, version))
+    listed = config.get("arrays")
+    if not isinstance(listed, list) or not all(isinstance(n, str) and _ARRAY_NAME.fullmatch(n) for n in listed):
+        raise ValueError("%r: config.json lists arrays %r, not a list of plain names" % (path, listed))
+    if not isinstance(config.get("params", {}), dict):
+        raise ValueError("%r: config.json has params that are not a mapping" % path)
+    words = safe_zip.read_json(zf, "vocab.json", path)
+    if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+        raise ValueError("%r: vocab.json is not a list of words" % path)
+    tables = {}
+    for name in listed if arrays else ():
+        tables[name] = safe_zip.read_npy(zf, name + ".npy", path)
+    if arrays:
+        _check_tables(path, config, words, tables)
     return config, words, tables
+
+
+def _check_tables(path, config, words, tables):
+    """The tables every model file holds: finite float tables W_in/W_out of equal width, non-negative counts.
+
+    ``W_in`` has one row per word when the file lists words, and the width ``params["vector_size"]``.
+    """
+    for name, arr in tables.items():
+        if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+            raise ValueError("%r: array %s holds non-finite values (NaN or infinity)" % (path, name))
+    for name in ("W_in", "W_out"):
+        if name in tables:
+            arr = tables[name]
+            if arr.ndim != 2 or arr.dtype.kind != "f":
+                raise ValueError("%r: table %s is %s of shape %s, not a 2-d float table"
+                                 % (path, name, arr.dtype, arr.shape))
+            with np.errstate(over="ignore"):
+                tables[name] = arr = np.ascontiguousarray(arr, dtype=np.float32)
+            if not np.isfinite(arr).all():
+                raise ValueError("%r: table %s overflows float32" % (path, name))
+    if "W_in" in tables and "W_out" in tables and tables["W_in"].shape[1] != tables["W_out"].shape[1]:
+        raise ValueError("%r: W_in has %d columns but W_out %d"
+                         % (path, tables["W_in"].shape[1], tables["W_out"].shape[1]))
+    if "W_in" in tables:
+        rows, width = tables["W_in"].shape
+        size = config.get("params", {}).get("vector_size", width)
+        if size != width:
+            raise ValueError("%r: vector_size is %r but W_in has %d columns" % (path, size, width))
+        if words and len(words) != rows:
+            raise ValueError("%r: %d words but W_in has %d rows" % (path, len(words), rows))
+    for name in ("counts", "label_counts"):
+        if name in tables:
+            arr = tables[name]
+            if arr.ndim != 1 or arr.dtype.kind not in "iu" or (arr.size and arr.min() < 0):
+                raise ValueError("%r: %s must be a 1-d array of non-negative integers, got %s of shape %s"
+                                 % (path, name, arr.dtype, arr.shape))
+            tables[name] = arr.astype(np.int64, copy=False)
+            if name == "counts" and words and len(arr) != len(words):
+                raise ValueError("%r: %d counts for %d words" % (path, len(arr), len(words)))

@@ -20,6 +20,8 @@ from .readers import _dataset_name, _malformed, _open_text
 
 __all__ = ['PairDataset', 'read_pairs', 'evaluate_ranking_pairs', 'PAIR_KINDS']
 
+#: Largest row id (tables are indexed with int64).
+_MAX_ID = np.iinfo(np.int64).max
 #: Values of the `kind` argument of :func:`read_pairs`.
 PAIR_KINDS = ('auto', 'words', 'ids')
 
@@ -114,6 +116,10 @@ def read_pairs(path, key_to_index=None, kind='auto', n_contexts=None, n_targets=
     label = name or _dataset_name(path)
     lines = np.asarray(lines, dtype=np.int64)
     if kind == 'ids':
+        for k, (a, b) in enumerate(fields):
+            if max(int(a), int(b)) > _MAX_ID:
+                raise ValueError('%s, line %d: id %d is too large (at most %d)'
+                                 % (path, lines[k], max(int(a), int(b)), _MAX_ID))
         pairs = np.array([[int(a), int(b)] for a, b in fields], dtype=np.int64)
         for col, limit, what in ((0, n_contexts, 'context'), (1, n_targets, 'target')):
             if limit is not None and (pairs[:, col] >= limit).any():

@@ -16,15 +16,17 @@ Files ending in ``.gz`` are decompressed transparently.  Every reader raises
 malformed line.
 """
 
+import contextlib
 import csv
 import errno
 import gzip
-import io
 import math
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from embkit.core.read_errors import reading
 
 __all__ = [
     'SimilarityDataset', 'AnalogyQuestion', 'AnalogyDataset',
@@ -115,14 +117,37 @@ def _dataset_name(path):
     return base
 
 
+@contextlib.contextmanager
 def _open_text(path):
-    """Open `path` for reading text (utf-8, BOM dropped, gzip by suffix)."""
+    """Open `path` for reading lines of text (gzip by suffix); yields an iterator of lines.
+
+    Lines end with ``"\\n"`` (CRLF and a lone CR end a line too); a UTF-8 byte order mark is dropped.
+    Invalid UTF-8, a damaged ``.gz`` file or an I/O error raise an error naming the file (and line).
+    """
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(errno.ENOENT, 'evaluation file not found', path)
-    if path.endswith('.gz'):
-        return io.TextIOWrapper(gzip.open(path, 'rb'), encoding='utf-8-sig', newline=None)
-    return open(path, encoding='utf-8-sig', newline=None)
+    opener = gzip.open if path.endswith('.gz') else open
+    with reading(path, 'evaluation file'), opener(path, 'rb') as fh:
+        yield _decoded_lines(fh, path)
+
+
+def _decoded_lines(fh, path):
+    number = 0
+    for raw in fh:
+        if number == 0 and raw.startswith(b'\xef\xbb\xbf'):
+            raw = raw[3:]
+        body = raw[:-1] if raw.endswith(b'\n') else raw
+        if body.endswith(b'\r'):
+            body = body[:-1]
+        for piece in body.split(b'\r'):
+            number += 1
+            try:
+                text = piece.decode('utf-8')
+            except UnicodeDecodeError as exc:
+                raise ValueError('%s, line %d: not valid UTF-8 (byte 0x%02x at column %d)'
+                                 % (path, number, piece[exc.start], exc.start + 1)) from None
+            yield text + '\n'
 
 
 def _malformed(path, line_no, message, line):

@@ -311,7 +311,8 @@ class PairCounts:
         ids : {'auto', 'index', 'name'}
             Without ``names``: 'index' takes ids as integer indices ``0..n-1`` (``n`` = largest + 1);
             'name' takes them as names, numbered by first appearance; 'auto' is 'index' when every id is
-            a non-negative integer, else 'name'.
+            a non-negative integer and the indices are dense (the largest below 16 times the number of
+            distinct ids plus 2**20), else 'name'; 'index' refuses indices that sparse.
 
         Raises
         ------

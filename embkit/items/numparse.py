@@ -14,6 +14,8 @@ the problem; a slow pass over one block is cheap next to reading the file.
 """
 import numpy as np
 
+from embkit.core.line_blocks import whole_line_blocks
+
 __all__ = ["BlockFormatError", "iter_line_blocks", "squeeze_blank_lines", "parse_block",
            "parse_tolerating_blank_lines", "line_error", "locate_error", "open_binary"]
 
@@ -29,6 +31,7 @@ _DIGIT_FLAGS = (_U(0x7676767676767676), _U(0x8080808080808080))
 _KEEP_MASKS = np.array([0] + [((1 << 64) - 1) >> (8 * (8 - k)) << (8 * (8 - k)) for k in range(1, 9)],
                        dtype=np.uint64)
 _NEWLINE = 10
+_BOM = b"\xef\xbb\xbf"
 _DOT = 46
 
 
@@ -52,28 +55,16 @@ def iter_line_blocks(fh, block_bytes=BLOCK_BYTES):
     """Yield ``(block, first_line)``: runs of whole lines of a binary file, and the 1-based number of the first.
 
     Every block ends with a newline (one is added after a last line without it).  Carriage returns are
-    dropped, so CRLF files read as LF files.
+    dropped, so CRLF files read as LF files, and a UTF-8 byte order mark at the start is skipped.
     """
-    carry = b""
     line = 1
-    while True:
-        data = fh.read(block_bytes)
-        if not data:
-            break
-        if carry:
-            data = carry + data
-        cut = data.rfind(b"\n") + 1
-        if cut == 0:  # a line longer than the block: read on
-            carry = data
-            continue
-        block, carry = data[:cut], data[cut:]
+    for block in whole_line_blocks(fh, block_bytes):
+        if line == 1 and block.startswith(_BOM):
+            block = block[len(_BOM):]
         if b"\r" in block:
             block = block.replace(b"\r", b"")
         yield block, line
         line += block.count(b"\n")
-    carry = carry.replace(b"\r", b"")
-    if carry:
-        yield carry + b"\n", line
 
 
 def squeeze_blank_lines(block):
@@ -153,7 +144,7 @@ def _parse_decimal(a, ends, lengths, dots):
     return whole
 
 
-def parse_block(block, n_fields, seps=b"\t", decimal=()):
+def parse_block(block, n_fields, seps=b"\t", decimal=(), order=None):
     """Parse a block of lines of ``n_fields`` unsigned numbers separated by any byte of ``seps``.
 
     Parameters
@@ -166,6 +157,9 @@ def parse_block(block, n_fields, seps=b"\t", decimal=()):
         Field separators (each byte is one).
     decimal : sequence of int
         Columns that may hold one decimal point (``3.5``, ``4.0``); the others hold digits only.
+    order : bytes, optional
+        The separator after each field but the last, when each has its own (``b",,--"`` for
+        ``1,5,2005-09-06``); by default any byte of ``seps`` may follow any field.
 
     Returns
     -------
@@ -176,10 +170,13 @@ def parse_block(block, n_fields, seps=b"\t", decimal=()):
     ------
     BlockFormatError
         A line has another number of fields, an empty field, a character other than digits (and one
-        dot in a decimal column), or a number of more than :data:`MAX_DIGITS` digits.
+        dot in a decimal column), a number of more than :data:`MAX_DIGITS` digits, or a separator out
+        of ``order``.
     """
     a = np.frombuffer(b"0" * _PAD + block, dtype=np.uint8)
     ends, lengths = _split_fields(a, block.count(b"\n"), n_fields, seps)
+    if order is not None and len(ends) and not (a[ends[:, :-1]] == np.frombuffer(order, np.uint8)).all():
+        raise BlockFormatError("separators out of order")
     dots_at = np.flatnonzero(a == _DOT) if b"." in block else np.zeros(0, dtype=np.int64)
     # the field of each dot: position of the first field end at or after it, in row-major order
     dot_field = np.searchsorted(ends.ravel(), dots_at)

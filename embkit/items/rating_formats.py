@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 
+from embkit.core.read_errors import reading
 from embkit.items.numparse import (BlockFormatError, iter_line_blocks, locate_error, open_binary, parse_block,
                               parse_tolerating_blank_lines)
 
@@ -51,7 +52,7 @@ def _check_date(text):
         raise ValueError("date %r is not YYYY-MM-DD" % text)
     try:
         datetime.date(*(int(g) for g in match.groups()))
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:
         raise ValueError("date %r is not a valid date (%s)" % (text, exc)) from None
 
 
@@ -99,6 +100,8 @@ def _csv_header(block):
 
 def _parse_movielens(block, sep, double_colons):
     if double_colons:
+        if b"\t" in block:  # a tab would pass for a separator below
+            raise BlockFormatError("tab in a '::' file")
         block = block.replace(b"::", b"\t")
     user, item, rating, stamp = parse_block(block, 4, sep, decimal=(2,))
     _check_ids(user, item)
@@ -119,7 +122,7 @@ def read_movielens(path, layout, block_bytes):
     """
     sep = MOVIELENS_SEPARATORS[layout]
     fast_sep = b"," if layout == "csv" else b"\t"
-    with open_binary(path) as fh:
+    with reading(path, "rating file"), open_binary(path) as fh:
         for block, first in iter_line_blocks(fh, block_bytes):
             if first == 1 and layout == "csv":
                 try:
@@ -184,7 +187,7 @@ def _days_since_epoch(year, month, day):
 def _parse_netflix(block, movie):
     """The rating arrays of a Netflix block, and the movie current at its end."""
     data, movies, counts, movie = _split_movies(block, movie)
-    user, rating, year, month, day = parse_block(data, 5, b",-")
+    user, rating, year, month, day = parse_block(data, 5, b",-", order=b",,--")
     _check_ids(user)
     days = _days_since_epoch(year, month, day)
     return (user.astype(np.int32), np.repeat(movies, counts), rating.astype(np.float32),
@@ -198,7 +201,7 @@ def read_netflix(path, block_bytes):
     the timestamp of a rating is midnight UTC of its date.
     """
     movie = None
-    with open_binary(path) as fh:
+    with reading(path, "rating file"), open_binary(path) as fh:
         for block, first in iter_line_blocks(fh, block_bytes):
             try:
                 arrays, movie = parse_tolerating_blank_lines(_parse_netflix, block, movie)

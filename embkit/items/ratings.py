@@ -32,6 +32,7 @@ from typing import Optional
 
 import numpy as np
 
+from embkit.core.read_errors import reading
 from embkit.items import rating_formats as formats
 from embkit.items.numparse import BLOCK_BYTES, open_binary
 from embkit.items.titles import find_titles, load_titles
@@ -123,7 +124,7 @@ def _threshold_error(min_rating, source, n_read, highest):
 
 # ---------------------------------------------------------------------------------------------- files
 def _first_line(path):
-    with open_binary(path) as fh:
+    with reading(path, "rating file"), open_binary(path) as fh:
         head = fh.read(1 << 12)
     for line in head.splitlines():
         if line.strip():

@@ -16,6 +16,7 @@ import csv
 import io
 import os
 
+from embkit.core.read_errors import reading
 from embkit.items.numparse import line_error, open_binary
 
 __all__ = ["TITLE_FILES", "load_titles", "find_titles"]
@@ -41,7 +42,7 @@ def _decode(data, encodings):
 
 def _split_lines(path, sep, encodings, min_fields, max_split=-1):
     """``(line number, fields, line)`` of the non-empty lines of a delimited file."""
-    with open_binary(path) as fh:
+    with reading(path, "title file"), open_binary(path) as fh:
         text = _decode(fh.read(), encodings)
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -71,7 +72,7 @@ def _read_netflix(path):
 
 
 def _read_csv(path):
-    with open_binary(path) as fh:
+    with reading(path, "title file"), open_binary(path) as fh:
         text = _decode(fh.read(), ("utf-8", "latin-1"))
     titles = {}
     rows = csv.reader(io.StringIO(text, newline=""))

@@ -4,16 +4,20 @@ import re
 
 import numpy as np
 
+from embkit.core.read_errors import reading
 from embkit.items.numparse import line_error, open_binary
 
 _SPLIT = re.compile(r"[\s,]+")
 _COUNT = re.compile(r"[0-9]+\Z")
 ID_MODES = ("auto", "index", "name")
+#: Largest item index (tables are indexed with int32) and largest count (exact as a float64).
+MAX_ID = np.iinfo(np.int32).max
+MAX_COUNT = 2 ** 53
 
 
 def _fields(path):
     """``(line number, i, j, count, line)`` of each data line."""
-    with open_binary(path) as fh:
+    with reading(path, "triple file"), open_binary(path) as fh:
         text = fh.read().decode("utf-8", errors="replace")
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
@@ -24,7 +28,20 @@ def _fields(path):
             raise line_error(path, number, "expected 3 fields 'context target count', found %d" % len(fields), line)
         if not _COUNT.match(fields[2]):
             raise line_error(path, number, "count %r is not a non-negative integer" % fields[2], line)
+        if int(fields[2]) > MAX_COUNT:
+            raise line_error(path, number, "count %s is larger than %d" % (fields[2], MAX_COUNT), line)
         yield number, fields[0], fields[1], int(fields[2]), line
+
+
+def _max_index_items(distinct):
+    """Most items an index file may make of ``distinct`` ids (the rest would be unused rows)."""
+    return min(MAX_ID + 1, 16 * distinct + (1 << 20))
+
+
+def _dense(lines):
+    """True when integer ids, read as indices, leave few unused rows (see :func:`_max_index_items`)."""
+    ids = {int(x) for _, i, j, _, _ in lines for x in (i, j)}
+    return max(ids) < _max_index_items(len(ids))
 
 
 def read_triples(path, names=None, ids="auto"):
@@ -51,7 +68,7 @@ def read_triples(path, names=None, ids="auto"):
         mode = "given"
     else:
         all_int = all(i.isascii() and i.isdigit() and j.isascii() and j.isdigit() for _, i, j, _, _ in lines)
-        mode = ("index" if all_int else "name") if ids == "auto" else ids
+        mode = ("index" if all_int and _dense(lines) else "name") if ids == "auto" else ids
         index = {}
     rows = np.empty(len(lines), dtype=np.int64)
     cols = np.empty(len(lines), dtype=np.int64)
@@ -61,6 +78,8 @@ def read_triples(path, names=None, ids="auto"):
                 if not (item.isascii() and item.isdigit()):
                     raise line_error(path, number, "item %r is not a non-negative integer index (ids='index')"
                                      % item, line)
+                if int(item) > MAX_ID:
+                    raise line_error(path, number, "item index %s is larger than %d" % (item, MAX_ID), line)
                 out[k] = int(item)
             elif mode == "name":
                 out[k] = index.setdefault(item, len(index))
@@ -69,7 +88,11 @@ def read_triples(path, names=None, ids="auto"):
             else:
                 raise line_error(path, number, "item %r is not one of the %d given names" % (item, len(names)), line)
     if mode == "index":
-        names = [str(k) for k in range(int(max(rows.max(), cols.max())) + 1)]
+        n = int(max(rows.max(), cols.max())) + 1
+        if n > _max_index_items(len(np.union1d(rows, cols))):
+            raise ValueError("%s: ids='index' makes %d items (the largest index + 1) of only %d distinct ids; "
+                             "read the ids as names with ids='name'" % (path, n, len(np.union1d(rows, cols))))
+        names = [str(k) for k in range(n)]
     elif mode == "name":
         names = list(index)
     counts = np.array([c for _, _, _, c, _ in lines], dtype=np.int64)

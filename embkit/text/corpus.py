@@ -7,12 +7,18 @@ Invalid UTF-8 is decoded with replacement characters and counted.
 """
 import logging
 import os
+import re
 from dataclasses import dataclass, field
+
+from embkit.core.read_errors import reading
 
 logger = logging.getLogger(__name__)
 
 BLOCK_CHARS = 1 << 18
 MAX_SENTENCE_LENGTH = 10000
+#: Longest run of characters without a blank read as one token; longer ones are an error (binary file?).
+MAX_TOKEN_CHARS = 1 << 20
+_LAST_BLANK = re.compile(r"\s\S*\Z")
 
 
 @dataclass
@@ -81,41 +87,50 @@ class TextCorpus:
         """Yield ``(text, line_complete)`` pieces: whole lines, or a partial line when a line is very long.
 
         A piece never splits a token.  ``line_complete`` is False when the line continues in the next piece.
+        A damaged compressed file, an I/O error or a token longer than :data:`MAX_TOKEN_CHARS` (not a text
+        file?) raises an error naming the file.
         """
         self.stats = ReadStats(files=list(self.files))
         for path in self.files:
-            with _open_text(path) as fh:
-                carry = ""
-                open_line = False  # the last piece handed over was a partial line
-                while True:
-                    try:
-                        block = fh.read(BLOCK_CHARS)
-                    except OSError as exc:
-                        raise OSError("error reading corpus %r: %s" % (path, exc)) from exc
-                    if not block:
-                        break
-                    self.stats.replaced_chars += block.count("\ufffd")
-                    block = carry + block
-                    cut = block.rfind("\n")
-                    if cut >= 0:
-                        yield block[:cut], True
-                        carry = block[cut + 1:]
-                        open_line = False
-                    else:
-                        # one long line: hand over everything up to the last whitespace
-                        cut = max(block.rfind(" "), block.rfind("\t"), block.rfind("\r"))
-                        if cut > 0:
-                            yield block[:cut], False
-                            carry = block[cut + 1:]
-                            open_line = True
-                        else:
-                            carry = block
-                if carry or open_line:
-                    # end of file ends the line, even if its last piece was handed over already
-                    yield carry, True
-            if self.stats.replaced_chars:
-                logger.warning("%s: %d invalid UTF-8 sequences replaced by U+FFFD", path,
-                               self.stats.replaced_chars)
+            with reading(path, "corpus"):
+                with _open_text(path) as fh:
+                    yield from self._file_blocks(fh, path)
+
+    def _file_blocks(self, fh, path):
+        carry = ""
+        open_line = False  # the last piece handed over was a partial line
+        line = 1
+        replaced = 0
+        while True:
+            block = fh.read(BLOCK_CHARS)
+            if not block:
+                break
+            replaced += block.count("\ufffd")
+            block = carry + block
+            cut = block.rfind("\n")
+            if cut >= 0:
+                yield block[:cut], True
+                line += block.count("\n", 0, cut + 1)
+                carry = block[cut + 1:]
+                open_line = False
+            else:
+                # one long line: hand over everything up to the last blank
+                last = _LAST_BLANK.search(block)
+                if last is not None and last.start() > 0:
+                    yield block[:last.start()], False
+                    carry = block[last.start() + 1:]
+                    open_line = True
+                else:
+                    carry = block
+            if len(carry) > MAX_TOKEN_CHARS:
+                raise ValueError("%s, line %d: a token of more than %d characters (no blank in them): is it "
+                                 "a text file?" % (path, line, MAX_TOKEN_CHARS))
+        if carry or open_line:
+            # end of file ends the line, even if its last piece was handed over already
+            yield carry, True
+        self.stats.replaced_chars += replaced
+        if replaced:
+            logger.warning("%s: %d invalid UTF-8 sequences replaced by U+FFFD", path, replaced)
 
     def iter_token_blocks(self):
         """Yield lists of tokens, ignoring sentence boundaries (fast path for counting)."""

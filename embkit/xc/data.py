@@ -40,6 +40,8 @@ import scipy.sparse as sp
 
 from embkit.xc.parse import MAX_ID, IdSpec, parse_block
 from embkit.core.atomic import atomic_path
+from embkit.core.line_blocks import whole_line_blocks
+from embkit.core.read_errors import reading
 
 __all__ = ["XCData", "read_xc", "read_svmlight", "read_xc_header", "write_xc", "BLOCK_BYTES"]
 
@@ -169,7 +171,7 @@ def read_xc(path, *, header="auto", base=0, label_base=None, n_features=None, n_
     if "://" not in source and not os.path.exists(source):
         raise FileNotFoundError("data file %r does not exist" % source)
     from smart_open import open as sopen
-    with sopen(source, "rb") as fh:
+    with reading(source, "data file"), sopen(source, "rb") as fh:
         first = fh.readline()
         if first.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
             first = first[3:]
@@ -216,7 +218,7 @@ def read_xc_header(path):
     """
     from smart_open import open as sopen
     source = os.fspath(path)
-    with sopen(source, "rb") as fh:
+    with reading(source, "data file"), sopen(source, "rb") as fh:
         first = fh.readline()
     return _parse_header(first, "auto", source) if first else None
 
@@ -266,23 +268,11 @@ def _sizes(declared, n_features, n_labels, source):
 def _read_blocks(fh, head, first_line, spec, source, block_bytes):
     """Parse the rest of `fh` (after `head`, the already-read start of it) block by block."""
     parts = []
-    carry = head
     line = first_line
-    while True:
-        chunk = fh.read(block_bytes)
-        if not chunk:
-            break
-        chunk = carry + chunk if carry else chunk
-        cut = chunk.rfind(b"\n") + 1
-        if not cut:
-            carry = chunk
-            continue
-        carry = chunk[cut:]
-        parsed = parse_block(chunk[:cut] if cut < len(chunk) else chunk, line, spec, source)
+    for block in whole_line_blocks(fh, block_bytes, head):
+        parsed = parse_block(block, line, spec, source)
         line += parsed.n_rows
         parts.append(parsed)
-    if carry:
-        parts.append(parse_block(carry + b"\n", line, spec, source))
     return parts
 
 
