@@ -1,6 +1,6 @@
 # Pieces every driver (windows, pairs, rows) shares: the learning-rate schedule, per-slice results and the
 # negatives of the current example, drawn one example ahead when the sampler ignores the query.
-from libc.stdint cimport uint64_t
+from libc.stdint cimport uint64_t, int32_t, int64_t
 from libc.stdlib cimport malloc, calloc, free
 
 from embkit._kernels.common cimport emb_prefetch_row
@@ -29,6 +29,48 @@ cdef inline int check_objective(Py_ssize_t in_dim, Py_ssize_t out_dim, Py_ssize_
     if sampler is not None and sampler.n_classes != out_rows:
         raise ValueError("sampler has %d classes but W_out has %d rows" % (sampler.n_classes, out_rows))
     return 0
+
+
+cdef inline int check_ids(const int32_t[::1] ids, Py_ssize_t limit, str what) except -1:
+    """IndexError unless every id is in ``[0, limit)``: ids index table rows in the nogil loops, unchecked."""
+    cdef Py_ssize_t i, n = ids.shape[0]
+    if n == 0:
+        return 0
+    cdef int32_t lo = ids[0], hi = ids[0], v
+    with nogil:
+        for i in range(1, n):
+            v = ids[i]
+            if v < lo:
+                lo = v
+            elif v > hi:
+                hi = v
+    if lo < 0 or hi >= limit:
+        raise IndexError("%s must be in [0, %d), found %d" % (what, limit, lo if lo < 0 else hi))
+    return 0
+
+
+cdef inline int check_offsets(const int64_t[::1] ptr, Py_ssize_t n_items, str what) except -1:
+    """ValueError unless ``ptr`` (CSR row pointers) starts at 0, never decreases and ends at ``n_items``."""
+    cdef Py_ssize_t i, n = ptr.shape[0]
+    cdef bint ok = n >= 1 and ptr[0] == 0 and ptr[n - 1] == n_items
+    if ok:
+        with nogil:
+            for i in range(1, n):
+                if ptr[i] < ptr[i - 1]:
+                    ok = False
+                    break
+    if not ok:
+        raise ValueError("%s row pointers must start at 0, never decrease and end at %d" % (what, n_items))
+    return 0
+
+
+cdef inline Py_ssize_t loss_classes(Loss loss, Py_ssize_t out_rows) except -1:
+    """Classes ``loss`` scores with an output table of ``out_rows`` rows; ValueError if the table is too small."""
+    cdef Py_ssize_t n = loss._classes_for(out_rows)
+    if loss.output_rows(n) > out_rows:
+        raise ValueError("W_out has %d rows, but the loss trains %d for its %d classes"
+                         % (out_rows, loss.output_rows(n), n))
+    return n
 
 
 cdef inline int slice_count(int n_threads, int slice_index) except -1:

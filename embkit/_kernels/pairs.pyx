@@ -12,8 +12,8 @@ from libc.stdint cimport uint64_t, uint32_t, int32_t
 from libc.stdlib cimport malloc, free
 
 from embkit._kernels.common cimport emb_axpy, emb_prefetch_row, rng_next, mix_seed
-from embkit._kernels.drive cimport (SliceResult, check_objective, slice_count, slices_new, slices_total,
-                                    Negatives, linear_lr, negatives_init, negatives_free, next_negatives,
+from embkit._kernels.drive cimport (SliceResult, check_objective, check_ids, loss_classes, slice_count,
+                                    slices_new, slices_total, Negatives, linear_lr, negatives_init, negatives_free, next_negatives,
                                     neg_ids, neg_logq)
 from embkit._kernels.losses cimport Loss, Scratch, scratch_new, scratch_free
 from embkit._kernels.samplers cimport Sampler, AliasSampler, AliasCell
@@ -125,6 +125,8 @@ cdef class PairTrainer:
             raise ValueError("contexts, targets and the entry distribution must have the same length")
         if contexts.shape[0] == 0:
             raise ValueError("no pairs to train on")
+        check_ids(contexts, W_in.shape[0], "context ids")
+        check_ids(targets, loss_classes(loss, W_out.shape[0]), "target ids")
         self.W_in = W_in
         self.W_out = W_out
         self.contexts = contexts

@@ -19,8 +19,8 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 from embkit._kernels.common cimport emb_axpy, emb_dot, emb_scale_copy, rng_below, mix_seed
-from embkit._kernels.drive cimport (SliceResult, check_objective, slice_count, slices_new, slices_total,
-                                    Negatives, linear_lr, negatives_init, negatives_free, next_negatives,
+from embkit._kernels.drive cimport (SliceResult, check_objective, check_ids, check_offsets, loss_classes,
+                                    slice_count, slices_new, slices_total, Negatives, linear_lr, negatives_init, negatives_free, next_negatives,
                                     neg_ids, neg_logq)
 from embkit._kernels.losses cimport Loss, Scratch, scratch_new, scratch_free
 from embkit._kernels.samplers cimport Sampler
@@ -161,24 +161,6 @@ cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, Py_ssize_t b
     return 0
 
 
-cdef int32_t order_max(const int32_t[::1] a) noexcept nogil:
-    cdef int32_t m = a[0]
-    cdef Py_ssize_t i
-    for i in range(1, a.shape[0]):
-        if a[i] > m:
-            m = a[i]
-    return m
-
-
-cdef int32_t order_min(const int32_t[::1] a) noexcept nogil:
-    cdef int32_t m = a[0]
-    cdef Py_ssize_t i
-    for i in range(1, a.shape[0]):
-        if a[i] < m:
-            m = a[i]
-    return m
-
-
 cdef class RowTrainer:
     """Tables, examples, loss, sampler and settings of one run of the ``rows`` driver.
 
@@ -229,6 +211,10 @@ cdef class RowTrainer:
             raise ValueError("tau must be > 0, got %r" % tau)
         if normalize_classes and loss.output_rows(W_out.shape[0]) != W_out.shape[0]:
             raise ValueError("normalize_classes needs one output row per class (not hierarchical softmax)")
+        check_offsets(x_indptr, x_indices.shape[0], "feature")
+        check_offsets(y_indptr, y_indices.shape[0], "label")
+        check_ids(x_indices, W_in.shape[0], "feature ids")
+        check_ids(y_indices, loss_classes(loss, W_out.shape[0]), "label ids")
         self.W_in = W_in
         self.W_out = W_out
         self.arrays = (x_indptr, x_indices, x_data, y_indptr, y_indices)
@@ -272,8 +258,7 @@ cdef class RowTrainer:
         if n == 0:
             return 0.0, 0, 0
         cdef Py_ssize_t n_rows = (<object>self.arrays[0]).shape[0] - 1
-        if order_max(order) >= n_rows or order_min(order) < 0:
-            raise IndexError("example ids must be in [0, %d)" % n_rows)
+        check_ids(order, n_rows, "example ids")
         cdef RowConfig c = self.cfg
         c.order = &order[0]
         c.before = examples_before

@@ -16,8 +16,8 @@ from libc.string cimport memset
 
 from embkit._kernels.common cimport (emb_axpy, emb_scale_copy, emb_prefetch_row, rng_uniform, rng_below, mix_seed,
                                      EMBKIT_HAVE_OPENMP)
-from embkit._kernels.drive cimport (SliceResult, check_objective, slice_count, slices_new, slices_total,
-                                    Negatives, linear_lr, negatives_init, negatives_free, next_negatives,
+from embkit._kernels.drive cimport (SliceResult, check_objective, check_ids, loss_classes, slice_count,
+                                    slices_new, slices_total, Negatives, linear_lr, negatives_init, negatives_free, next_negatives,
                                     neg_ids, neg_logq)
 from embkit._kernels.losses cimport Loss, Scratch, scratch_new, scratch_free
 from embkit._kernels.samplers cimport Sampler
@@ -169,6 +169,20 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
     return 0
 
 
+cdef int check_sentence_ends(const int32_t[::1] ends) except -1:
+    """ValueError unless sentence ends are positive and never decrease (sentences are read between them)."""
+    cdef Py_ssize_t i
+    cdef bint ok = ends[0] >= 0
+    with nogil:
+        for i in range(1, ends.shape[0]):
+            if ends[i] < ends[i - 1]:
+                ok = False
+                break
+    if not ok:
+        raise ValueError("sentence ends must be >= 0 and never decrease")
+    return 0
+
+
 def split_slices(const int32_t[::1] ends, int n_threads):
     """Sentence index boundaries that cut a chunk into ``n_threads`` slices of about equal tokens."""
     n_sent = ends.shape[0]
@@ -207,6 +221,7 @@ cdef class WindowTrainer:
     cdef Loss loss
     cdef Sampler sampler
     cdef Config cfg
+    cdef Py_ssize_t n_ids   # word ids index W_in rows and are the classes of the loss
 
     def __init__(self, float[:, ::1] W_in not None, float[:, ::1] W_out not None, keep, Loss loss not None,
                  Sampler sampler, int window, bint sg, bint cbow_mean, int negative, bint shared_negatives,
@@ -219,6 +234,7 @@ cdef class WindowTrainer:
         self.cfg.W_in = &W_in[0, 0]
         self.cfg.W_out = &W_out[0, 0]
         self.cfg.dim = W_in.shape[1]
+        self.n_ids = min(W_in.shape[0], loss_classes(loss, W_out.shape[0]))
         if keep is not None:
             self.keep = np.ascontiguousarray(keep, dtype=np.float32)
             if self.keep.shape[0] != W_in.shape[0]:
@@ -259,6 +275,8 @@ cdef class WindowTrainer:
         if ends[ends.shape[0] - 1] != tokens.shape[0]:
             raise ValueError("the last sentence end (%d) must equal the chunk length (%d)"
                              % (ends[ends.shape[0] - 1], tokens.shape[0]))
+        check_ids(tokens, self.n_ids, "word ids")
+        check_sentence_ends(ends)
         cdef Config c = self.cfg
         c.tokens = &tokens[0]
         c.ends = &ends[0]

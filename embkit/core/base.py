@@ -320,12 +320,23 @@ class EmbeddingModel:
             raise ValueError("%r holds a %s model, not %s" % (str(path), kind.__name__, cls.__name__))
         params = config.get("params") or {}
         names = set(kind._param_names())
-        model = kind(**{k: v for k, v in params.items() if k in names}, progress=False)
+        try:
+            model = kind(**{k: v for k, v in params.items() if k in names}, progress=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError("%r holds bad %s parameters: %s" % (str(path), kind.__name__, exc)) from None
         missing = [name for name in ("W_in", "W_out") if name not in arrays]
         if missing:
             raise ValueError("%r is not a complete %s file: no %s table" % (str(path), kind.__name__, missing[0]))
         model.W_in, model.W_out = arrays.pop("W_in"), arrays.pop("W_out")
-        model._restore(config.get("state") or {}, words, arrays)
+        _check_loaded_tables(path, model, arrays.get("counts", arrays.get("label_counts")))
+        state = config.get("state") or {}
+        try:
+            if not isinstance(state, dict):
+                raise TypeError("state is a %s, not a mapping" % type(state).__name__)
+            model._restore(state, words, arrays)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError("%r is not a complete %s file: %s: %s"
+                             % (str(path), kind.__name__, type(exc).__name__, exc)) from None
         return model
 
     # ------------------------------------------------------------------ checkpoints
@@ -423,3 +434,20 @@ class EmbeddingModel:
 def _as_json(value):
     """``value`` as it reads back from a JSON file (tuples become lists)."""
     return json.loads(json.dumps(value))
+
+
+def _check_loaded_tables(path, model, counts):
+    """ValueError naming ``path`` unless the tables are ``vector_size`` wide and ``W_out`` has the rows the
+    model's loss trains for its classes (``len(counts)``)."""
+    if model.W_in.shape[1] != model.vector_size:
+        raise ValueError("%r: vector_size is %d but the tables have %d columns"
+                         % (str(path), model.vector_size, model.W_in.shape[1]))
+    if counts is None:
+        return
+    try:
+        rows = model._build_loss(counts, len(counts)).output_rows(len(counts))
+    except (TypeError, ValueError) as exc:
+        raise ValueError("%r holds bad %s parameters: %s" % (str(path), type(model).__name__, exc)) from None
+    if model.W_out.shape[0] != rows:
+        raise ValueError("%r: W_out has %d rows, but the %s loss trains %d for %d classes"
+                         % (str(path), model.W_out.shape[0], model.loss, rows, len(counts)))

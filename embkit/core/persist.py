@@ -16,7 +16,7 @@ from embkit.core.atomic import atomic_path
 
 FORMAT = "embkit-model"
 FORMAT_VERSION = 1
-_ARRAY_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
+_ARRAY_NAME = re.compile(r"(?=.{1,128}\Z)[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*")
 
 #: model kind (an archive's ``"model"`` field) -> class; model classes register themselves here
 MODEL_KINDS = {}
@@ -48,7 +48,15 @@ def load(path):
 
 
 def save_archive(path, config, words, arrays, overwrite=True):
-    """Write ``config`` (JSON-able dict), ``words`` (list of str) and named arrays to ``path`` atomically."""
+    """Write ``config`` (JSON-able dict), ``words`` (list of str) and named arrays to ``path`` atomically.
+
+    Float arrays with NaN or infinity (a diverged run) are refused before anything is written.
+    """
+    for name, arr in arrays.items():
+        arr = np.asarray(arr)
+        if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+            raise ValueError("refusing to save %r: %s holds NaN or infinity (did training diverge? lower alpha)"
+                             % (os.fspath(path), name))
     with atomic_path(path, overwrite) as tmp:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
             meta = dict(config, format=FORMAT, format_version=FORMAT_VERSION, arrays=sorted(arrays))

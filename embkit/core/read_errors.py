@@ -15,11 +15,9 @@ DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError)
 
 
 def named_os_error(exc, path, what="file"):
-    """``exc`` (an OSError) again, with a message naming ``path`` (same class, same errno)."""
+    """An OSError like ``exc`` (same errno, hence the same subclass) whose message names ``path``."""
     message = "cannot read %s %r: %s" % (what, path, exc.strerror or exc)
-    if exc.errno is None:
-        return type(exc)(message) if type(exc).__init__ is OSError.__init__ else OSError(message)
-    return OSError(exc.errno, message)
+    return OSError(exc.errno, message) if exc.errno else OSError(message)
 
 
 @contextlib.contextmanager

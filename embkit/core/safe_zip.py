@@ -9,6 +9,7 @@ buffer, so a member never costs more memory than the array it holds.
 """
 import json
 import os
+import warnings
 import zipfile
 import zlib
 
@@ -81,7 +82,8 @@ def read_json(zf, name, path):
 def read_npy(zf, name, path):
     """The array of ``.npy`` member ``name``: numeric, native byte order, C-contiguous and writable."""
     info = _member(zf, name, path)
-    with zf.open(info) as member:
+    with zf.open(info) as member, warnings.catch_warnings():
+        warnings.simplefilter("ignore")      # numpy warns about headers written by Python 2
         try:
             version = np.lib.format.read_magic(member)
             if version == (1, 0):

@@ -22,11 +22,10 @@ import errno
 import gzip
 import math
 import os
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from embkit.core.read_errors import reading
 
 __all__ = [
     'SimilarityDataset', 'AnalogyQuestion', 'AnalogyDataset',
@@ -128,8 +127,16 @@ def _open_text(path):
     if not os.path.isfile(path):
         raise FileNotFoundError(errno.ENOENT, 'evaluation file not found', path)
     opener = gzip.open if path.endswith('.gz') else open
-    with reading(path, 'evaluation file'), opener(path, 'rb') as fh:
-        yield _decoded_lines(fh, path)
+    try:
+        with opener(path, 'rb') as fh:
+            yield _decoded_lines(fh, path)
+    except OSError as exc:                        # I/O errors, a file that is not gzip
+        if path in str(exc):
+            raise
+        message = 'cannot read %s: %s' % (path, exc.strerror or exc)
+        raise (OSError(exc.errno, message) if exc.errno else OSError(message)) from exc
+    except (EOFError, zlib.error) as exc:         # a damaged .gz file
+        raise ValueError('cannot read %s: %s: %s' % (path, type(exc).__name__, exc)) from exc
 
 
 def _decoded_lines(fh, path):

@@ -38,6 +38,7 @@ from collections import Counter
 import numpy as np
 import scipy.sparse as sp
 
+from embkit.core.sparse_checks import check_sparse
 from embkit.items.pair_split import split_pairs
 
 logger = logging.getLogger(__name__)
@@ -149,6 +150,8 @@ def _count_matrix(matrix, what="matrix"):
         matrix = np.asarray(matrix)
         if matrix.ndim != 2:
             raise ValueError("%s must be 2-D (n_items x n_items), got shape %s" % (what, matrix.shape))
+    else:
+        check_sparse(matrix, what)
     m = sp.csr_matrix(matrix, copy=True)
     if m.shape[0] != m.shape[1]:
         raise ValueError("%s must be square (n_items x n_items: rows are context items, columns the items "

@@ -24,6 +24,7 @@ from embkit._kernels.samplers import AliasSampler
 from embkit.core.base import EmbeddingModel
 from embkit.core.checkpoint import fingerprint
 from embkit.core.checks import POSITIVE_INT, check_param
+from embkit.core.sparse_checks import MAX_ROWS, check_sparse
 from embkit.core.validation import BestEpoch
 
 logger = logging.getLogger(__name__)
@@ -42,6 +43,10 @@ class _PairChunk:
     def __init__(self, n):
         self.kernel_args = (n,)
         self.raw_words = n
+
+
+#: Most pairs one epoch draws (the counts' sum): beyond 2**53 a float64 count no longer counts one by one.
+MAX_PAIRS = 2 ** 53
 
 
 def as_pair_matrix(pairs, n_items=None):
@@ -66,6 +71,7 @@ def as_pair_matrix(pairs, n_items=None):
         names = None if names is None else [str(x) for x in names]
         pairs = pairs.matrix
     if sp.issparse(pairs):
+        check_sparse(pairs, "the co-occurrence matrix")
         m = sp.csr_matrix(pairs, dtype=np.float64)
     else:
         arr = np.asarray(pairs)
@@ -80,6 +86,8 @@ def as_pair_matrix(pairs, n_items=None):
         if ids.min() < 0:
             raise ValueError("pair ids must be >= 0, got %d" % ids.min())
         n = int(ids.max()) + 1 if n_items is None else int(n_items)
+        if n - 1 > MAX_ROWS:
+            raise ValueError("pair id %d is too large (at most %d)" % (n - 1, MAX_ROWS))
         if ids.max() >= n:
             raise ValueError("pair id %d is out of range for n_items=%d" % (ids.max(), n))
         w = arr[:, 2].astype(np.float64) if arr.shape[1] == 3 else np.ones(len(arr))
@@ -90,6 +98,9 @@ def as_pair_matrix(pairs, n_items=None):
     m.eliminate_zeros()
     if m.nnz and (not np.all(np.isfinite(m.data)) or m.data.min() < 0):
         raise ValueError("co-occurrence counts must be finite and >= 0")
+    if m.data.sum() > MAX_PAIRS:
+        raise ValueError("co-occurrence counts sum to %.3g pairs, more than an epoch can draw (%d)"
+                         % (m.data.sum(), MAX_PAIRS))
     if m.nnz == 0:
         raise ValueError("the co-occurrence matrix has no pairs")
     if names is not None and len(names) != m.shape[0]:

@@ -6,7 +6,7 @@ import numpy as np
 from embkit._kernels.windows import WindowTrainer
 from embkit.core.base import EmbeddingModel
 from embkit.core.checkpoint import CheckpointError, fingerprint
-from embkit.core.checks import NON_NEGATIVE_REAL, POSITIVE_INT, check_param
+from embkit.core.checks import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_param
 from embkit.text.chunk_cache import ChunkCache, prefetch
 from embkit.text.corpus import MAX_SENTENCE_LENGTH, as_corpus
 from embkit.text.scan import scan_corpus
@@ -239,6 +239,8 @@ class Word2Vec(EmbeddingModel):
             self._cache = cache
         if total_words is None:
             total_words = cache.tokens if cache.complete else self.vocab.total_words
+        else:
+            check_param("total_words", total_words, *POSITIVE_REAL)
         if total_words <= 0:
             raise ValueError("the training corpus has no word of the vocabulary")
 

@@ -25,6 +25,7 @@ from embkit._kernels.rows import RowTrainer, top_k_rows
 from embkit.core.base import EmbeddingModel
 from embkit.core.checkpoint import fingerprint
 from embkit.core.checks import POSITIVE_INT, POSITIVE_REAL, check_param
+from embkit.core.sparse_checks import check_sparse
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ def _as_xy(X, Y=None):
         X, Y = X.X, X.Y
     if not sp.issparse(X):
         X = sp.csr_matrix(np.asarray(X, dtype=np.float32))
+    check_sparse(X, "the feature matrix X")
     X = sp.csr_matrix(X, dtype=np.float32)
     X.sort_indices()
     if X.nnz and not np.all(np.isfinite(X.data)):
@@ -55,7 +57,10 @@ def _as_xy(X, Y=None):
     if Y is not None:
         if not sp.issparse(Y):
             Y = sp.csr_matrix(np.asarray(Y))
+        check_sparse(Y, "the label matrix Y")
         Y = sp.csr_matrix(Y)
+        if Y.nnz and Y.dtype.kind in "fc" and not np.all(np.isfinite(Y.data)):
+            raise ValueError("the label matrix has non-finite values")
         Y.sum_duplicates()          # sorted label ids per row (the rows kernel searches them)
         Y.eliminate_zeros()
         if Y.shape[0] != X.shape[0]:
