@@ -21,6 +21,7 @@ import zipfile
 import numpy as np
 
 from embkit.core import persist
+from embkit.core.atomic import remove_stale_temps
 
 logger = logging.getLogger(__name__)
 
@@ -144,6 +145,7 @@ class Checkpointer:
         self.mode, self.interval = parse_every(every)
         self.payload = payload
         os.makedirs(self.directory, exist_ok=True)
+        remove_stale_temps(self.directory)    # left by a run killed while writing a checkpoint
         existing = list_checkpoints(self.directory)
         self.sequence = int(_NAME.match(os.path.basename(existing[0])).group(1)) if existing else 0
         self.last_time = time.monotonic()

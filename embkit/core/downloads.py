@@ -14,15 +14,15 @@ on first use").
 Set ``EMBKIT_OFFLINE=1`` to forbid any download: a file missing from the cache then fails at once with
 instructions to fetch it by hand.
 """
-import contextlib
 import hashlib
 import logging
 import os
 import shutil
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from typing import Optional
+
+from embkit.core.atomic import atomic_path
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ def _record_digest(spec, path, how):
     if spec.sha256 is not None or os.path.exists(record):
         return
     digest = sha256_file(path)
-    with open(record, "w") as fh:
+    with atomic_path(record) as tmp, open(tmp, "w") as fh:
         fh.write("%s  %s\n" % (digest, os.path.basename(path)))
     logger.warning("%s: no pinned checksum; recorded SHA-256 %s of the %s file in %s (enforced from now on)",
                    spec.name, digest, how, record)
@@ -199,9 +199,8 @@ def _save_response(spec, response, path, progress):
     """Write the body of ``response`` to ``path`` atomically, with a progress bar, and verify it."""
     from tqdm.auto import tqdm
 
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix="-" + os.path.basename(path), dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "wb") as out:
+    with atomic_path(path) as tmp:     # a killed download leaves a temporary file that the next one removes
+        with open(tmp, "wb") as out:
             length = response.headers.get("Content-Length") if getattr(response, "headers", None) else None
             with tqdm(total=int(length) if length else spec.size, desc=spec.filename, unit="B",
                       unit_scale=True, unit_divisor=1024, disable=not progress) as bar:
@@ -209,21 +208,14 @@ def _save_response(spec, response, path, progress):
                     out.write(block)
                     bar.update(len(block))
         _verify_download(spec, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _extract(spec, archive, target):
     """Unzip ``spec.member`` of ``archive`` to ``target`` atomically and verify it."""
     logger.info("unzipping %s to %s", spec.member, target)
     os.makedirs(os.path.dirname(target), exist_ok=True)  # a member may sit in a folder of the archive
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix="-" + os.path.basename(spec.member),
-                               dir=os.path.dirname(target))
-    try:
-        with os.fdopen(fd, "wb") as out, zipfile.ZipFile(archive) as zf:
+    with atomic_path(target) as tmp:
+        with open(tmp, "wb") as out, zipfile.ZipFile(archive) as zf:
             try:
                 member = zf.open(spec.member)
             except KeyError:
@@ -232,11 +224,6 @@ def _extract(spec, archive, target):
             with member:
                 shutil.copyfileobj(member, out, _BLOCK)
         _check_file(tmp, spec.member_size, spec.member_sha256, "extracted " + spec.member)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
     return target
 
 

@@ -38,6 +38,7 @@ from collections import Counter
 import numpy as np
 import scipy.sparse as sp
 
+from embkit.core.atomic import atomic_path
 from embkit.core.sparse_checks import check_sparse
 from embkit.items.pair_split import split_pairs
 
@@ -421,7 +422,7 @@ class PairCounts:
         contexts, targets, counts = sp.find(self.matrix)
         order = np.lexsort((targets, contexts))
         names = self.names
-        with open(path, "w", encoding="utf-8") as fh:
+        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
             fh.write("# context\ttarget\tcount\n")
             fh.writelines("%s\t%s\t%d\n" % (names[i], names[j], c)
                           for i, j, c in zip(contexts[order].tolist(), targets[order].tolist(),
