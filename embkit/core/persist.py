@@ -4,6 +4,7 @@ An embkit model file is a ZIP archive (stored, not compressed) holding ``config.
 and one ``.npy`` member per array.  Every write goes to a temporary file in the target directory that
 replaces the target only once complete, so an interrupted save leaves the previous file intact.
 """
+import errno
 import json
 import os
 import re
@@ -86,6 +87,8 @@ def load_archive(path, arrays=True):
     except safe_zip.ZIP_ERRORS as exc:
         raise ValueError("%r is damaged: %s" % (path, str(exc)[:200])) from None
     except OSError as exc:
+        if exc.errno == errno.EINVAL:     # a seek to a negative offset: the archive's directory is damaged
+            raise ValueError("%r is damaged: %s" % (path, exc)) from None
         raise OSError(exc.errno, "cannot read model file %r: %s" % (path, exc.strerror or exc)) from None
 
 

@@ -1,5 +1,6 @@
 """Word vectors in the formats other tools read: word2vec text/binary export, and loading any vectors file."""
 import os
+import warnings
 import zipfile
 
 import numpy as np
@@ -47,7 +48,8 @@ def load_vectors(path, binary=None):
         binary = _sniff_binary(path)
     _check_header(path, binary)
     try:
-        with reading(path, "vectors file"):
+        with reading(path, "vectors file"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)    # values beyond float32: refused below
             kv = KeyedVectors.load_word2vec_format(path, binary=binary)
     except (ValueError, UnicodeDecodeError, EOFError, OverflowError, IndexError) as exc:
         if path in str(exc):
@@ -67,17 +69,17 @@ def _check_header(path, binary):
         header = fh.readline(256)
     fields = header.split()
     if len(fields) != 2 or not all(f.isdigit() for f in fields):
-        raise ValueError("%r, line 1: expected the header '<count> <dimension>', got %r"
+        raise ValueError("%s, line 1: expected the header '<count> <dimension>', got %r"
                          % (path, header[:80].decode("utf-8", "replace").rstrip()))
     count, dim = int(fields[0]), int(fields[1])
     if dim < 1:
-        raise ValueError("%r, line 1: the dimension must be >= 1, got %d" % (path, dim))
+        raise ValueError("%s, line 1: the dimension must be >= 1, got %d" % (path, dim))
     size = os.path.getsize(path)
     if path.endswith((".gz", ".bz2", ".xz")):
         size *= 1100  # the most a compressed byte can expand to
     # every vector takes at least a separator and 4 bytes a value (binary) or 2 (text: a digit and a blank)
     if count * (1 + dim * (4 if binary else 2)) > size:
-        raise ValueError("%r, line 1: the header declares %d vectors of dimension %d, more than the file's %d "
+        raise ValueError("%s, line 1: the header declares %d vectors of dimension %d, more than the file's %d "
                          "bytes can hold" % (path, count, dim, os.path.getsize(path)))
 
 

@@ -1,0 +1,201 @@
+"""Damaged and hostile model archives: every one is refused with a ValueError naming the file, before any
+table reaches a kernel; nothing is extracted, and no declared size is allocated before it is checked."""
+import io
+import json
+import struct
+import zipfile
+
+import numpy as np
+import pytest
+
+from embkit import ExtremeClassifier, ItemEmbedding, Word2Vec
+from embkit.core import persist
+from fuzz_mutate import rebuild_zip
+
+SENTENCES = [["a", "b", "c", "d"], ["b", "c", "a"], ["d", "a"]] * 5
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """Bytes of a saved Word2Vec (negative sampling) and a hierarchical-softmax one."""
+    out = {}
+    folder = tmp_path_factory.mktemp("archives")
+    for name, kwargs in (("sgns", dict(negative=2)), ("hs", dict(hs=1, negative=0))):
+        path = folder / ("%s.embkit" % name)
+        Word2Vec(SENTENCES, vector_size=4, min_count=1, epochs=1, workers=1, **kwargs).save(str(path))
+        out[name] = path.read_bytes()
+    return out
+
+
+def npy(array):
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, array, allow_pickle=True)
+    return buf.getvalue()
+
+
+def edited(data, member, body):
+    return rebuild_zip(data, lambda name, old: body if name == member else old)
+
+
+def edited_config(data, change):
+    def edit(name, body):
+        if name != "config.json":
+            return body
+        config = json.loads(body)
+        change(config)
+        return json.dumps(config).encode()
+    return rebuild_zip(data, edit)
+
+
+def refused(tmp_path, data, match, loader=persist.load):
+    path = tmp_path / "model.embkit"
+    path.write_bytes(data)
+    with pytest.raises(ValueError, match=match) as info:
+        loader(str(path))
+    assert str(path) in str(info.value)
+    return info.value
+
+
+def test_truncated_anywhere(tmp_path, saved):
+    data = saved["sgns"]
+    for cut in range(0, len(data), max(1, len(data) // 40)):
+        refused(tmp_path, data[:cut], "not an embkit model file|damaged|not a valid")
+
+
+def test_a_bit_flip_anywhere_is_caught_or_harmless(tmp_path, saved):
+    """A flipped bit in member data fails the CRC; one in a field the reader ignores (a local header's
+    time stamp, say) leaves exactly the original model: never a silently different one."""
+    data = saved["sgns"]
+    path = tmp_path / "model.embkit"
+    path.write_bytes(data)
+    original = persist.load_archive(str(path))
+    caught = harmless = 0
+    for offset in range(0, len(data), 3):
+        path.write_bytes(data[:offset] + bytes([data[offset] ^ (1 << offset % 8)]) + data[offset + 1:])
+        try:
+            config, words, arrays = persist.load_archive(str(path))
+        except ValueError as exc:
+            assert str(path) in str(exc)
+            caught += 1
+            continue
+        assert config == original[0] and words == original[1]
+        assert arrays.keys() == original[2].keys() and all((arrays[k] == original[2][k]).all() for k in arrays)
+        harmless += 1
+    assert caught > 2 * harmless      # most bytes are data and CRC-checked; ignored header fields are the rest
+
+
+@pytest.mark.parametrize("name", ["../evil.npy", "/abs/evil.npy", "dir\\evil.npy", "a/../../evil.npy"])
+def test_member_names_that_climb_out(tmp_path, saved, name):
+    data = rebuild_zip(saved["sgns"], lambda n, body: (name, body) if n == "W_in.npy" else body)
+    refused(tmp_path, data, "not a plain file name")
+
+
+def test_array_names_that_climb_out(tmp_path, saved):
+    data = edited_config(saved["sgns"], lambda c: c["arrays"].append("../../etc/passwd"))
+    refused(tmp_path, data, "not a list of plain names")
+
+
+def _central_entry(data, member):
+    """Offset of the central directory entry of ``member`` in the ZIP ``data``."""
+    at = data.index(b"PK\x01\x02")
+    while True:
+        name_len = struct.unpack_from("<H", data, at + 28)[0]
+        if data[at + 46:at + 46 + name_len] == member.encode():
+            return at
+        at = data.index(b"PK\x01\x02", at + 4)
+
+
+def test_huge_declared_member_size(tmp_path, saved):
+    """A stored member whose central directory entry declares 4 GB: refused before anything is read."""
+    data = bytearray(saved["sgns"])
+    struct.pack_into("<I", data, _central_entry(saved["sgns"], "W_in.npy") + 24, 0xFFFFFFF0)  # uncompressed size
+    refused(tmp_path, bytes(data), "declares .* bytes")
+
+
+def test_member_past_the_end_of_the_file(tmp_path, saved):
+    data = bytearray(saved["sgns"])
+    struct.pack_into("<I", data, _central_entry(saved["sgns"], "W_in.npy") + 20, 0x7FFFFFF0)  # compressed size
+    refused(tmp_path, bytes(data), "past the end|damaged|not a valid|not an embkit")
+
+
+def test_npy_header_declaring_a_huge_shape(tmp_path, saved):
+    body = npy(np.zeros((4, 4), np.float32)).replace(b"(4, 4)", b"(10000000000, 4000)")
+    refused(tmp_path, edited(saved["sgns"], "W_in.npy", body), "header declares shape")
+
+
+@pytest.mark.parametrize("array, match", [
+    (np.array([{"a": 1}, None], dtype=object), "not plain numbers"),
+    (np.zeros(4, dtype=[("x", "<f4"), ("y", "<i4")]), "not plain numbers"),
+    (np.array(["abc", "de"]), "not plain numbers"),
+    (np.zeros((2, 2, 2), np.float32), "at most 2 dimensions"),
+], ids=["object", "structured", "strings", "3-d"])
+def test_arrays_that_are_not_plain_numbers(tmp_path, saved, array, match):
+    refused(tmp_path, edited(saved["sgns"], "W_in.npy", npy(array)), match)
+
+
+def test_bad_npy_headers(tmp_path, saved):
+    body = npy(np.zeros((4, 4), np.float32))
+    for bad in (b"NOTNUMPY" + body[8:], body.replace(b"'descr'", b"'dexcr'"), body.replace(b"}", b" ", 1),
+                body[:40]):
+        refused(tmp_path, edited(saved["sgns"], "W_in.npy", bad), "not a .npy array|holds|cut short")
+
+
+@pytest.mark.parametrize("table, match", [
+    (np.full((4, 4), np.nan, np.float32), "non-finite"),
+    (np.ones((4, 4), np.int32), "not a 2-d float table"),
+    (np.ones(16, np.float32), "not a 2-d float table"),
+    (np.ones((3, 4), np.float32), "4 words but W_in has 3 rows"),
+    (np.ones((4, 5), np.float32), "W_in has 5 columns but W_out 4"),
+    (np.full((4, 4), 1e300), "overflows float32"),
+], ids=["nan", "int", "1-d", "rows", "columns", "float64-overflow"])
+def test_tables_of_the_wrong_kind(tmp_path, saved, table, match):
+    refused(tmp_path, edited(saved["sgns"], "W_in.npy", npy(table)), match)
+
+
+def test_float64_and_big_endian_tables_load_as_float32(tmp_path, saved):
+    table = np.arange(16, dtype=">f8").reshape(4, 4) / 16
+    path = tmp_path / "model.embkit"
+    path.write_bytes(edited(saved["sgns"], "W_in.npy", npy(table)))
+    model = Word2Vec.load(str(path))
+    assert model.wv.vectors.dtype == np.float32 and np.allclose(model.wv.vectors, table)
+
+
+def test_tables_that_do_not_fit_the_parameters(tmp_path, saved):
+    refused(tmp_path, edited_config(saved["sgns"], lambda c: c["params"].update(vector_size=7)),
+            "vector_size is 7 but")
+    refused(tmp_path, edited(saved["hs"], "W_out.npy", npy(np.ones((1, 4), np.float32))),
+            "W_out has 1 rows, but the hs loss trains 3")
+    refused(tmp_path, edited_config(saved["sgns"], lambda c: c["params"].update(alpha=-1)),
+            "bad Word2Vec parameters: alpha must be")
+    refused(tmp_path, edited_config(saved["sgns"], lambda c: c.update(state=[1, 2])), "not a complete Word2Vec")
+    refused(tmp_path, edited(saved["sgns"], "counts.npy", npy(np.array([1, -2, 3, 4]))), "non-negative integers")
+
+
+@pytest.mark.parametrize("body, match", [
+    (b"[" * 100000 + b"]" * 100000, "not valid JSON"),
+    (b'{"format": "embkit-model", "arrays": "W_in"', "not valid JSON"),
+    (b'["a list"]', "not an embkit model file"),
+    (b'{"format": "embkit-model", "format_version": "1", "arrays": []}', "format_version"),
+], ids=["deep-nesting", "cut", "list", "version-text"])
+def test_bad_configurations(tmp_path, saved, body, match):
+    refused(tmp_path, edited(saved["sgns"], "config.json", body), match)
+
+
+def test_vocabulary_that_is_not_words(tmp_path, saved):
+    refused(tmp_path, edited(saved["sgns"], "vocab.json", b'["a", 1, null, "d"]'), "not a list of words")
+
+
+def test_model_files_of_every_kind_still_load(tmp_path):
+    import scipy.sparse as sp
+    rng = np.random.default_rng(0)
+    X = sp.random(12, 6, density=0.5, format="csr", random_state=0, dtype=np.float32)
+    Y = sp.csr_matrix((np.ones(12), (np.arange(12), rng.integers(0, 4, 12))), shape=(12, 4))
+    models = [ItemEmbedding(vector_size=4, epochs=1, workers=1, negative=2, progress=False).fit(
+                  sp.csr_matrix(rng.integers(0, 3, (5, 5)).astype(float))),
+              ExtremeClassifier(vector_size=4, epochs=1, workers=1, negative=2, progress=False).fit(X, Y),
+              ExtremeClassifier(vector_size=4, epochs=1, workers=1, loss="hs", progress=False).fit(X, Y)]
+    for k, model in enumerate(models):
+        path = str(tmp_path / ("m%d.embkit" % k))
+        model.save(path)
+        loaded = persist.load(path)
+        assert (loaded.W_in == model.W_in).all() and (loaded.W_out == model.W_out).all()

@@ -1,0 +1,150 @@
+"""One test per reader bug the fuzzing found (tests/fuzz_targets.py, eval/fuzz_readers.py): each input
+below once crashed, hung, or was read into a silently wrong result."""
+import gzip
+import struct
+
+import numpy as np
+import pytest
+
+from embkit.evaluation.pairs import read_pairs
+from embkit.evaluation.readers import read_analogies, read_msr_analogies, read_similarity
+from embkit.items.cooccurrence import PairCounts
+from embkit.items.ratings import load_ratings
+from embkit.items.triples import read_triples
+from embkit.text import corpus as corpus_module
+from embkit.text.corpus import TextCorpus
+from embkit.text.vectors import load_vectors
+from embkit.xc.data import read_xc
+
+
+def write(tmp_path, name, data):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return str(path)
+
+
+# ----------------------------------------------------------------------------- corpora
+
+@pytest.mark.parametrize("data", [b"not gzip at all", gzip.compress(b"the cat sat\n" * 50)[:-12],
+                                  gzip.compress(b"the cat sat\n")[:12] + b"\xff" * 20],
+                         ids=["not-gzip", "cut-short", "bad-deflate"])
+def test_damaged_gzip_corpus_names_the_file(tmp_path, data):
+    path = write(tmp_path, "corpus.txt.gz", data)          # was a bare zlib.error / EOFError / BadGzipFile
+    with pytest.raises((ValueError, OSError), match="corpus.txt.gz"):
+        list(TextCorpus(path))
+
+
+def test_a_token_without_end_is_an_error_not_a_quadratic_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(corpus_module, "MAX_TOKEN_CHARS", 1000)
+    monkeypatch.setattr(corpus_module, "BLOCK_CHARS", 64)
+    path = write(tmp_path, "binary.txt", b"ok line\n" + b"x" * 5000)
+    with pytest.raises(ValueError, match=r"binary.txt, line 2: a token of more than 1000 characters"):
+        list(TextCorpus(path))
+
+
+def test_long_line_cut_at_any_blank(tmp_path, monkeypatch):
+    """Pieces of a very long line end at the last blank of any kind (here ideographic spaces only)."""
+    monkeypatch.setattr(corpus_module, "BLOCK_CHARS", 16)
+    words = ["w%d" % i for i in range(200)]
+    path = write(tmp_path, "cjk.txt", "\u3000".join(words).encode("utf-8"))
+    assert [t for s in TextCorpus(path, max_sentence_length=7) for t in s] == words
+
+
+# ----------------------------------------------------------------------------- XC and ratings
+
+def test_xc_line_longer_than_many_blocks(tmp_path):
+    features = " ".join("%d:1" % i for i in range(3000))
+    path = write(tmp_path, "train.txt", ("2 3000 2\n0 %s\n1 0:2\n" % features).encode())
+    data = read_xc(path, block_bytes=64)
+    assert data.X.shape == (2, 3000) and data.X[0].nnz == 3000 and data.X[1, 0] == 2
+
+
+@pytest.mark.parametrize("line", [b"1,1,1999,12-3", b"1-1,1999,12-31", b"1,1-1999,12,31"])
+def test_netflix_separators_in_the_wrong_places(tmp_path, line):
+    path = write(tmp_path, "combined_data_1.txt", b"7:\n" + line + b"\n")     # was read as a rating
+    with pytest.raises(ValueError, match=r"combined_data_1.txt, line 2"):
+        load_ratings(path, min_rating=None, titles=False)
+
+
+def test_netflix_date_beyond_any_calendar(tmp_path):
+    path = write(tmp_path, "combined_data_1.txt", b"7:\n1,3,2005-099999999999-06\n")   # was OverflowError
+    with pytest.raises(ValueError, match=r"line 2: date .* is not a valid date"):
+        load_ratings(path, min_rating=None, titles=False)
+
+
+def test_tab_in_a_double_colon_file(tmp_path):
+    path = write(tmp_path, "ratings.dat", b"1::2\t3::4\n")          # was read as user 1, item 2, rating 3
+    with pytest.raises(ValueError, match=r"ratings.dat, line 1: expected 4 fields"):
+        load_ratings(path, min_rating=None, titles=False)
+
+
+def test_byte_order_mark_does_not_eat_the_first_rating(tmp_path):
+    path = write(tmp_path, "ratings.csv", b"\xef\xbb\xbf1,2,3.5,100\n4,5,1,200\n")   # line 1 was taken as a header
+    ratings = load_ratings(path, min_rating=None, titles=False)
+    assert ratings.user.tolist() == [1, 4] and ratings.rating.tolist() == [3.5, 1.0]
+    path = write(tmp_path, "u.data", b"\xef\xbb\xbf1\t2\t3\t100\n")
+    assert load_ratings(path, min_rating=None, titles=False).item.tolist() == [2]
+
+
+# ----------------------------------------------------------------------------- evaluation files
+
+@pytest.mark.parametrize("reader, name, data", [
+    (read_similarity, "ws.txt", b"tiger cat 7.35\nbo\xffok paper 7.46\n"),
+    (read_analogies, "q.txt", b": capital\nA\x80 b c d\n"),
+    (read_msr_analogies, "msr.csv", b",type,word1,word2,word3,target\n0,JJ,good,b\xe9tter,rough,rougher\n"),
+    (lambda p: read_pairs(p, key_to_index={"a": 0}), "pairs.txt", b"a a\n\xe3 a\n"),
+], ids=["similarity", "analogy", "msr", "pairs"])
+def test_invalid_utf8_names_file_and_line(tmp_path, reader, name, data):
+    path = write(tmp_path, name, data)                # was a UnicodeDecodeError without file or line
+    with pytest.raises(ValueError, match=r"%s, line 2: not valid UTF-8" % name):
+        reader(path)
+
+
+def test_pair_ids_beyond_int64(tmp_path):
+    path = write(tmp_path, "pairs.txt", b"0 1\n99999999999999999999 1\n")     # was OverflowError
+    with pytest.raises(ValueError, match=r"pairs.txt, line 2: id .* is too large"):
+        read_pairs(path)
+
+
+# ----------------------------------------------------------------------------- triples
+
+def test_sparse_integer_ids_are_names_not_two_billion_rows(tmp_path):
+    path = write(tmp_path, "pairs.txt", b"2147483648 1 3\n1 2 5\n")   # made 2**31 item names (hang)
+    counts = PairCounts.from_triples(path)
+    assert counts.n_items == 3 and "2147483648" in counts.names
+    with pytest.raises(ValueError, match="ids='name'"):
+        read_triples(write(tmp_path, "sparse.txt", b"2000000000 1 3\n"), ids="index")
+
+
+def test_triple_count_beyond_int64(tmp_path):
+    path = write(tmp_path, "pairs.txt", b"a b 2\nb c " + b"9" * 40 + b"\n")        # was OverflowError
+    with pytest.raises(ValueError, match=r"pairs.txt, line 2: count .* is larger than"):
+        read_triples(path)
+
+
+# ----------------------------------------------------------------------------- word2vec files
+
+@pytest.mark.parametrize("header", [b"3 99999999993", b"2147483648 3", b"9" * 40 + b" 3", b"-1 3", b"3"])
+@pytest.mark.parametrize("binary", [False, True], ids=["text", "binary"])
+def test_vectors_header_larger_than_the_file(tmp_path, header, binary):
+    body = (b"the " + struct.pack("<3f", 0.1, 0.2, 0.3)) if binary else b"the 0.1 0.2 0.3\n"
+    path = write(tmp_path, "vectors.bin" if binary else "vectors.txt", header + b"\n" + body)
+    with pytest.raises(ValueError, match=r"vectors\.(bin|txt), line 1"):    # gensim allocated it first
+        load_vectors(path, binary=binary)
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["text", "binary"])
+def test_non_finite_vectors_are_refused(tmp_path, binary):
+    if binary:
+        data = b"2 2\nthe " + struct.pack("<2f", 0.5, np.inf) + b"cat " + struct.pack("<2f", 1, 2)
+    else:
+        data = b"2 2\nthe 0.5 nan\ncat 1 2\n"
+    path = write(tmp_path, "v.bin" if binary else "v.txt", data)
+    with pytest.raises(ValueError, match=r"the vector of 'the' .* NaN or infinity"):
+        load_vectors(path, binary=binary)
+
+
+def test_damaged_keyedvectors_pickle(tmp_path):
+    path = write(tmp_path, "kv.model", b"\x80 3\nthe 0.1 0.2")      # was a bare "unsupported pickle protocol"
+    with pytest.raises(ValueError, match="kv.model"):
+        load_vectors(path)
