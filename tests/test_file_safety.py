@@ -185,22 +185,15 @@ def _skip_if_privileged(result):
         pytest.skip("permission bits are not enforced here even without CAP_DAC_OVERRIDE")
 
 
-def test_read_only_directory(tmp_path):
+@pytest.mark.parametrize("mode_dir, mode_file, says", [(0o555, 0o644, "previous file is unchanged"),
+                                                      (0o777, 0o444, "not writable")],
+                         ids=["read-only-directory", "read-only-file"])
+def test_permission_denied(tmp_path, mode_dir, mode_file, says):
     target = str(tmp_path / "dir" / "model.embkit")
     os.mkdir(os.path.dirname(target))
-    result = _permission_child(target, 0o555, 0o644)
+    result = _permission_child(target, mode_dir, mode_file)
     _skip_if_privileged(result)
     assert result.stdout.startswith("PermissionError"), result.stdout + result.stderr
-    assert target in result.stdout and "previous file is unchanged" in result.stdout
+    assert target in result.stdout and says in result.stdout
     assert save_child.check_version(target) == 1
     assert save_child.temp_files(os.path.dirname(target)) == []
-
-
-def test_read_only_file_is_not_replaced(tmp_path):
-    target = str(tmp_path / "dir" / "model.embkit")
-    os.mkdir(os.path.dirname(target))
-    result = _permission_child(target, 0o777, 0o444)
-    _skip_if_privileged(result)
-    assert result.stdout.startswith("PermissionError"), result.stdout + result.stderr
-    assert target in result.stdout and "not writable" in result.stdout
-    assert save_child.check_version(target) == 1

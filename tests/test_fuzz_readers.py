@@ -8,10 +8,12 @@ clean error naming the file: never a crash, a hang or a silent wrong result.
 import logging
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-from fuzz_targets import TARGETS, run_input
+pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from fuzz_targets import TARGETS, run_input  # noqa: E402
 
 #: inputs per reader in the test suite (the archive target loads and uses a model per input)
 EXAMPLES = {"archive": 150}

@@ -20,6 +20,8 @@ class Vocab:
         Tokens seen in the corpus, including those not kept.
     sentences : int
         Sentences (or sentence pieces) seen.
+    distinct_words : int
+        Distinct words seen in the corpus, kept or not (when built from a corpus).
     """
 
     def __init__(self, words, counts, raw_words=0, sentences=0):
@@ -28,6 +30,7 @@ class Vocab:
         self.counts = np.asarray(counts, dtype=np.int64)
         self.raw_words = int(raw_words)
         self.sentences = int(sentences)
+        self.distinct_words = len(self.index_to_key)
 
     def __len__(self):
         return len(self.index_to_key)
@@ -116,6 +119,7 @@ class Vocab:
         # fresh copies of the kept words, so the memory of the counting (every distinct word, spread over
         # the allocator's arenas) can go back to the operating system once the caller drops it
         vocab = cls([(words[i] + " ")[:-1] for i in kept], counts[kept], raw_words=raw_words)
+        vocab.distinct_words = len(words)
         logger.info("vocabulary: %d words kept of %d distinct (min_count=%d), %d of %d tokens (%.1f%%)",
                     len(vocab), len(words), effective_min, vocab.total_words, raw_words,
                     100.0 * vocab.total_words / raw_words)
