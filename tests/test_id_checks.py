@@ -1,6 +1,8 @@
 """Ids out of range, malformed sparse matrices and non-finite numbers are refused before a nogil loop
 reads or writes a table (each case below once crashed the interpreter, wrote outside a table, or trained
 a NaN model without a word)."""
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -136,3 +138,16 @@ def test_row_driver_refuses_malformed_examples(case, match):
     with pytest.raises((IndexError, ValueError), match=match):
         RowTrainer(np.zeros((4, 8), np.float32), np.zeros((3, 8), np.float32), x_ptr, x_idx,
                    np.ones(3, np.float32), y_ptr, y_idx, loss, sampler, 1, True, 1.0, False, False, 0.1, 0.0, 10.0, 1)
+
+
+@pytest.mark.parametrize("token", [["nested"], None, 3], ids=["list", "None", "int"])
+@pytest.mark.parametrize("bounded", [False, True], ids=["scan", "max_vocab_size"])
+def test_tokens_that_are_not_strings(token, bounded):
+    sentences = [["a", token, "b"]] * 5
+    kwargs = dict(max_vocab_size=100) if bounded else {}
+    with pytest.raises(TypeError, match="tokens must be strings; .* holds " + re.escape(repr(token))):
+        Word2Vec(sentences, vector_size=4, min_count=1, workers=1, negative=1, **kwargs)
+    model = Word2Vec(SENTENCES, vector_size=4, min_count=1, epochs=1, workers=1, negative=2)
+    if token is not None and not isinstance(token, int):
+        with pytest.raises(TypeError, match="tokens must be strings"):
+            model.train(sentences)

@@ -11,7 +11,7 @@ from array import array
 import numpy as np
 
 from embkit.text.chunk_cache import ChunkCache
-from embkit.text.vocab import EncodedChunk, Vocab
+from embkit.text.vocab import EncodedChunk, Vocab, check_tokens
 
 
 def scan_corpus(corpus, min_count=5, max_final_vocab=None, trim_rule=None, chunk_tokens=1 << 18):
@@ -85,13 +85,18 @@ def _provisional_chunks(corpus, index, chunk_tokens):
     for sentence in corpus:
         if not sentence:
             continue
-        enc = list(map(get, sentence))
+        try:
+            enc = list(map(get, sentence))
+        except TypeError:
+            raise check_tokens(sentence) from None
         if None in enc:  # new words: rare once the common ones are in
             for p, v in enumerate(enc):
                 if v is None:
                     w = sentence[p]
                     v = get(w)
                     if v is None:
+                        if not isinstance(w, str):
+                            raise check_tokens(sentence)
                         v = index[w] = len(index)
                     enc[p] = v
         ids.extend(enc)

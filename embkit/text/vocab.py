@@ -65,7 +65,10 @@ class Vocab:
         sentences = 0
         min_reduce = 1
         for tokens in corpus.iter_token_blocks():
-            counter.update(tokens)
+            try:
+                counter.update(tokens)
+            except TypeError:
+                raise check_tokens(tokens) from None
             raw += len(tokens)
             sentences += 1
             if progress is not None:
@@ -118,6 +121,9 @@ class Vocab:
         kept = kept[np.argsort(-counts[kept], kind="stable")]   # ties keep first-seen order
         # fresh copies of the kept words, so the memory of the counting (every distinct word, spread over
         # the allocator's arenas) can go back to the operating system once the caller drops it
+        odd = [words[i] for i in kept if not isinstance(words[i], str)]
+        if odd:
+            raise check_tokens(odd, "the corpus")
         vocab = cls([(words[i] + " ")[:-1] for i in kept], counts[kept], raw_words=raw_words)
         vocab.distinct_words = len(words)
         logger.info("vocabulary: %d words kept of %d distinct (min_count=%d), %d of %d tokens (%.1f%%)",
@@ -171,6 +177,13 @@ class EncodedChunk:
         return self.tokens, self.ends
 
 
+def check_tokens(sentence, where="a sentence"):
+    """TypeError naming the first token of ``sentence`` that is not a string (tokens must be str)."""
+    bad = next((t for t in sentence if not isinstance(t, str)), None)
+    return TypeError("tokens must be strings; %s holds %r (a %s): %r"
+                     % (where, bad, type(bad).__name__, list(sentence)[:10]))
+
+
 def encode_chunks(corpus, key_to_index, chunk_tokens=1 << 18):
     """Yield :class:`EncodedChunk` of about ``chunk_tokens`` in-vocabulary tokens each.
 
@@ -183,7 +196,10 @@ def encode_chunks(corpus, key_to_index, chunk_tokens=1 << 18):
     raw = 0
     for sentence in corpus:
         raw += len(sentence)
-        ids.extend([i for i in map(get, sentence) if i is not None])
+        try:
+            ids.extend([i for i in map(get, sentence) if i is not None])
+        except TypeError:
+            raise check_tokens(sentence) from None
         if len(ids) > (ends[-1] if ends else 0):
             ends.append(len(ids))
         if len(ids) >= chunk_tokens:
