@@ -18,6 +18,10 @@ Modes
     of what is left.
 ``word2vec``
     Save a small trained Word2Vec model (``killpoint``-style ARG: a kill point, or ``none``).
+``train CORPUS DIR``
+    Train Word2Vec on CORPUS for 3 epochs with a checkpoint every 20k words in DIR, then save to TARGET.
+``resume DIR``
+    Resume the run checkpointed in DIR, save the model to TARGET, print the temporary files left.
 """
 import json
 import os
@@ -126,6 +130,17 @@ def main(argv):
         arm(argv[3])
         model.save(path)
         print("survived", flush=True)
+    elif mode == "train":
+        from embkit import Word2Vec
+        model = Word2Vec(corpus_file=argv[3], vector_size=32, min_count=1, epochs=3, workers=1, negative=2,
+                         checkpoint_dir=argv[4], checkpoint_every="20k words")
+        model.save(path)
+        print("done", flush=True)
+    elif mode == "resume":
+        from embkit import Word2Vec
+        model = Word2Vec.resume(argv[3])
+        model.save(path)
+        print(json.dumps(temp_files(argv[3]) + temp_files(os.path.dirname(os.path.abspath(path)))))
     else:
         raise SystemExit("unknown mode %r" % mode)
 

@@ -1,0 +1,123 @@
+"""SIGKILL at random moments of saving and of checkpointed training; tabulates what is left on disk.
+
+Two experiments, each with real processes (``tests/save_child.py``) killed by this one:
+
+``saves``
+    A process saving an 8 MB archive over and over (versions 1, 2, 1, ...) is killed after a random
+    delay.  Counted: kills that landed mid-write (a temporary file is left), whether the target still
+    loads as one whole version, and whether the next save leaves any temporary file.
+``training``
+    ``Word2Vec`` training 3 epochs with a checkpoint every 20k words is killed at a random moment
+    (training or writing a checkpoint).  Counted: checkpoints left, whether each loads, whether
+    ``Word2Vec.resume`` finishes the run, and the temporary files left after it.
+
+Usage::
+
+    PYTHONPATH=$PWD python eval/kill_runs.py --saves 200 --training 50
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.join(REPO, "tests"))
+
+import save_child  # noqa: E402
+
+CHILD = save_child.__file__
+ENV = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def kill_saves(n, rng, folder):
+    target = os.path.join(folder, "model.embkit")
+    out = dict(kills=0, mid_write=0, whole_version=0, version_1=0, version_2=0, temps_after_next_save=0)
+    for _ in range(n):
+        proc = subprocess.Popen([sys.executable, CHILD, target, "loop"], env=ENV, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True)
+        proc.stdout.readline()                      # a first version is complete
+        time.sleep(rng.uniform(0.0, 0.25))
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        out["kills"] += 1
+        out["mid_write"] += bool(save_child.temp_files(folder))
+        try:
+            version = save_child.check_version(target)
+            out["whole_version"] += 1
+            out["version_%d" % version] += 1
+        except ValueError:
+            pass
+    nxt = subprocess.run([sys.executable, CHILD, target, "once"], env=ENV, capture_output=True, text=True)
+    out["temps_after_next_save"] = len(json.loads(nxt.stdout))
+    return out
+
+
+def kill_training(n, rng, folder):
+    from embkit.core import checkpoint, persist
+    from test_file_safety import write_corpus
+    corpus = os.path.join(folder, "corpus.txt")
+    write_corpus(corpus, n_tokens=1000000)
+    out = dict(kills=0, finished_before_kill=0, checkpoints_left=0, checkpoints_loading=0, temps_at_kill=0,
+               resumed=0, temps_after_resume=0, first_error=None)
+    for k in range(n):
+        ckpt, target = os.path.join(folder, "ckpt%d" % k), os.path.join(folder, "model%d.embkit" % k)
+        proc = subprocess.Popen([sys.executable, CHILD, target, "train", corpus, ckpt], env=ENV,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while not checkpoint.list_checkpoints(ckpt) and proc.poll() is None:
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0.0, 2.5))
+        if proc.poll() is not None:
+            out["finished_before_kill"] += 1
+            continue
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        out["kills"] += 1
+        out["temps_at_kill"] += bool(save_child.temp_files(ckpt))
+        for path in checkpoint.list_checkpoints(ckpt):
+            out["checkpoints_left"] += 1
+            try:
+                persist.load_archive(path)
+                out["checkpoints_loading"] += 1
+            except ValueError as exc:
+                out["first_error"] = out["first_error"] or str(exc)
+        resumed = subprocess.run([sys.executable, CHILD, target, "resume", ckpt], env=ENV, capture_output=True,
+                                 text=True)
+        if resumed.returncode == 0:
+            out["resumed"] += 1
+            out["temps_after_resume"] += len(json.loads(resumed.stdout.strip().splitlines()[-1]))
+        else:
+            out["first_error"] = out["first_error"] or resumed.stderr[-300:]
+        shutil.rmtree(ckpt, ignore_errors=True)
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--saves", type=int, default=200, help="kills of the save loop")
+    p.add_argument("--training", type=int, default=50, help="kills of checkpointed training")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", help="write the counts here")
+    args = p.parse_args()
+    rng = random.Random(args.seed)
+    folder = tempfile.mkdtemp(prefix="embkit-kill-")
+    try:
+        result = {"saves": kill_saves(args.saves, rng, folder) if args.saves else None,
+                  "training": kill_training(args.training, rng, folder) if args.training else None}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    print(json.dumps(result, indent=1))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(result, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
