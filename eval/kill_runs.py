@@ -7,13 +7,14 @@ Two experiments, each with real processes (``tests/save_child.py``) killed by th
     delay.  Counted: kills that landed mid-write (a temporary file is left), whether the target still
     loads as one whole version, and whether the next save leaves any temporary file.
 ``training``
-    ``Word2Vec`` training 3 epochs with a checkpoint every 20k words is killed at a random moment
-    (training or writing a checkpoint).  Counted: checkpoints left, whether each loads, whether
-    ``Word2Vec.resume`` finishes the run, and the temporary files left after it.
+    ``Word2Vec`` (5,000 words, dim 100: 4 MB checkpoints) training 3 epochs of a 1M-token corpus with a
+    checkpoint every 50k words is killed at a random moment of the run after its first checkpoint
+    (training, or writing a checkpoint: then a temporary file is left).  Counted: checkpoints left, whether
+    each loads, whether ``Word2Vec.resume`` finishes the run, and the temporary files left after it.
 
 Usage::
 
-    PYTHONPATH=$PWD python eval/kill_runs.py --saves 200 --training 50
+    PYTHONPATH=$PWD python eval/kill_runs.py --saves 200 --training 30
 """
 import argparse
 import json
@@ -60,27 +61,38 @@ def kill_saves(n, rng, folder):
     return out
 
 
-def kill_training(n, rng, folder):
+def kill_training(n, rng, folder, vector_size=100, every="50k words"):
     from embkit.core import checkpoint, persist
     from test_file_safety import write_corpus
     corpus = os.path.join(folder, "corpus.txt")
-    write_corpus(corpus, n_tokens=1000000)
-    out = dict(kills=0, finished_before_kill=0, checkpoints_left=0, checkpoints_loading=0, temps_at_kill=0,
-               resumed=0, temps_after_resume=0, first_error=None)
-    for k in range(n):
-        ckpt, target = os.path.join(folder, "ckpt%d" % k), os.path.join(folder, "model%d.embkit" % k)
-        proc = subprocess.Popen([sys.executable, CHILD, target, "train", corpus, ckpt], env=ENV,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    write_corpus(corpus, n_tokens=1000000, n_words=5000)
+
+    def start(k):
+        ckpt, target = os.path.join(folder, "ckpt-%s" % k), os.path.join(folder, "model-%s.embkit" % k)
+        proc = subprocess.Popen([sys.executable, CHILD, target, "train", corpus, ckpt, str(vector_size), every],
+                                env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         while not checkpoint.list_checkpoints(ckpt) and proc.poll() is None:
             time.sleep(0.005)
-        time.sleep(rng.uniform(0.0, 2.5))
+        return proc, ckpt, target, time.perf_counter()
+
+    proc, ckpt, _, began = start("calibration")       # how long a run goes on after its first checkpoint
+    proc.wait()
+    span = time.perf_counter() - began
+    shutil.rmtree(ckpt, ignore_errors=True)
+    out = dict(run_seconds_after_first_checkpoint=round(span, 1), kills=0, finished_before_kill=0,
+               checkpoints_left=0, checkpoints_loading=0, killed_mid_checkpoint=0, resumed=0, temps_after_resume=0,
+               first_error=None)
+    for k in range(n):
+        proc, ckpt, target, _ = start(k)
+        time.sleep(rng.uniform(0.0, 0.9 * span))
         if proc.poll() is not None:
             out["finished_before_kill"] += 1
+            shutil.rmtree(ckpt, ignore_errors=True)
             continue
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         out["kills"] += 1
-        out["temps_at_kill"] += bool(save_child.temp_files(ckpt))
+        out["killed_mid_checkpoint"] += bool(save_child.temp_files(ckpt))
         for path in checkpoint.list_checkpoints(ckpt):
             out["checkpoints_left"] += 1
             try:
@@ -102,7 +114,7 @@ def kill_training(n, rng, folder):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--saves", type=int, default=200, help="kills of the save loop")
-    p.add_argument("--training", type=int, default=50, help="kills of checkpointed training")
+    p.add_argument("--training", type=int, default=30, help="kills of checkpointed training")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="write the counts here")
     args = p.parse_args()

@@ -18,8 +18,9 @@ Modes
     of what is left.
 ``word2vec``
     Save a small trained Word2Vec model (``killpoint``-style ARG: a kill point, or ``none``).
-``train CORPUS DIR``
-    Train Word2Vec on CORPUS for 3 epochs with a checkpoint every 20k words in DIR, then save to TARGET.
+``train CORPUS DIR [VECTOR_SIZE EVERY]``
+    Train Word2Vec on CORPUS for 3 epochs with a checkpoint every EVERY (default 20k words) in DIR, then
+    save to TARGET.
 ``resume DIR``
     Resume the run checkpointed in DIR, save the model to TARGET, print the temporary files left.
 """
@@ -132,8 +133,9 @@ def main(argv):
         print("survived", flush=True)
     elif mode == "train":
         from embkit import Word2Vec
-        model = Word2Vec(corpus_file=argv[3], vector_size=32, min_count=1, epochs=3, workers=1, negative=2,
-                         checkpoint_dir=argv[4], checkpoint_every="20k words")
+        size, every = (int(argv[5]), argv[6]) if len(argv) > 6 else (32, "20k words")
+        model = Word2Vec(corpus_file=argv[3], vector_size=size, min_count=1, epochs=3, workers=1, negative=2,
+                         checkpoint_dir=argv[4], checkpoint_every=every)
         model.save(path)
         print("done", flush=True)
     elif mode == "resume":
