@@ -75,7 +75,8 @@ def child(corpus, workers, vector_size, epochs):
     scan = time.perf_counter() - start
     model.train()
     report["after_train"] = _status()
-    report.update(distinct_words=model.vocab.distinct_words, kept_words=len(model.vocab), corpus_tokens=int(model.vocab.raw_words),
+    report.update(distinct_words=model.vocab.distinct_words, kept_words=len(model.vocab),
+                  corpus_tokens=int(model.vocab.raw_words),
                   table_mb=(model.W_in.nbytes + model.W_out.nbytes) / 2 ** 20, scan_seconds=round(scan, 1),
                   train_seconds=round(time.perf_counter() - start - scan, 1))
     print(json.dumps(report))

@@ -20,8 +20,8 @@ from libc.string cimport memset
 
 from embkit._kernels.common cimport emb_axpy, emb_dot, emb_scale_copy, rng_below, mix_seed
 from embkit._kernels.drive cimport (SliceResult, check_objective, check_ids, check_offsets, loss_classes,
-                                    slice_count, slices_new, slices_total, Negatives, linear_lr, negatives_init, negatives_free, next_negatives,
-                                    neg_ids, neg_logq)
+                                    slice_count, slices_new, slices_total, Negatives, linear_lr,
+                                    negatives_init, negatives_free, next_negatives, neg_ids, neg_logq)
 from embkit._kernels.losses cimport Loss, Scratch, scratch_new, scratch_free
 from embkit._kernels.samplers cimport Sampler
 

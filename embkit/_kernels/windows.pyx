@@ -17,8 +17,8 @@ from libc.string cimport memset
 from embkit._kernels.common cimport (emb_axpy, emb_scale_copy, emb_prefetch_row, rng_uniform, rng_below, mix_seed,
                                      EMBKIT_HAVE_OPENMP)
 from embkit._kernels.drive cimport (SliceResult, check_objective, check_ids, loss_classes, slice_count,
-                                    slices_new, slices_total, Negatives, linear_lr, negatives_init, negatives_free, next_negatives,
-                                    neg_ids, neg_logq)
+                                    slices_new, slices_total, Negatives, linear_lr, negatives_init,
+                                    negatives_free, next_negatives, neg_ids, neg_logq)
 from embkit._kernels.losses cimport Loss, Scratch, scratch_new, scratch_free
 from embkit._kernels.samplers cimport Sampler
 

@@ -29,7 +29,8 @@ def atomic_path(path, overwrite=True):
     do.  On any error (or interruption) the temporary file is removed and ``path`` is untouched; an
     ``OSError`` (disk full, file too large, permission, read-only file system) is re-raised naming
     ``path``.  An existing ``path`` that cannot be opened for writing is not replaced (a read-only file:
-    PermissionError), as a plain write would not replace it.  Stale temporary files of ``path`` left by killed processes are removed first.
+    PermissionError), as a plain write would not replace it.  Stale temporary files of ``path`` left by
+    killed processes are removed first.
     """
     path = os.fspath(path)
     if not overwrite and os.path.exists(path):

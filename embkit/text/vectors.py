@@ -58,7 +58,8 @@ def load_vectors(path, binary=None):
                          % (path, "binary" if binary else "text", exc)) from exc
     if not np.isfinite(kv.vectors).all():
         row = int(np.flatnonzero(~np.isfinite(kv.vectors).all(axis=1))[0])
-        raise ValueError("%r: the vector of %r (number %d) holds NaN or infinity" % (path, kv.index_to_key[row], row + 1))
+        raise ValueError("%r: the vector of %r (number %d) holds NaN or infinity"
+                         % (path, kv.index_to_key[row], row + 1))
     return kv
 
 
