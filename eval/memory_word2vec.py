@@ -12,8 +12,8 @@ corpus file's size), showing that the corpus is streamed, never held.
 
 Usage::
 
-    PYTHONPATH=$PWD python eval/memory_word2vec.py --tokens 5e6,20e6,50e6 --dir /tmp/corpora
-    PYTHONPATH=$PWD python eval/memory_word2vec.py --tokens 120e6 --dir /tmp/corpora --as-limit 600M --workers 1
+    PYTHONPATH=$PWD python eval/memory_word2vec.py --tokens 5e6,20e6,50e6 --vocab 30000
+    PYTHONPATH=$PWD python eval/memory_word2vec.py --tokens 200e6 --vocab 30000 --as-limit 640M
 """
 import argparse
 import json
@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -103,7 +104,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tokens", default="5e6,20e6,50e6", help="comma-separated corpus sizes in tokens")
     p.add_argument("--vocab", type=int, default=1000000, help="size of the Zipf vocabulary drawn from")
-    p.add_argument("--dir", default="/tmp/embkit-memory", help="where the corpora are written")
+    p.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "embkit-memory"),
+                   help="where the corpora are written (removed afterwards unless --keep)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--vector-size", type=int, default=100)
     p.add_argument("--epochs", type=int, default=1)
