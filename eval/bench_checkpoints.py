@@ -105,7 +105,7 @@ def part_exact(args, corpus):
                 and np.array_equal(resumed.syn1neg, reference.syn1neg))
     row = {"bit_identical": same, "max_abs_difference": float(np.max(np.abs(resumed.wv.vectors -
                                                                              reference.wv.vectors)))}
-    print("workers=1, stopped at %.0f%% and resumed: bit-identical %s (max |difference| %g)"
+    print("workers=1, Ctrl-C after %.0f%% of the chunks, resumed: bit-identical %s (max |difference| %g)"
           % (100 * args.stop, same, row["max_abs_difference"]))
     return row
 
