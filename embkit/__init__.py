@@ -7,7 +7,7 @@ Layout: ``embkit.core`` (the trainer base, registry, epoch loop, persistence), o
 (``embkit.text``, ``embkit.items``, ``embkit.xc``), the model-agnostic ``embkit.evaluation``, the command
 line ``embkit.cli`` and the kernels ``embkit._kernels``.
 """
-__all__ = ["Word2Vec", "ItemEmbedding", "ExtremeClassifier", "load_vectors"]
+__all__ = ["Word2Vec", "ItemEmbedding", "ExtremeClassifier", "load_vectors", "LineSentence", "PathLineSentences"]
 __version__ = "0.1.0"
 
 
@@ -21,6 +21,9 @@ def __getattr__(name):
     if name == "ExtremeClassifier":
         from embkit.xc.classifier import ExtremeClassifier
         return ExtremeClassifier
+    if name in ("LineSentence", "PathLineSentences"):
+        from embkit.text import line_sentences
+        return getattr(line_sentences, name)
     if name == "load_vectors":
         from embkit.text.vectors import load_vectors
         return load_vectors

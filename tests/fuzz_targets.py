@@ -426,7 +426,7 @@ def _exercise(model):
     import scipy.sparse as sp
     from embkit import ExtremeClassifier, ItemEmbedding, Word2Vec
     if isinstance(model, Word2Vec):
-        model.train([["a", "b", "c", "d", "a"]] * 3, epochs=1)
+        model.train([["a", "b", "c", "d", "a"]] * 3, total_examples=3, epochs=1)
         model.wv.most_similar(model.wv.index_to_key[0], topn=2)
     elif isinstance(model, ItemEmbedding):
         model.recommend(0, topn=2)

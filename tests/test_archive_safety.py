@@ -164,7 +164,7 @@ def test_tables_that_do_not_fit_the_parameters(tmp_path, saved):
     refused(tmp_path, edited_config(saved["sgns"], lambda c: c["params"].update(vector_size=7)),
             "vector_size is 7 but")
     refused(tmp_path, edited(saved["hs"], "W_out.npy", npy(np.ones((1, 4), np.float32))),
-            "W_out has 1 rows, but the hs loss trains 3")
+            "W_out has 1 rows, but the hs loss trains 4")
     refused(tmp_path, edited_config(saved["sgns"], lambda c: c["params"].update(alpha=-1)),
             "bad Word2Vec parameters: alpha must be")
     refused(tmp_path, edited_config(saved["sgns"], lambda c: c.update(state=[1, 2])), "not a complete Word2Vec")

@@ -118,7 +118,7 @@ def test_missing_path(tmp_path):
         Word2Vec(missing, **TINY)                          # a str as sentences is a path
     model = Word2Vec([["a", "b", "c", "d", "e", "f"]], **TINY)
     with pytest.raises(FileNotFoundError, match="no-such-corpus.txt"):
-        model.train(corpus_file=missing)
+        model.train(corpus_file=missing, total_words=6, epochs=1)
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
@@ -159,7 +159,7 @@ BAD_PARAMS = [
     ("workers", 2.0, "an integer >= 1"),
     ("workers", "4", "an integer >= 1"),
     ("epochs", 0, "an integer >= 1"),
-    ("min_count", 0, "an integer >= 1"),
+    ("min_count", -1, "an integer >= 0"),
     ("seed", -1, "an integer >= 0"),
     ("min_alpha", -1e-4, r"a number in \[0, alpha\]"),
     ("min_alpha", 0.5, r"a number in \[0, alpha\]"),
@@ -314,7 +314,7 @@ def test_interrupted_save_leaves_previous_model_intact(model, sentences, tmp_pat
     path = tmp_path / "model.ekm"
     model.save(str(path))
     previous = path.read_bytes()
-    model.train(corpus_iterable=sentences, epochs=1)          # a changed model to save over it
+    model.train(corpus_iterable=sentences, total_examples=len(sentences), epochs=1)   # a changed model to save over it
     written = _interrupt_after_partial_write(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         model.save(str(path))

@@ -105,8 +105,8 @@ def test_window_driver_refuses_word_ids_beyond_its_tables():
 
 
 def test_hierarchical_softmax_needs_its_output_rows():
-    loss = registry.make_loss("hs", counts=np.array([5, 4, 3, 2]), n_classes=4)     # trains 3 rows
-    with pytest.raises(ValueError, match="W_out has 1 rows, but the loss trains 3 for its 4 classes"):
+    loss = registry.make_loss("hs", counts=np.array([5, 4, 3, 2]), n_classes=4)     # trains 4 rows
+    with pytest.raises(ValueError, match="W_out has 1 rows, but the loss trains 4 for its 4 classes"):
         WindowTrainer(np.zeros((4, 8), np.float32), np.zeros((1, 8), np.float32), None, loss, None, 2, True, True,
                       0, False, 0.1, 0.0, 100.0, 1)
 
@@ -150,4 +150,4 @@ def test_tokens_that_are_not_strings(token, bounded):
     model = Word2Vec(SENTENCES, vector_size=4, min_count=1, epochs=1, workers=1, negative=2)
     if token is not None and not isinstance(token, int):
         with pytest.raises(TypeError, match="tokens must be strings"):
-            model.train(sentences)
+            model.train(sentences, total_examples=len(sentences), epochs=1)

@@ -255,7 +255,10 @@ def _loss_problem(name, seed, k=5):
     loss_obj = registry.make_loss(name, counts=LOSS_COUNTS)
     n_classes, dim = LOSS_COUNTS.size, 8
     h, W, target, neg = _sgns_problem(seed, n_classes=n_classes, dim=dim, k=k)
-    W = W[:loss_obj.output_rows(n_classes)].copy()
+    rows = loss_obj.output_rows(n_classes)
+    if rows > W.shape[0]:                      # a loss with two stacked output tables
+        W = np.vstack([W, W[::-1]])
+    W = W[:rows].copy()
     logq, target_logq = None, 0.0
     if loss_obj.needs_logq:
         sampler = samplers.unigram(np.arange(1, n_classes + 1), 0.75)

@@ -56,8 +56,8 @@ def test_loaded_model_continues_training_exactly_like_the_original(model, senten
     model.save(str(path))
     loaded = Word2Vec.load(str(path))
     before = loaded.wv.vectors.copy()
-    r1 = model.train(corpus_iterable=list(sentences), epochs=1)
-    r2 = loaded.train(corpus_iterable=list(sentences), epochs=1)
+    r1 = model.train(corpus_iterable=list(sentences), total_examples=len(sentences), epochs=1)
+    r2 = loaded.train(corpus_iterable=list(sentences), total_examples=len(sentences), epochs=1)
     assert r2.words == r1.words == model.vocab.total_words
     assert not np.array_equal(before, loaded.wv.vectors)
     # single thread, same seed, same state: the continued runs agree bit for bit
@@ -66,7 +66,7 @@ def test_loaded_model_continues_training_exactly_like_the_original(model, senten
     # and from a file as well
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(" ".join(s) for s in sentences), encoding="utf-8")
-    loaded.train(corpus_file=str(corpus), epochs=1)
+    loaded.train(corpus_file=str(corpus), total_words=loaded.corpus_total_words, epochs=1)
     assert np.all(np.isfinite(loaded.wv.vectors))
 
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from embkit import Word2Vec
+from embkit import ItemEmbedding, Word2Vec
 from embkit.core import registry
 
 from _cases import pairings, refused
@@ -113,7 +113,7 @@ def test_every_loss_and_sampler_pairing_trains(planted, purity, loss, sampler, s
     except ValueError as exc:               # a pairing the registry refuses must say why
         assert refused(exc)
         pytest.skip(str(exc))
-    assert np.all(np.isfinite(model.wv.vectors)) and np.all(np.isfinite(model.syn1neg))
+    assert np.all(np.isfinite(model.wv.vectors)) and np.all(np.isfinite(model.W_out))
     assert np.isfinite(model.last_report.epoch_loss[-1])
     if sampler == "topk":
         # only the hardest wrong classes as negatives: in a corpus of topics those are the topic's own
@@ -163,7 +163,7 @@ def test_train_again_continues_from_current_vectors(planted):
     assert report.epochs == 1 and report.words == model.vocab.total_words
     assert not np.array_equal(before, model.wv.vectors)
     # explicit schedule and a different corpus: its words are counted exactly
-    report = model.train(corpus_iterable=sentences[:100] + [["unknown", "words"]], epochs=2,
+    report = model.train(corpus_iterable=sentences[:100] + [["unknown", "words"]], total_examples=101, epochs=2,
                          start_alpha=0.01, end_alpha=0.001)
     assert report.words == 2 * sum(len(s) for s in sentences[:100])
     assert report.raw_words == 2 * (sum(len(s) for s in sentences[:100]) + 2)
@@ -215,23 +215,37 @@ def test_train_after_an_interrupted_pass_trains_each_word_once_per_epoch(planted
 
 
 def test_negative_larger_than_vocabulary():
+    # random samplers draw with replacement (gensim trains such models); a deterministic choice cannot
+    model = Word2Vec([["a", "b", "c"]] * 5, vector_size=4, min_count=1, negative=10, sample=0, workers=1)
+    assert model.last_report.examples > 0 and np.isfinite(model.wv.vectors).all()
     with pytest.raises(ValueError, match="negative=10 exceeds"):
-        Word2Vec([["a", "b", "c"]], vector_size=4, min_count=1, negative=10)
+        Word2Vec([["a", "b", "c"]], vector_size=4, min_count=1, negative=10, sampler="topk")
 
 
 def test_hs_selects_hierarchical_softmax(planted, purity):
-    # gensim's switch: hs=1 with negative=0 is hierarchical softmax; its output table has one row per
-    # inner node of the Huffman tree
+    # gensim's switch: hs=1 with negative=0 is hierarchical softmax; its output table (syn1) has a row per
+    # word as gensim's, the inner nodes of the Huffman tree and one unused
     groups, sentences = planted
     model = Word2Vec(sentences, sg=1, hs=1, negative=0, workers=1, seed=2, **SMALL)
     assert model.loss == "hs"
-    assert model.syn1neg.shape == (len(model.wv) - 1, SMALL["vector_size"])
+    assert model.syn1.shape == (len(model.wv), SMALL["vector_size"]) and not model.syn1[-1].any()
+    with pytest.raises(AttributeError, match="no syn1neg"):
+        model.syn1neg
     assert purity(model.wv, groups)[0] >= 0.8
 
 
-def test_hs_with_negative_sampling_is_refused():
-    with pytest.raises(ValueError, match="negative=0"):
-        Word2Vec(vector_size=8, hs=1, negative=5)
+def test_hs_with_negative_sampling_trains_both(planted, purity, caplog):
+    # gensim's hs=1 with negative > 0: both objectives, with gensim's warning; syn1 and syn1neg are views
+    groups, sentences = planted
+    model = Word2Vec(sentences, sg=1, hs=1, negative=5, workers=1, seed=2, **SMALL)
+    assert "Both hierarchical softmax and negative sampling are activated" in caplog.text
+    assert model.loss == "hs_sgns"
+    n, d = len(model.wv), SMALL["vector_size"]
+    assert model.syn1neg.shape == model.syn1.shape == (n, d) and model.W_out.shape == (2 * n, d)
+    assert np.shares_memory(model.syn1, model.W_out) and model.syn1neg.any() and model.syn1.any()
+    assert purity(model.wv, groups)[0] >= 0.8
+    with pytest.raises(ValueError, match="cannot"):
+        ItemEmbedding(loss="hs_sgns")
 
 
 def test_sampler_with_a_loss_that_draws_no_negatives_is_refused():

@@ -26,8 +26,9 @@ cdef inline int check_objective(Py_ssize_t in_dim, Py_ssize_t out_dim, Py_ssize_
         raise ValueError("W_in and W_out must have the same number of columns")
     if loss.uses_negatives and negative > 0 and sampler is None:
         raise ValueError("this loss needs a sampler for its negatives")
-    if sampler is not None and sampler.n_classes != out_rows:
-        raise ValueError("sampler has %d classes but W_out has %d rows" % (sampler.n_classes, out_rows))
+    if sampler is not None and sampler.n_classes != loss._classes_for(out_rows):
+        raise ValueError("sampler has %d classes but W_out has %d rows for %d classes"
+                         % (sampler.n_classes, out_rows, loss._classes_for(out_rows)))
     return 0
 
 

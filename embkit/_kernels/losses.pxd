@@ -10,6 +10,7 @@ cdef struct Scratch:
     float *mult        # cols: how many draws each column stands for
     double *logq       # cols: the sampler's log-probability of each column's id
     int *col           # k: column of each negative (-1: the target drawn again, dropped)
+    float *extra       # batch x dim, allocated by the first step that needs it (NULL before)
     int batch
     int cols
 
@@ -57,3 +58,10 @@ cdef class HierarchicalSoftmax(Loss):
     cdef uint8_t[::1] codes_v
     cdef int max_depth
     cdef int n_leaves
+
+
+cdef class HsNegative(Loss):
+    cdef readonly HierarchicalSoftmax hs
+    cdef readonly SGNS ns
+    cdef readonly int n_classes
+

@@ -49,6 +49,7 @@ cdef Scratch *scratch_new(int batch, int cols, int k) noexcept nogil:
 cdef void scratch_free(Scratch *s) noexcept nogil:
     if s != NULL:
         free(s.scores); free(s.coef); free(s.rows); free(s.ids); free(s.col); free(s.mult); free(s.logq)
+        free(s.extra)
         free(s)
 
 
@@ -138,6 +139,9 @@ cdef class Loss:
         if logq_arr.shape[0] != k:
             raise ValueError("neg_logq has %d entries for %d negatives" % (logq_arr.shape[0], k))
         n_classes = self._classes_for(n_out)
+        if self.output_rows(n_classes) > n_out:
+            raise ValueError("W_out has %d rows, but the loss trains %d for its %d classes"
+                             % (n_out, self.output_rows(n_classes), n_classes))
         if not 0 <= target < n_classes or (k and (neg_arr.min() < 0 or neg_arr.max() >= n_classes)):
             raise IndexError("class id out of range [0, %d)" % n_classes)
         dH = np.zeros((m, dim), dtype=np.float32)
@@ -354,7 +358,9 @@ cdef class FullSoftmax(Loss):
 cdef class HierarchicalSoftmax(Loss):
     """Hierarchical softmax on a Huffman tree of the class counts (word2vec's ``hs=1``).
 
-    The output table holds one row per inner node (``n_classes - 1``); a class's probability is the product
+    The output table holds one row per inner node (``n_classes - 1``) plus one that no path uses, so that it
+    has a row per class as word2vec's and gensim's ``syn1`` (and converts to and from theirs as it is); a
+    class's probability is the product
     of the logistic decisions along its path.  ``L = -sum_l log s((1 - 2 code_l) <h, node_l>)``.
 
     Parameters
@@ -377,7 +383,7 @@ cdef class HierarchicalSoftmax(Loss):
         return max(1, self.max_depth)
 
     cpdef int output_rows(self, int n_classes):
-        return max(1, n_classes - 1)
+        return max(1, n_classes)
 
     def _classes_for(self, n_out):
         return self.n_leaves
@@ -404,6 +410,54 @@ cdef class HierarchicalSoftmax(Loss):
                 loss -= logp
                 G[a * c + q] = lr * sign * (1.0 - p)
         emb_batch_update(H, m, work.rows, c, G, dH, dim)
+        return loss
+
+
+cdef class HsNegative(Loss):
+    """Hierarchical softmax and negative sampling trained together (gensim's ``hs=1`` with ``negative > 0``).
+
+    Each step adds the gradients of both objectives, computed from the same hidden vectors, as word2vec
+    does.  The output table stacks the two tables: rows ``[0, n)`` are the words' output vectors (gensim's
+    ``syn1neg``, as with every loss that has one row per class), rows ``[n, 2n)`` the tree's (``syn1``).
+    Samplers that read the output table do not apply.
+
+    Parameters
+    ----------
+    counts : array_like
+        Class frequencies (the Huffman tree).
+    """
+
+    USES_NEGATIVES = True
+    NEEDS_QUERY_FREE = True
+
+    def __init__(self, counts):
+        Loss.__init__(self)
+        self.hs = HierarchicalSoftmax(counts)
+        self.ns = SGNS()
+        self.n_classes = self.hs.n_leaves
+
+    cpdef int columns(self, int k, int n_classes):
+        return max(self.hs.columns(0, n_classes), k + 1)
+
+    cpdef int output_rows(self, int n_classes):
+        return 2 * n_classes
+
+    def _classes_for(self, n_out):
+        return self.n_classes
+
+    cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
+                     double target_logq, float lr, float *W_out, int dim, float *dH,
+                     Scratch *work) noexcept nogil:
+        cdef Py_ssize_t i, size = <Py_ssize_t>m * dim
+        if work.extra == NULL:
+            work.extra = <float *> malloc(<size_t>work.batch * dim * sizeof(float))
+            if work.extra == NULL:
+                return INFINITY        # reported as divergence by the epoch loop
+        cdef double loss = self.ns.step(H, m, target, neg, neg_logq, k, target_logq, lr, W_out, dim, dH, work)
+        loss += self.hs.step(H, m, target, NULL, NULL, 0, 0.0, lr, W_out + <Py_ssize_t>self.n_classes * dim,
+                             dim, work.extra, work)
+        for i in range(size):
+            dH[i] += work.extra[i]
         return loss
 
 

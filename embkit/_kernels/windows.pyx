@@ -30,6 +30,9 @@ cdef struct Config:
     int dim
     const float *keep          # per-word keep probability (NULL: no subsampling)
     int window
+    int shrink                 # draw a reduced window per centre word (word2vec); 0: always the full window
+    const float *lockf         # per-word factor of input-row updates, indexed modulo lockf_len (NULL: all 1)
+    Py_ssize_t lockf_len
     int sg
     int cbow_mean
     int negative
@@ -82,12 +85,13 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
     cdef float *dH = <float *> malloc(<size_t>batch * dim * sizeof(float))
     cdef float *hid = <float *> malloc(dim * sizeof(float))
     cdef float **rows = <float **> malloc(2 * c.window * sizeof(float *))
+    cdef float *lock = <float *> malloc(2 * c.window * sizeof(float))   # update factor of each context row
     cdef Scratch *work = scratch_new(batch, c.columns, k)
     cdef Negatives ng
     cdef int ng_status = negatives_init(&ng, sampler is not None and sampler.query_free, k, loss.needs_logq,
                                         c.sampler_scratch, c.W_out, dim)
-    if buf == NULL or dH == NULL or hid == NULL or rows == NULL or work == NULL or ng_status != 0:
-        free(buf); free(dH); free(hid); free(rows); scratch_free(work); negatives_free(&ng)
+    if buf == NULL or dH == NULL or hid == NULL or rows == NULL or lock == NULL or work == NULL or ng_status != 0:
+        free(buf); free(dH); free(hid); free(rows); free(lock); scratch_free(work); negatives_free(&ng)
         return -1
     cdef int half = 0
 
@@ -107,7 +111,7 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
             if (i & 1023) == 1023:
                 lr = learning_rate(c, start + (i * (end - start)) // n)
             target = buf[i]
-            b = rng_below(&rng, c.window)
+            b = rng_below(&rng, c.window) if c.shrink else 0
             lo = i - c.window + b
             if lo < 0:
                 lo = 0
@@ -118,6 +122,7 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
             for j in range(lo, hi):
                 if j != i:
                     rows[m] = c.W_in + <Py_ssize_t>buf[j] * dim
+                    lock[m] = 1.0 if c.lockf == NULL else c.lockf[buf[j] % c.lockf_len]
                     m += 1
             if m == 0:
                 continue
@@ -135,7 +140,7 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
                 total_loss += loss.step(rows, m, target, neg_ids(&ng, half), neg_logq(&ng, half), k, ng.tlq[half],
                                         lr, c.W_out, dim, dH, work)
                 for j in range(m):
-                    emb_axpy(1.0, dH + j * dim, rows[j], dim)
+                    emb_axpy(lock[j], dH + j * dim, rows[j], dim)
                 examples += m
             elif c.sg:
                 for j in range(m):
@@ -145,7 +150,7 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
                         half = next_negatives(sampler, &rng, rows[j], target, &ng)
                     total_loss += loss.step(&rows[j], 1, target, neg_ids(&ng, half), neg_logq(&ng, half),
                                             k, ng.tlq[half], lr, c.W_out, dim, dH, work)
-                    emb_axpy(1.0, dH, rows[j], dim)
+                    emb_axpy(lock[j], dH, rows[j], dim)
                 examples += m
             else:
                 # CBOW: the hidden vector is the mean (or sum) of the context rows
@@ -159,10 +164,10 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
                 total_loss += loss.step(&hid, 1, target, neg_ids(&ng, half), neg_logq(&ng, half), k, ng.tlq[half],
                                         lr, c.W_out, dim, dH, work)
                 for j in range(m):
-                    emb_axpy(1.0, dH, rows[j], dim)
+                    emb_axpy(lock[j], dH, rows[j], dim)
                 examples += 1
         start = end
-    free(buf); free(dH); free(hid); free(rows); scratch_free(work); negatives_free(&ng)
+    free(buf); free(dH); free(hid); free(rows); free(lock); scratch_free(work); negatives_free(&ng)
     out.loss = total_loss
     out.examples = examples
     out.words = words
@@ -214,10 +219,16 @@ cdef class WindowTrainer:
     total_words : float
         Words the whole run trains (epochs x words per epoch): the denominator of progress.
     seed : int
+    lockf : float32 array or None
+        Factor of every input-row update per word id, indexed modulo its length (gensim's
+        ``vectors_lockf``: 0 freezes a word's vector); None updates every row fully.
+    shrink_windows : bool
+        Draw a reduced window in ``[1, window]`` per centre word (word2vec); False always uses ``window``.
     """
     cdef float[:, ::1] W_in
     cdef float[:, ::1] W_out
     cdef float[::1] keep
+    cdef float[::1] lockf
     cdef Loss loss
     cdef Sampler sampler
     cdef Config cfg
@@ -225,7 +236,8 @@ cdef class WindowTrainer:
 
     def __init__(self, float[:, ::1] W_in not None, float[:, ::1] W_out not None, keep, Loss loss not None,
                  Sampler sampler, int window, bint sg, bint cbow_mean, int negative, bint shared_negatives,
-                 double alpha, double min_alpha, double total_words, uint64_t seed):
+                 double alpha, double min_alpha, double total_words, uint64_t seed, lockf=None,
+                 bint shrink_windows=True):
         check_objective(W_in.shape[1], W_out.shape[1], W_out.shape[0], loss, sampler, negative)
         self.W_in = W_in
         self.W_out = W_out
@@ -243,6 +255,15 @@ cdef class WindowTrainer:
         else:
             self.cfg.keep = NULL
         self.cfg.window = window
+        self.cfg.shrink = shrink_windows
+        self.cfg.lockf = NULL
+        self.cfg.lockf_len = 0
+        if lockf is not None:
+            self.lockf = np.ascontiguousarray(lockf, dtype=np.float32).reshape(-1)
+            if self.lockf.shape[0] == 0:
+                raise ValueError("lockf is empty: give one factor, or one per word")
+            self.cfg.lockf = &self.lockf[0]
+            self.cfg.lockf_len = self.lockf.shape[0]
         self.cfg.sg = sg
         self.cfg.cbow_mean = cbow_mean
         self.cfg.negative = negative if loss.uses_negatives else 0

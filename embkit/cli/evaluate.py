@@ -138,7 +138,7 @@ def load_model_tables(path):
         raise ValueError("the ranking suite needs an embkit model file (both the input and the output "
                          "table); %r is a vectors-only file" % path)
     model = persist.load(path)
-    W, O = model.wv.vectors, model.syn1neg
+    W, O = model.wv.vectors, getattr(model, "syn1neg", None)
     if O is None or O.shape[0] != W.shape[0]:
         rows = 0 if O is None else O.shape[0]
         raise ValueError("%r: the output table has %d rows for %d words; ranking needs one output row per "

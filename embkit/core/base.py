@@ -19,6 +19,7 @@ import inspect
 import json
 import logging
 import os
+import types
 
 import numpy as np
 
@@ -29,7 +30,22 @@ from embkit.core.training import CALLBACK_EVENTS, Position, TrainingReport, run_
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EmbeddingModel"]
+__all__ = ["EmbeddingModel", "class_only"]
+
+
+class class_only:
+    """A classmethod that refuses to run on an instance: ``model.load(path)`` would return a new model and
+    leave ``model`` as it was, a silent mistake (gensim refuses it the same way, with AttributeError)."""
+
+    def __init__(self, func):
+        self.func = func
+        self.__doc__ = func.__doc__
+
+    def __get__(self, instance, owner):
+        if instance is not None:
+            raise AttributeError("%s.%s is called on the class, not on an instance: model = %s.%s(...) returns the "
+                                 "model" % (owner.__name__, self.func.__name__, owner.__name__, self.func.__name__))
+        return types.MethodType(self.func, owner)
 
 
 class EmbeddingModel:
@@ -87,6 +103,8 @@ class EmbeddingModel:
     RUNTIME_PARAMS = frozenset({"progress", "callbacks", "checkpoint_dir", "checkpoint_every"})
     #: parameters a resumed run may change (they do not change what is computed, only how fast or where)
     RESUMABLE_CHANGES = frozenset({"workers"})
+    #: the model reads an output table that stacks two (the ``hs_sgns`` loss: word vectors, then tree nodes)
+    STACKED_OUTPUTS = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -155,6 +173,9 @@ class EmbeddingModel:
             if not any(callable(getattr(cb, event, None)) for event in CALLBACK_EVENTS):
                 raise ValueError("callbacks must have at least one of the methods %s, got %r"
                                  % (", ".join(CALLBACK_EVENTS), cb))
+        if self.loss == "hs_sgns" and not self.STACKED_OUTPUTS:
+            raise ValueError("the hs_sgns loss (gensim's hs=1 with negative > 0) stacks two output tables, which "
+                             "%s cannot use: use sgns or hs" % type(self).__name__)
         registry.check_pairing(self.loss, self.sampler_name, self.negative)
         checkpoint.parse_every(self.checkpoint_every)
 
@@ -203,7 +224,7 @@ class EmbeddingModel:
         raise NotImplementedError
 
     def _train(self, chunks, units_per_epoch, counts, n_classes, epochs=None, alpha=None, min_alpha=None,
-               on_epoch=None, desc=None, progress=None, run_args=None, fingerprint=None):
+               on_epoch=None, desc=None, progress=None, run_args=None, fingerprint=None, min_chunk_per_thread=None):
         """Run the epoch loop on the driver: the shared body of every model's ``fit`` / ``train``.
 
         Parameters
@@ -225,6 +246,8 @@ class EmbeddingModel:
             :meth:`resume` can repeat the call.
         fingerprint : str, optional
             A digest of the training data; a resumed run refuses data with another one.
+        min_chunk_per_thread : int, optional
+            Fewest units a thread trains of one chunk: smaller chunks run on fewer threads.
 
         Returns
         -------
@@ -262,7 +285,7 @@ class EmbeddingModel:
                        progress=self.progress if progress is None else progress,
                        desc=desc or "%s %s" % (type(self).__name__, self.loss), unit=self.unit,
                        on_epoch=on_epoch, callbacks=self.callbacks, model=self, report=report, start=start,
-                       checkpointer=checkpointer)
+                       checkpointer=checkpointer, min_chunk_per_thread=min_chunk_per_thread)
         except TrainingInterrupted as exc:
             if exc.checkpoint:
                 hint = "; checkpoint %s written (continue with %s.resume(%r))" % (
@@ -275,7 +298,17 @@ class EmbeddingModel:
         return report
 
     def get_latest_training_loss(self):
-        """Mean loss per example of the latest epoch trained (float64), or 0.0 before any training."""
+        """Mean loss per example of the latest epoch trained (float64), or 0.0 before any training.
+
+        During training (from a callback) it is the epoch that just ended; it never accumulates across
+        epochs or calls, unlike gensim's running total.  An epoch that trained no example (a tiny corpus
+        after subsampling) has no loss: the latest epoch that had one counts.
+        """
+        report = self.last_report
+        if report is not None:
+            for loss, examples in zip(reversed(report.epoch_loss), reversed(report.epoch_examples)):
+                if examples:
+                    return float(loss)
         return float(self.loss_history[-1]) if self.loss_history else 0.0
 
     # ------------------------------------------------------------------ persistence
@@ -294,19 +327,28 @@ class EmbeddingModel:
     def _restore(self, state, words, arrays):
         """Set what :meth:`_state`, :meth:`_words` and :meth:`_arrays` saved (subclasses)."""
 
-    def save(self, path, overwrite=True):
-        """Save parameters, tables and state atomically to ``path`` (an interrupted save keeps the old file)."""
+    def save(self, path, overwrite=True, **gensim_kwargs):
+        """Save parameters, tables and state atomically to ``path`` (an interrupted save keeps the old file).
+
+        gensim's layout options (``separately``, ``sep_limit``, ``ignore``, ``pickle_protocol``) are accepted
+        and change nothing: an embkit model is always one archive file.
+        """
+        unknown = set(gensim_kwargs) - {"separately", "sep_limit", "ignore", "pickle_protocol"}
+        if unknown:
+            raise TypeError("save() got unexpected keyword arguments: %s" % ", ".join(sorted(unknown)))
         if self.W_in is None:
             raise RuntimeError("nothing to save: the %s is not trained yet" % type(self).__name__)
         arrays = dict(self._arrays(), W_in=self.W_in, W_out=self.W_out)
         persist.save_archive(path, {"model": type(self).__name__, "params": self.get_params(),
                                     "state": self._state()}, self._words(), arrays, overwrite=overwrite)
 
-    @classmethod
-    def load(cls, path):
+    @class_only
+    def load(cls, path, mmap=None):
         """Load a model written by :meth:`save`; ``EmbeddingModel.load`` opens any kind of model file.
 
-        A checkpoint file loads as the model it holds, as of the moment it was written.
+        A checkpoint file loads as the model it holds, as of the moment it was written.  ``mmap`` is
+        accepted for gensim's signature; the tables are read into memory (they are checked as they are
+        read, and training writes to them).
         """
         config, words, arrays = persist.load_archive(path)
         return cls._from_archive(config, words, arrays, path)
@@ -448,6 +490,9 @@ def _check_loaded_tables(path, model, counts):
         rows = model._build_loss(counts, len(counts)).output_rows(len(counts))
     except (TypeError, ValueError) as exc:
         raise ValueError("%r holds bad %s parameters: %s" % (str(path), type(model).__name__, exc)) from None
+    if model.loss == "hs" and model.W_out.shape[0] == rows - 1:
+        # files written before the hs table had a (never used) row per class, as word2vec's
+        model.W_out = np.vstack([model.W_out, np.zeros((1, model.W_out.shape[1]), np.float32)])
     if model.W_out.shape[0] != rows:
         raise ValueError("%r: W_out has %d rows, but the %s loss trains %d for %d classes"
                          % (str(path), model.W_out.shape[0], model.loss, rows, len(counts)))

@@ -88,12 +88,21 @@ def _sampled_softmax(counts=None, n_classes=None, remove_accidental_hits=True, *
     return _losses.SampledSoftmax(remove_accidental_hits=remove_accidental_hits)
 
 
+def _tree_loss(name, kernel, counts, params):
+    _reject(params, name)
+    if counts is None:
+        raise ValueError("the %s loss needs the class counts to build its Huffman tree" % name)
+    return kernel(counts)
+
+
 def _hs(counts=None, n_classes=None, **params):
     """Hierarchical softmax on a Huffman tree of the class counts."""
-    _reject(params, "hs")
-    if counts is None:
-        raise ValueError("the hs loss needs the class counts to build its Huffman tree")
-    return _losses.HierarchicalSoftmax(counts)
+    return _tree_loss("hs", _losses.HierarchicalSoftmax, counts, params)
+
+
+def _hs_sgns(counts=None, n_classes=None, **params):
+    """Hierarchical softmax and negative sampling together (gensim's hs=1 with negative > 0)."""
+    return _tree_loss("hs_sgns", _losses.HsNegative, counts, params)
 
 
 register_loss("sgns", _losses.SGNS)
@@ -102,6 +111,7 @@ register_loss("sampled_softmax", _losses.SampledSoftmax, _sampled_softmax)
 register_loss("relaxed_softmax", _losses.RelaxedSoftmax)
 register_loss("full_softmax", _losses.FullSoftmax)
 register_loss("hs", _losses.HierarchicalSoftmax, _hs)
+register_loss("hs_sgns", _losses.HsNegative, _hs_sgns)
 
 
 # ------------------------------------------------------------------------------------------ samplers
@@ -286,11 +296,19 @@ def check_pairing(loss, sampler, negative=None, n_classes=None):
         raise ValueError("negative must be >= 1 for the %s loss (it draws negatives), got %d; losses without "
                          "negatives: %s" % (loss_name, negative,
                                             ", ".join(sorted(n for n in LOSSES if not uses_sampler(n)))))
-    if negative is not None and n_classes is not None and negative > n_classes:
-        raise ValueError("negative=%d exceeds the number of classes (%d)" % (negative, n_classes))
-    needs_logq = loss_caps.NEEDS_LOGQ if by_name else loss_caps.needs_logq
     is_distribution = (sampler_caps.IS_DISTRIBUTION if isinstance(sampler, str)
                        else sampler_caps.is_distribution)
+    if negative is not None and n_classes is not None and negative > n_classes and not is_distribution:
+        # random samplers draw with replacement; a deterministic choice has only n_classes candidates
+        raise ValueError("negative=%d exceeds the number of classes (%d), which the %s sampler picks without "
+                         "repetition" % (negative, n_classes, sampler_name))
+    query_free = sampler_caps.QUERY_FREE if isinstance(sampler, str) else sampler_caps.query_free
+    if getattr(loss_caps, "NEEDS_QUERY_FREE", False) and not query_free:
+        raise ValueError("the %s loss stacks two output tables, which the %s sampler cannot read; use a sampler "
+                         "that reads none (%s)" % (loss_name, sampler_name,
+                                                   ", ".join(sorted(n for n, e in SAMPLERS.items()
+                                                                    if e.kernel.QUERY_FREE))))
+    needs_logq = loss_caps.NEEDS_LOGQ if by_name else loss_caps.needs_logq
     if needs_logq and not is_distribution:
         raise ValueError("the %s loss corrects by the sampler's log-probabilities, but the %s sampler picks "
                          "negatives deterministically and has none; use sgns or relaxed_softmax with it"

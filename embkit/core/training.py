@@ -26,7 +26,8 @@ class TrainingReport:
     raw_words: int = 0      # corpus tokens read, out-of-vocabulary ones included
     examples: int = 0       # (input, target) training examples
     seconds: float = 0.0
-    epoch_loss: list = field(default_factory=list)   # mean loss per example, per epoch
+    epoch_loss: list = field(default_factory=list)   # mean loss per example, per epoch (0.0 with no example)
+    epoch_examples: list = field(default_factory=list)  # examples trained, per epoch
     epoch_seconds: list = field(default_factory=list)  # training time of each epoch (callbacks excluded)
 
     @property
@@ -94,7 +95,8 @@ def _fire(callbacks, event, model):
 
 
 def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, progress=True, desc="train",
-               unit="w", on_epoch=None, callbacks=(), model=None, report=None, start=None, checkpointer=None):
+               unit="w", on_epoch=None, callbacks=(), model=None, report=None, start=None, checkpointer=None,
+               min_chunk_per_thread=None):
     """Train ``trainer`` over ``epochs`` passes.
 
     Parameters
@@ -131,6 +133,9 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
         Resume here instead of at the first chunk.
     checkpointer : Checkpointer, optional
         Writes a checkpoint when one is due, when Ctrl-C stops the run, and when the run ends.
+    min_chunk_per_thread : int, optional
+        A chunk of ``len(chunk)`` units runs on at most ``len(chunk) // min_chunk_per_thread`` threads (at
+        least one), so small chunks are not split into slivers (gensim's ``batch_words``).
 
     Returns
     -------
@@ -168,13 +173,16 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
                     words_before = epoch * words_per_epoch + words_done
                     seed = epoch * 1000003 + index
                     trainer.before_chunk(words_before / max(1, total_units))
-                    if pool is None:
+                    threads = workers
+                    if min_chunk_per_thread:
+                        threads = max(1, min(workers, len(chunk) // min_chunk_per_thread))
+                    if pool is None or threads == 1:
                         loss, examples, words = trainer.train_chunk(*chunk.kernel_args, words_before, seed,
-                                                                    workers)
+                                                                    threads)
                     else:
                         parts = list(pool.map(
-                            lambda t: trainer.train_chunk(*chunk.kernel_args, words_before, seed, workers, t),
-                            range(workers)))
+                            lambda t: trainer.train_chunk(*chunk.kernel_args, words_before, seed, threads, t),
+                            range(threads)))
                         loss = sum(p[0] for p in parts)
                         examples = sum(p[1] for p in parts)
                         words = sum(p[2] for p in parts)
@@ -204,6 +212,7 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
                 report.epochs += 1
                 mean = epoch_loss / max(epoch_examples, 1)
                 report.epoch_loss.append(mean)
+                report.epoch_examples.append(epoch_examples)
                 report.epoch_seconds.append(time.perf_counter() - epoch_start)
                 report.seconds = seconds_before + time.perf_counter() - clock
                 logger.info("epoch %d/%d: loss %.4f, %d %s, %.0f %s/s", epoch + 1, epochs, mean, words_done, unit,

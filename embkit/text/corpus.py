@@ -133,9 +133,13 @@ class TextCorpus:
             logger.warning("%s: %d invalid UTF-8 sequences replaced by U+FFFD", path, replaced)
 
     def iter_token_blocks(self):
-        """Yield lists of tokens, ignoring sentence boundaries (fast path for counting)."""
-        for text, _ in self.iter_blocks():
+        """Yield lists of tokens, ignoring sentence boundaries (fast path for counting); ``stats.sentences``
+        counts the lines read."""
+        lines = 0
+        for text, complete in self.iter_blocks():
+            lines += text.count("\n") + (1 if complete else 0)
             yield text.split()
+        self.stats.sentences = lines
 
     def __iter__(self):
         """Yield sentences as lists of tokens (pieces of at most ``max_sentence_length``)."""
@@ -204,4 +208,7 @@ def as_corpus(sentences=None, corpus_file=None, max_sentence_length=MAX_SENTENCE
         return sentences
     if isinstance(sentences, (str, os.PathLike)):
         return TextCorpus(sentences, max_sentence_length)
+    path = getattr(sentences, "corpus_path", None)      # a LineSentence over a whole file
+    if path is not None:
+        return TextCorpus(path, min(max_sentence_length, sentences.max_sentence_length))
     return IterableCorpus(sentences, max_sentence_length)

@@ -11,17 +11,17 @@ from array import array
 import numpy as np
 
 from embkit.text.chunk_cache import ChunkCache
-from embkit.text.vocab import EncodedChunk, Vocab, check_tokens
+from embkit.text.vocab import EmptyVocabularyError, EncodedChunk, Vocab, check_tokens
 
 
-def scan_corpus(corpus, min_count=5, max_final_vocab=None, trim_rule=None, chunk_tokens=1 << 18):
+def scan_corpus(corpus, min_count=5, max_final_vocab=None, trim_rule=None, chunk_tokens=1 << 18, sorted_vocab=True):
     """Build the vocabulary of ``corpus`` and encode it.
 
     Parameters
     ----------
     corpus : iterable of list of str
         Sentences (see :mod:`embkit.text.corpus`).
-    min_count, max_final_vocab, trim_rule
+    min_count, max_final_vocab, trim_rule, sorted_vocab
         As in :meth:`embkit.text.vocab.Vocab.build`.
     chunk_tokens : int
         Tokens per encoded chunk.
@@ -46,10 +46,11 @@ def scan_corpus(corpus, min_count=5, max_final_vocab=None, trim_rule=None, chunk
             raw_total += chunk.raw_words
             sentences += len(chunk.ends)
         if raw_total == 0:
-            raise ValueError("the corpus %r is empty: no tokens found" % (corpus,))
+            raise EmptyVocabularyError("the corpus %r is empty: no tokens found" % (corpus,))
         words = list(index)
         index.clear()
-        vocab, kept = Vocab.from_counts(words, counts, raw_total, min_count, max_final_vocab, trim_rule)
+        vocab, kept = Vocab.from_counts(words, counts, raw_total, min_count, max_final_vocab, trim_rule,
+                                        sorted_vocab)
         vocab.sentences = sentences
         del words
         remap = np.full(counts.size, -1, dtype=np.int32)

@@ -7,6 +7,35 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
+#: gensim's trim-rule results (``gensim.utils.RULE_*``): apply ``min_count``, drop the word, keep the word
+RULE_DEFAULT, RULE_DISCARD, RULE_KEEP = 0, 1, 2
+
+
+class EmptyVocabularyError(ValueError, RuntimeError):
+    """No word is left to train: an empty corpus, or every word filtered out.
+
+    A ValueError (bad input) that is also the RuntimeError gensim raises in that case.
+    """
+
+
+def keep_word(word, count, min_count, trim_rule=None):
+    """Whether ``word`` seen ``count`` times stays in the vocabulary (gensim's rule semantics).
+
+    ``trim_rule(word, count, min_count)`` returns :data:`RULE_KEEP`, :data:`RULE_DISCARD` or
+    :data:`RULE_DEFAULT` (then ``count >= min_count`` decides); anything else is a ValueError naming it.
+    """
+    if trim_rule is None:
+        return count >= min_count
+    verdict = trim_rule(word, count, min_count)
+    if verdict == RULE_DEFAULT and not isinstance(verdict, bool):
+        return count >= min_count
+    if verdict == RULE_KEEP and not isinstance(verdict, bool):
+        return True
+    if verdict == RULE_DISCARD and not isinstance(verdict, bool):
+        return False
+    raise ValueError("trim_rule returned %r for the word %r; it must return RULE_KEEP (2), RULE_DISCARD (1) or "
+                     "RULE_DEFAULT (0), e.g. gensim.utils.RULE_DISCARD" % (verdict, word))
+
 
 class Vocab:
     """Words kept for training, most frequent first, with their counts.
@@ -22,6 +51,11 @@ class Vocab:
         Sentences (or sentence pieces) seen.
     distinct_words : int
         Distinct words seen in the corpus, kept or not (when built from a corpus).
+    effective_min_count : int
+        The ``min_count`` applied (raised by ``max_final_vocab`` when needed).
+    report : dict
+        What the selection did, as gensim's ``prepare_vocab`` reports it: ``drop_unique`` (distinct words
+        dropped), ``retain_total`` (tokens of kept words), ``num_retained_words``.
     """
 
     def __init__(self, words, counts, raw_words=0, sentences=0):
@@ -31,6 +65,8 @@ class Vocab:
         self.raw_words = int(raw_words)
         self.sentences = int(sentences)
         self.distinct_words = len(self.index_to_key)
+        self.effective_min_count = None
+        self.report = {}
 
     def __len__(self):
         return len(self.index_to_key)
@@ -45,7 +81,7 @@ class Vocab:
 
     @classmethod
     def build(cls, corpus, min_count=5, max_vocab_size=None, max_final_vocab=None, trim_rule=None,
-              progress=None):
+              progress=None, sorted_vocab=True):
         """Count the words of ``corpus`` and keep the frequent ones.
 
         Parameters
@@ -59,6 +95,27 @@ class Vocab:
             word2vec does), so counts of rare words can come out lower.
         max_final_vocab : int or None
             Keep at most this many words by raising the effective ``min_count`` as needed.
+        trim_rule : callable or None
+            gensim's ``trim_rule(word, count, min_count)`` (see :func:`keep_word`).
+        sorted_vocab : bool
+            Most frequent words first (else first-seen order).
+        """
+        words, counts, raw, sentences = cls.count(corpus, max_vocab_size, trim_rule, progress)
+        vocab, _ = cls.from_counts(words, counts, raw, min_count, max_final_vocab, trim_rule, sorted_vocab)
+        vocab.sentences = sentences
+        return vocab
+
+    @staticmethod
+    def count(corpus, max_vocab_size=None, trim_rule=None, progress=None):
+        """Count every distinct word of ``corpus`` (the first step of :meth:`build`).
+
+        With ``max_vocab_size``, the rarest words are pruned whenever more are held (word2vec.c's rule,
+        see :meth:`build`; a ``trim_rule`` that keeps a word protects it).
+
+        Returns
+        -------
+        (words, counts, raw_words, sentences)
+            Distinct words in first-seen order, their counts (int64), the corpus tokens and sentences.
         """
         counter = Counter()
         raw = 0
@@ -74,19 +131,23 @@ class Vocab:
             if progress is not None:
                 progress(len(tokens))
             if max_vocab_size is not None and len(counter) > max_vocab_size:
-                counter = Counter({w: c for w, c in counter.items() if c > min_reduce})
+                # word2vec.c's pruning: drop words seen at most min_reduce times (a trim rule may keep them)
+                counter = Counter({w: c for w, c in counter.items()
+                                   if c > min_reduce or (trim_rule is not None and keep_word(w, c, min_reduce + 1,
+                                                                                            trim_rule))})
                 min_reduce += 1
         if raw == 0:
-            raise ValueError("the corpus %r is empty: no tokens found" % (corpus,))
+            raise EmptyVocabularyError("the corpus %r is empty: no tokens found" % (corpus,))
         words = list(counter)
         counts = np.fromiter(counter.values(), dtype=np.int64, count=len(words))
-        del counter
-        vocab, _ = cls.from_counts(words, counts, raw, min_count, max_final_vocab, trim_rule)
-        vocab.sentences = sentences
-        return vocab
+        stats = getattr(corpus, "stats", None)
+        if getattr(stats, "sentences", 0):      # a file corpus hands over blocks of lines: it counts the lines
+            sentences = stats.sentences
+        return words, counts, raw, sentences
 
     @classmethod
-    def from_counts(cls, words, counts, raw_words, min_count=5, max_final_vocab=None, trim_rule=None):
+    def from_counts(cls, words, counts, raw_words, min_count=5, max_final_vocab=None, trim_rule=None,
+                    sorted_vocab=True):
         """Select the vocabulary from every distinct word and its count.
 
         Parameters
@@ -98,10 +159,14 @@ class Vocab:
         raw_words : int
             Corpus tokens.
 
+        min_count, max_final_vocab, trim_rule, sorted_vocab :
+            As in :meth:`build`.
+
         Returns
         -------
         vocab : Vocab
-            Words seen at least ``min_count`` times, most frequent first; ties keep first-seen order.
+            Words seen at least ``min_count`` times (or kept by ``trim_rule``), most frequent first (ties
+            keep first-seen order) unless ``sorted_vocab`` is false.
         kept : ndarray of int64
             Position in ``words`` of each vocabulary word.
         """
@@ -110,15 +175,17 @@ class Vocab:
             ordered = np.sort(counts)[::-1]
             # smallest count threshold that keeps at most max_final_vocab words
             effective_min = max(min_count, int(ordered[max_final_vocab]) + 1)
-        kept = np.flatnonzero(counts >= effective_min)
-        if trim_rule is not None:
-            kept = np.array([i for i in kept if trim_rule(words[i], int(counts[i]), effective_min)],
-                            dtype=np.int64)
+        if trim_rule is None:
+            kept = np.flatnonzero(counts >= effective_min)
+        else:
+            kept = np.array([i for i in range(len(words)) if keep_word(words[i], int(counts[i]), effective_min,
+                                                                       trim_rule)], dtype=np.int64)
         if kept.size == 0:
-            raise ValueError("no word occurs at least min_count=%d times (the corpus has %d tokens, %d distinct, "
+            raise EmptyVocabularyError("no word occurs at least min_count=%d times (the corpus has %d tokens, %d distinct, "
                              "most frequent seen %d times): lower min_count"
                              % (effective_min, raw_words, len(words), int(counts.max()) if len(words) else 0))
-        kept = kept[np.argsort(-counts[kept], kind="stable")]   # ties keep first-seen order
+        if sorted_vocab:
+            kept = kept[np.argsort(-counts[kept], kind="stable")]   # ties keep first-seen order
         # fresh copies of the kept words, so the memory of the counting (every distinct word, spread over
         # the allocator's arenas) can go back to the operating system once the caller drops it
         odd = [words[i] for i in kept if not isinstance(words[i], str)]
@@ -126,10 +193,43 @@ class Vocab:
             raise check_tokens(odd, "the corpus")
         vocab = cls([(words[i] + " ")[:-1] for i in kept], counts[kept], raw_words=raw_words)
         vocab.distinct_words = len(words)
+        vocab.effective_min_count = effective_min
+        vocab.report = {"drop_unique": len(words) - len(vocab), "retain_total": vocab.total_words,
+                        "num_retained_words": len(vocab)}
         logger.info("vocabulary: %d words kept of %d distinct (min_count=%d), %d of %d tokens (%.1f%%)",
                     len(vocab), len(words), effective_min, vocab.total_words, raw_words,
                     100.0 * vocab.total_words / raw_words)
         return vocab, kept
+
+    def updated(self, words, counts, raw_words, min_count, trim_rule=None, sentences=0):
+        """This vocabulary grown by a new corpus's counts (online training, gensim's ``update=True``).
+
+        Known words add their new counts and keep their index; new words that pass ``min_count`` and the
+        ``trim_rule`` are appended in first-seen order.  Returns ``(vocab, new_words)``: a new :class:`Vocab`
+        and how many words it added.
+        """
+        counts = np.asarray(counts, dtype=np.int64)
+        merged = self.counts.copy()
+        new_words, new_counts, known = [], [], 0
+        for word, count in zip(words, counts.tolist()):
+            index = self.key_to_index.get(word)
+            if index is not None:
+                merged[index] += count
+                known += 1
+            elif keep_word(word, count, min_count, trim_rule):
+                if not isinstance(word, str):
+                    raise check_tokens([word], "the corpus")
+                new_words.append(word)
+                new_counts.append(count)
+        vocab = Vocab(self.index_to_key + new_words, np.concatenate([merged, np.asarray(new_counts, np.int64)]),
+                      raw_words=self.raw_words + raw_words, sentences=sentences)
+        vocab.distinct_words = self.distinct_words + len(new_words)
+        vocab.effective_min_count = min_count
+        vocab.report = {"drop_unique": len(words) - known - len(new_words), "retain_total": vocab.total_words,
+                        "num_retained_words": len(new_words)}
+        logger.info("vocabulary update: %d new words (now %d), %d corpus tokens", len(new_words), len(vocab),
+                    raw_words)
+        return vocab, len(new_words)
 
     def keep_probabilities(self, sample):
         """Probability of keeping each word under word2vec subsampling with threshold ``sample``.

@@ -1,17 +1,20 @@
 """``embkit.Word2Vec``: skip-gram and CBOW with gensim's constructor arguments and any loss/sampler."""
 import logging
+import os
 
 import numpy as np
 
 from embkit._kernels.windows import WindowTrainer
-from embkit.core.base import EmbeddingModel
+from embkit.core.base import EmbeddingModel, class_only
 from embkit.core.checkpoint import CheckpointError, fingerprint
-from embkit.core.checks import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_param
+from embkit.core.checks import NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_param
+from embkit.text.gensim_models import cum_table, is_pickle, load_gensim_model
 from embkit.text.chunk_cache import ChunkCache, prefetch
 from embkit.text.corpus import MAX_SENTENCE_LENGTH, as_corpus
+from embkit.text.predict import predict_output_word, score_sentences
 from embkit.text.scan import scan_corpus
 from embkit.text.vectors import save_word2vec_format
-from embkit.text.vocab import Vocab
+from embkit.text.vocab import EmptyVocabularyError, Vocab
 
 logger = logging.getLogger(__name__)
 
@@ -19,8 +22,13 @@ logger = logging.getLogger(__name__)
 class Word2Vec(EmbeddingModel):
     """Word embeddings by skip-gram or CBOW, trained by Hogwild Cython kernels.
 
-    The arguments shared with ``gensim.models.Word2Vec`` have the same meaning and defaults.  Training
-    starts at once when ``sentences`` or ``corpus_file`` is given.
+    gensim's ``Word2Vec`` API with gensim's semantics: the constructor's arguments (in gensim's order),
+    ``build_vocab`` (with ``update=True`` for online training), ``train``, ``scan_vocab`` /
+    ``prepare_vocab`` / ``prepare_weights``, ``build_vocab_from_freq``, ``corpus_count``,
+    ``corpus_total_words``, ``syn1`` / ``syn1neg``, ``predict_output_word``, ``score``,
+    ``get_latest_training_loss``, ``estimate_memory``, ``reset_from``, and ``load`` of gensim's own model
+    files.  ``wv`` is a ``gensim.models.KeyedVectors``.  Training starts at once when ``sentences`` or
+    ``corpus_file`` is given.  Where embkit differs (the default ``alpha``, ``hashfxn``) the parameter says so.
 
     Parameters
     ----------
@@ -39,7 +47,7 @@ class Word2Vec(EmbeddingModel):
         Maximum distance between the centre and a context word (>= 1); each centre draws a reduced window
         uniformly in ``[1, window]``, as word2vec does.
     min_count, max_vocab_size, max_final_vocab : int
-        Vocabulary limits, see :meth:`embkit.text.vocab.Vocab.build`.
+        Vocabulary limits, see :meth:`embkit.text.vocab.Vocab.build` (``min_count=0`` keeps every word).
     sample : float
         Subsampling threshold for frequent words (0 disables).
     seed : int
@@ -50,15 +58,37 @@ class Word2Vec(EmbeddingModel):
     sg : {0, 1}
         1 for skip-gram, 0 for CBOW.
     hs : {0, 1}
-        1 selects the ``hs`` loss (hierarchical softmax) when ``negative`` is 0.
+        1 selects the ``hs`` loss (hierarchical softmax) when ``negative`` is 0, and ``hs_sgns`` (both
+        objectives, as gensim trains them, with a warning as gensim's) when it is not.
     negative : int
         Negatives per example (0 with ``hs=0`` is invalid).
     ns_exponent : float
         Exponent of the unigram sampler's distribution (0.75 as word2vec, 1 popularity, 0 uniform).
     cbow_mean : {0, 1}
         CBOW hidden vector is the mean (1) or the sum (0) of the context vectors.
+    hashfxn : callable
+        Accepted for gensim's signature; it changes nothing: gensim seeds each word's initial vector from
+        ``hashfxn(word + str(seed))``, embkit draws the whole table from ``seed`` (not saved).
     epochs : int
         Passes over the corpus.
+    null_word : {0, 1}
+        1 adds gensim's padding word ``"\0"`` (count 1) at the end of the vocabulary.
+    trim_rule : callable, optional
+        gensim's ``trim_rule(word, count, min_count)`` returning ``gensim.utils.RULE_KEEP``,
+        ``RULE_DISCARD`` or ``RULE_DEFAULT``; used while the vocabulary is built, not saved (as gensim).
+    sorted_vocab : {0, 1}
+        1 orders the vocabulary by descending count (else first-seen order).
+    batch_words : int
+        Fewest words one training thread takes at a time: a chunk smaller than ``workers * batch_words``
+        runs on fewer threads (so tiny corpora train deterministically, as in gensim).
+    compute_loss : bool
+        Accepted for gensim's API; embkit always accumulates the loss (float64, per epoch), see
+        :meth:`get_latest_training_loss` and ``loss_history``.
+    comment : str, optional
+        Free text kept with the model.
+    shrink_windows : bool
+        Draw a reduced window in ``[1, window]`` per centre word (word2vec, default); False always uses
+        ``window``.
     loss : str
         Loss name from :data:`embkit.core.registry.LOSSES` (default ``"sgns"``).
     sampler : str, optional
@@ -84,20 +114,21 @@ class Word2Vec(EmbeddingModel):
 
     chunk_param = "chunk_tokens"
     unit = "w"
-    RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | {"sentences", "corpus_file"}
+    STACKED_OUTPUTS = True
+    RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | {"sentences", "corpus_file", "hashfxn", "trim_rule"}
 
     def __init__(self, sentences=None, corpus_file=None, vector_size=100, alpha=0.05, window=5, min_count=5,
                  max_vocab_size=None, sample=1e-3, seed=1, workers=3, min_alpha=0.0001, sg=0, hs=0, negative=5,
-                 ns_exponent=0.75, cbow_mean=1, epochs=5, max_final_vocab=None,
-                 max_sentence_length=MAX_SENTENCE_LENGTH, loss=None, sampler=None, loss_params=None,
-                 sampler_params=None, shared_negatives=None, chunk_tokens=1 << 18, callbacks=(), checkpoint_dir=None,
-                 checkpoint_every=600, progress=False):
+                 ns_exponent=0.75, cbow_mean=1, hashfxn=hash, epochs=5, null_word=0, trim_rule=None,
+                 sorted_vocab=1, batch_words=10000, compute_loss=False, callbacks=(), comment=None,
+                 max_final_vocab=None, shrink_windows=True, max_sentence_length=MAX_SENTENCE_LENGTH, loss=None,
+                 sampler=None, loss_params=None, sampler_params=None, shared_negatives=None,
+                 chunk_tokens=1 << 18, checkpoint_dir=None, checkpoint_every=600, progress=False):
         if loss is None:
             if hs == 1 and negative:
-                raise ValueError("hs=1 with negative=%r: gensim would train both objectives at once; embkit "
-                                 "trains one loss, so set negative=0 for hierarchical softmax (or hs=0)"
-                                 % (negative,))
-            loss = "hs" if hs else "sgns"
+                logger.warning("Both hierarchical softmax and negative sampling are activated. This is probably a "
+                               "mistake. You should set either 'hs=0' or 'negative=0' to disable one of them.")
+            loss = ("hs_sgns" if negative else "hs") if hs == 1 else "sgns"
         self.window = window
         self.min_count = min_count
         self.max_vocab_size = max_vocab_size
@@ -108,73 +139,295 @@ class Word2Vec(EmbeddingModel):
         self.cbow_mean = int(cbow_mean)
         self.max_final_vocab = max_final_vocab
         self.max_sentence_length = max_sentence_length
+        self.hashfxn = hashfxn
+        self.null_word = int(null_word)
+        self.trim_rule = trim_rule
+        self.sorted_vocab = int(sorted_vocab)
+        self.batch_words = batch_words
+        self.compute_loss = bool(compute_loss)
+        self.comment = comment
+        self.shrink_windows = bool(shrink_windows)
         self.shared_negatives = bool(self.sg) if shared_negatives is None else bool(shared_negatives)
         self.chunk_tokens = chunk_tokens
         self.vocab = None
         self.wv = None
         self.corpus = None
         self._cache = None
+        self._corpus_words = None     # in-vocabulary tokens of ``corpus`` (one epoch's words)
+        self.corpus_count = 0
+        self.corpus_total_words = 0
+        self.raw_vocab = None
+        self._scanned = None          # the corpus scan_vocab counted, until prepare_vocab takes it
+        self.effective_min_count = None
+        self.min_alpha_yet_reached = float(alpha) if isinstance(alpha, (int, float)) else None
         super().__init__(vector_size=vector_size, loss=loss, sampler=sampler, negative=negative, alpha=alpha,
                          min_alpha=min_alpha, epochs=epochs, workers=workers, seed=seed, loss_params=loss_params,
                          sampler_params=sampler_params, callbacks=callbacks, checkpoint_dir=checkpoint_dir,
                          checkpoint_every=checkpoint_every, progress=progress)
         if sentences is not None or corpus_file is not None:
-            self.build_vocab(sentences, corpus_file=corpus_file)
-            self.train()
+            self.build_vocab(sentences, corpus_file=corpus_file, trim_rule=trim_rule)
+            self.train(callbacks=self.callbacks)
 
     def check_params(self):
         """Raise ValueError naming the first invalid parameter."""
         super().check_params()
-        for name in ("window", "min_count", "max_sentence_length"):
+        for name in ("window", "max_sentence_length", "batch_words"):
             check_param(name, getattr(self, name), *POSITIVE_INT)
+        check_param("min_count", self.min_count, *NON_NEGATIVE_INT)
         check_param("sample", self.sample, *NON_NEGATIVE_REAL)
         check_param("ns_exponent", self.ns_exponent, lambda v: np.isfinite(v), "a finite number")
         for name in ("max_vocab_size", "max_final_vocab"):
             if getattr(self, name) is not None:
                 check_param(name, getattr(self, name), *POSITIVE_INT)
+        if self.trim_rule is not None and not callable(self.trim_rule):
+            raise ValueError("trim_rule must be callable as trim_rule(word, count, min_count), got %r"
+                             % (self.trim_rule,))
         for name, values, what in (("sg", (0, 1), "0 (CBOW) or 1 (skip-gram)"), ("cbow_mean", (0, 1), "0 or 1"),
-                                   ("hs", (0, 1), "0 or 1")):
+                                   ("hs", (0, 1), "0 or 1"), ("null_word", (0, 1), "0 or 1"),
+                                   ("sorted_vocab", (0, 1), "0 or 1")):
             if getattr(self, name) not in values:
                 raise ValueError("%s must be %s, got %r" % (name, what, getattr(self, name)))
 
+    # ------------------------------------------------------------------ gensim's table names
     @property
     def syn1neg(self):
-        """The output table (gensim's name; one row per word, or per Huffman-tree node with ``hs``)."""
-        return self.W_out
+        """The words' output vectors (gensim's name): the output table, or its second half with ``hs_sgns``."""
+        if self.loss == "hs" or self.W_out is None:
+            raise AttributeError("this model has no syn1neg table (loss %s%s)"
+                                 % (self.loss, "" if self.W_out is not None else ", not initialised"))
+        return self.W_out[:len(self.vocab)] if self.loss == "hs_sgns" else self.W_out
 
     @syn1neg.setter
     def syn1neg(self, table):
-        self.W_out = table
+        self.syn1neg[...] = table
+
+    @property
+    def syn1(self):
+        """The hierarchical-softmax table (gensim's name: a row per word, the last unused); hs models only."""
+        if self.loss not in ("hs", "hs_sgns") or self.W_out is None:
+            raise AttributeError("this model has no syn1 table (loss %s%s)"
+                                 % (self.loss, "" if self.W_out is not None else ", not initialised"))
+        return self.W_out[len(self.vocab):] if self.loss == "hs_sgns" else self.W_out
+
+    @syn1.setter
+    def syn1(self, table):
+        self.syn1[...] = table
+
+    @property
+    def cum_table(self):
+        """gensim's cumulative unigram table of the vocabulary (uint32, see ``gensim_models.cum_table``)."""
+        self._check_vocab()
+        return cum_table(self.vocab.counts, self.ns_exponent)
+
+    @property
+    def layer1_size(self):
+        """gensim's name for ``vector_size``."""
+        return self.vector_size
 
     # ------------------------------------------------------------------ vocabulary
-    def build_vocab(self, corpus_iterable=None, corpus_file=None, progress=None):
-        """Read the corpus once, count the words and initialise the vectors.
+    def build_vocab(self, corpus_iterable=None, corpus_file=None, update=False, progress_per=10000,
+                    keep_raw_vocab=False, trim_rule=None, progress=None, **_gensim_kwargs):
+        """Read the corpus once, count the words and initialise the vectors (gensim's ``build_vocab``).
 
         Parameters
         ----------
         corpus_iterable : iterable of list of str, optional
         corpus_file : str, optional
             Exactly one of the two.
+        update : bool
+            Online training: add the corpus's new words (those passing ``min_count`` and ``trim_rule``) to
+            the vocabulary, add its counts to the known words', and grow the tables (new input rows drawn
+            as at initialisation, new output rows zero); the Huffman tree and the sampler follow the new
+            counts.  The next ``train`` continues from the current weights.
+        progress_per : int
+            Accepted for gensim's API (embkit logs once per pass).
+        keep_raw_vocab : bool
+            Keep every distinct word's count in ``raw_vocab`` (a dict) instead of dropping it.
+        trim_rule : callable, optional
+            gensim's trim rule for this call (else the model's).
         """
-        self.corpus = as_corpus(corpus_iterable, corpus_file, self.max_sentence_length)
+        trim_rule = trim_rule if trim_rule is not None else self.trim_rule
+        corpus = as_corpus(corpus_iterable, corpus_file, self.max_sentence_length)
+        if update:
+            self._check_vocab("an online vocabulary update (update=True)")
+            self.scan_vocab(corpus, trim_rule=trim_rule)
+            self.prepare_vocab(update=True, keep_raw_vocab=keep_raw_vocab, trim_rule=trim_rule)
+            self.prepare_weights(update=True)
+            return self
+        self._drop_cache()
+        self.corpus = corpus
+        if self.max_vocab_size is None and not keep_raw_vocab:
+            # one pass: the vocabulary and the encoded corpus for training together
+            self.vocab, self._cache = scan_corpus(corpus, min_count=self.min_count,
+                                                  max_final_vocab=self.max_final_vocab, trim_rule=trim_rule,
+                                                  sorted_vocab=bool(self.sorted_vocab),
+                                                  chunk_tokens=self.chunk_tokens)
+            self._vocab_chosen(self.vocab.sentences, self.vocab.raw_words)
+            self.prepare_weights()
+        else:
+            # bounded counting prunes words mid-pass, so the corpus is encoded in the first epoch instead
+            self.scan_vocab(corpus, trim_rule=trim_rule)
+            self.prepare_vocab(keep_raw_vocab=keep_raw_vocab, trim_rule=trim_rule)
+            self.prepare_weights()
+        return self
+
+    def scan_vocab(self, corpus_iterable=None, corpus_file=None, progress_per=10000, workers=None,
+                   trim_rule=None):
+        """Count every word of a corpus into ``raw_vocab`` (gensim's first step of ``build_vocab``).
+
+        Returns ``(total_words, corpus_count)``: the corpus's tokens and sentences.
+        """
+        corpus = corpus_iterable if hasattr(corpus_iterable, "iter_token_blocks") else \
+            as_corpus(corpus_iterable, corpus_file, self.max_sentence_length)
+        words, counts, raw, sentences = Vocab.count(corpus, self.max_vocab_size,
+                                                    trim_rule if trim_rule is not None else self.trim_rule)
+        self.raw_vocab = dict(zip(words, counts.tolist()))
+        self._scanned = corpus
+        self.corpus_count = sentences
+        self.corpus_total_words = raw
+        return raw, sentences
+
+    def prepare_vocab(self, update=False, keep_raw_vocab=False, trim_rule=None, min_count=None, sample=None,
+                      dry_run=False):
+        """Choose the vocabulary from ``raw_vocab`` (gensim's second step of ``build_vocab``).
+
+        Applies ``min_count`` (raised by ``max_final_vocab`` when needed: ``effective_min_count``), the trim
+        rule and ``null_word``; with ``update`` grows the current vocabulary instead.  ``min_count`` and
+        ``sample`` replace the model's; ``dry_run`` only reports.
+
+        Returns
+        -------
+        dict
+            gensim's report: ``drop_unique``, ``retain_total``, ``downsample_unique``, ``downsample_total``,
+            ``num_retained_words``.
+        """
+        if self.raw_vocab is None:
+            raise RuntimeError("no word counts to choose from: call scan_vocab (or build_vocab) first")
+        min_count = self.min_count if min_count is None else min_count
+        sample = self.sample if sample is None else sample
+        trim_rule = trim_rule if trim_rule is not None else self.trim_rule
+        words = list(self.raw_vocab)
+        counts = np.fromiter(self.raw_vocab.values(), dtype=np.int64, count=len(words))
+        raw = getattr(self, "corpus_total_words", None) or int(counts.sum())
+        if update:
+            self._check_vocab("an online vocabulary update (update=True)")
+            vocab, _ = self.vocab.updated(words, counts, raw, min_count, trim_rule, self.corpus_count)
+        else:
+            vocab, _ = Vocab.from_counts(words, counts, raw, min_count, self.max_final_vocab, trim_rule,
+                                         bool(self.sorted_vocab))
+            vocab.sentences = self.corpus_count
+            vocab = self._with_null_word(vocab)
+        keep = vocab.keep_probabilities(sample)
+        report = dict(vocab.report)
+        report["downsample_unique"] = 0 if keep is None else int((keep < 1.0).sum())
+        report["downsample_total"] = int(vocab.total_words if keep is None else round(float(
+            (vocab.counts * keep).sum())))
+        if dry_run:
+            return report
+        if not keep_raw_vocab:
+            self.raw_vocab = None
+        self.effective_min_count = vocab.effective_min_count
+        self.vocab = vocab
+        self._drop_cache()
+        self.corpus = getattr(self, "_scanned", None)
+        self._scanned = None
+        if update and self.corpus is not None:
+            # one epoch of the new corpus: its tokens that are in the grown vocabulary
+            self._corpus_words = int(sum(c for w, c in zip(words, counts.tolist()) if w in vocab.key_to_index))
+        else:
+            self._corpus_words = vocab.total_words
+        return report
+
+    def prepare_weights(self, update=False):
+        """Initialise the tables for the vocabulary, or grow them after an online update (gensim's third step)."""
+        self._check_vocab()
+        n = len(self.vocab)
+        if not update or self.W_in is None:
+            self._init_tables(n, n, self.vocab.counts)
+            self._set_tables(self.W_in, self.W_out)
+            return
+        old = self.W_in.shape[0]
+        rng = np.random.default_rng((self.seed, old))
+        grown = rng.random((n - old, self.vector_size), dtype=np.float32)
+        grown -= 0.5
+        grown /= self.vector_size
+        W_in = np.vstack([self.W_in, grown])
+        rows = self._build_loss(self.vocab.counts, n).output_rows(n)
+        W_out = np.zeros((rows, self.vector_size), dtype=np.float32)
+        if self.loss == "hs_sgns":            # two stacked tables: each keeps its rows
+            half = self.W_out.shape[0] // 2
+            W_out[:half] = self.W_out[:half]
+            W_out[n:n + half] = self.W_out[half:]     # (the tree's rows follow the new counts' tree)
+        else:
+            W_out[:min(rows, self.W_out.shape[0])] = self.W_out[:rows]
+        self._set_tables(W_in, W_out)
+
+    def build_vocab_from_freq(self, word_freq, keep_raw_vocab=False, corpus_count=None, trim_rule=None,
+                              update=False):
+        """Build (or with ``update`` grow) the vocabulary from a ``{word: count}`` mapping, as gensim's.
+
+        There is no corpus to train on afterwards: pass one to :meth:`train`.
+        """
+        if not isinstance(word_freq, dict):
+            raise TypeError("word_freq must be a dict of word -> count, got %s" % type(word_freq).__name__)
+        bad = next(((w, c) for w, c in word_freq.items() if not isinstance(c, (int, np.integer)) or c < 0), None)
+        if bad is not None:
+            raise ValueError("word_freq[%r] = %r is not a non-negative integer count" % bad)
+        if update:
+            self._check_vocab("an online vocabulary update (update=True)")
+        self.raw_vocab = dict(word_freq)
+        self._scanned = None
+        self.corpus_count = corpus_count or 0
+        self.corpus_total_words = int(sum(word_freq.values()))
+        self.prepare_vocab(update=update, keep_raw_vocab=keep_raw_vocab, trim_rule=trim_rule)
+        self.prepare_weights(update=update)
+        return self
+
+    def reset_from(self, other_model):
+        """Take ``other_model``'s vocabulary and corpus counts and start from fresh tables (gensim's)."""
+        other_model._check_vocab()
+        self.vocab = other_model.vocab
+        self.corpus = other_model.corpus
+        self._corpus_words = other_model._corpus_words
+        self.corpus_count = other_model.corpus_count
+        self.corpus_total_words = other_model.corpus_total_words
+        self._drop_cache()
+        self.prepare_weights()
+
+    def _with_null_word(self, vocab):
+        if not self.null_word or "\0" in vocab.key_to_index:
+            return vocab
+        grown = Vocab(vocab.index_to_key + ["\0"], np.append(vocab.counts, 1), raw_words=vocab.raw_words,
+                      sentences=vocab.sentences)
+        grown.distinct_words, grown.effective_min_count = vocab.distinct_words, vocab.effective_min_count
+        grown.report = vocab.report
+        return grown
+
+    def _vocab_chosen(self, sentences, raw_words):
+        """Record what a one-pass scan of the vocabulary corpus saw."""
+        self.vocab = self._with_null_word(self.vocab)
+        self.effective_min_count = self.vocab.effective_min_count
+        self.corpus_count = sentences
+        self.corpus_total_words = raw_words
+        self._corpus_words = self.vocab.total_words
+
+    def _check_vocab(self, what="training"):
+        if self.vocab is None or len(self.vocab) == 0:
+            raise RuntimeError("you must first build vocabulary before %s: call build_vocab (or pass a corpus to "
+                               "the constructor)" % what)
+
+    def _drop_cache(self):
         if self._cache is not None:
             self._cache.close()
             self._cache = None
-        if self.max_vocab_size is None:
-            # one pass: the vocabulary and the encoded corpus for training together
-            self.vocab, self._cache = scan_corpus(self.corpus, min_count=self.min_count,
-                                                  max_final_vocab=self.max_final_vocab,
-                                                  chunk_tokens=self.chunk_tokens)
-        else:
-            # bounded counting prunes words mid-pass, so the corpus is encoded in the first epoch instead
-            self.vocab = Vocab.build(self.corpus, min_count=self.min_count, max_vocab_size=self.max_vocab_size,
-                                     max_final_vocab=self.max_final_vocab)
-        self._init_vectors()
-        return self
 
-    def _init_vectors(self):
-        self._init_tables(len(self.vocab), len(self.vocab), self.vocab.counts)
-        self._set_tables(self.W_in, self.W_out)
+    def _adopt_tables(self, W_in, W_out):
+        """Take tables made elsewhere (a converted gensim model) for the current vocabulary."""
+        rows = self._build_loss(self.vocab.counts, len(self.vocab)).output_rows(len(self.vocab))
+        if W_in.shape != (len(self.vocab), self.vector_size) or W_out.shape != (rows, self.vector_size):
+            raise ValueError("tables of shape %s and %s do not fit %d words of %d dimensions (loss %s)"
+                             % (W_in.shape, W_out.shape, len(self.vocab), self.vector_size, self.loss))
+        self._set_tables(W_in, np.ascontiguousarray(W_out, dtype=np.float32))
 
     def _set_tables(self, W_in, W_out):
         from gensim.models import KeyedVectors
@@ -184,6 +437,15 @@ class Word2Vec(EmbeddingModel):
         kv.vectors = W_in
         kv.allocate_vecattrs(attrs=["count"], types=[np.int64])
         kv.expandos["count"][:] = self.vocab.counts
+        kv.vectors_lockf = np.ones(1, dtype=np.float32)     # gensim's per-word update factors (1: all train)
+        if self.loss in ("hs", "hs_sgns"):
+            # gensim's per-word Huffman paths: the inner nodes (rows of syn1) and the branch codes
+            from embkit._kernels.losses import huffman_paths
+            offsets, points, codes = huffman_paths(self.vocab.counts)
+            kv.allocate_vecattrs(attrs=["code", "point"], types=[object, object])
+            for i in range(len(self.vocab)):
+                kv.expandos["code"][i] = codes[offsets[i]:offsets[i + 1]]
+                kv.expandos["point"][i] = points[offsets[i]:offsets[i + 1]]
         self.wv = kv
         self.W_in, self.W_out = W_in, W_out
 
@@ -195,20 +457,44 @@ class Word2Vec(EmbeddingModel):
         return params
 
     def _kernel_trainer(self, loss, sampler, alpha, min_alpha, total):
+        lockf = getattr(self.wv, "vectors_lockf", None)
+        if lockf is not None:
+            lockf = np.asarray(lockf, dtype=np.float32).reshape(-1)
+            if lockf.size == 0 or (lockf.size == 1 and lockf[0] == 1.0):
+                lockf = None
+            elif lockf.size not in (1, len(self.vocab)):
+                raise ValueError("wv.vectors_lockf has %d entries for %d words: give one factor, or one per word"
+                                 % (lockf.size, len(self.vocab)))
         return WindowTrainer(self.W_in, self.W_out, self.vocab.keep_probabilities(self.sample), loss, sampler,
                              self.window, self.sg, self.cbow_mean, self.negative, self.shared_negatives,
-                             alpha, min_alpha, total, self.seed)
+                             alpha, min_alpha, total, self.seed, lockf=lockf, shrink_windows=self.shrink_windows)
 
-    def train(self, corpus_iterable=None, corpus_file=None, total_words=None, epochs=None, start_alpha=None,
-              end_alpha=None, progress=None, **_gensim_compat):
-        """Train on the corpus given here, or on the one the vocabulary was built from.
+    def train(self, corpus_iterable=None, corpus_file=None, total_examples=None, total_words=None, epochs=None,
+              start_alpha=None, end_alpha=None, word_count=0, queue_factor=2, report_delay=1.0,
+              compute_loss=None, callbacks=None, progress=None, **_gensim_kwargs):
+        """Train on a corpus (gensim's ``train``), or on the one the vocabulary was built from.
 
         Parameters
         ----------
+        corpus_iterable, corpus_file : optional
+            The corpus, as in :meth:`build_vocab`.  Given one, gensim's rules apply: ``epochs`` and one of
+            ``total_examples`` / ``total_words`` are required (ValueError otherwise).  With neither, the
+            vocabulary's corpus is trained on with the model's settings.
+        total_examples : int, optional
+            Sentences per epoch (gensim's ``corpus_count``).
         total_words : int, optional
-            In-vocabulary words per epoch, for the learning-rate schedule; counted when not given.
+            Words per epoch.  embkit's learning-rate schedule runs over the in-vocabulary words it trains,
+            counted exactly (the vocabulary's count, or a pass over a new corpus before training), so either
+            total only has to be given, as gensim asks.
         epochs, start_alpha, end_alpha : optional
-            Override the model's settings for this call.
+            Override the model's settings for this call (gensim stores them on the model).
+        word_count, queue_factor, report_delay :
+            Accepted for gensim's API.  embkit has no job queue (threads share each chunk) and reports
+            through the progress bar and the log once per epoch; its schedule covers this call.
+        compute_loss : bool, optional
+            Stored as gensim does; the loss is always accumulated.
+        callbacks : sequence, optional
+            gensim ``CallbackAny2Vec`` objects for this call (the model's ``callbacks`` when None).
         progress : bool, optional
             Show a progress bar (defaults to the model's ``progress``).
 
@@ -216,11 +502,36 @@ class Word2Vec(EmbeddingModel):
         -------
         TrainingReport
         """
-        if self.vocab is None:
-            raise RuntimeError("build the vocabulary first (build_vocab) or pass a corpus to the constructor")
+        explicit = corpus_iterable is not None or corpus_file is not None
+        if explicit:
+            for name, value in (("total_examples", total_examples), ("total_words", total_words)):
+                if value is not None:
+                    check_param(name, value, *POSITIVE_REAL)
+            if total_examples is None and total_words is None:
+                raise ValueError("You must specify either total_examples or total_words, for proper learning-rate "
+                                 "and progress calculations. If you've just built the vocabulary using the same "
+                                 "corpus, using the count cached in the model is sufficient: "
+                                 "total_examples=model.corpus_count.")
+            if epochs is None or epochs <= 0:
+                raise ValueError("You must specify an explicit epochs count. The usual value is "
+                                 "epochs=model.epochs.")
+        self._check_vocab()
+        if compute_loss is not None:
+            self.compute_loss = bool(compute_loss)
+        if callbacks is not None:
+            saved_callbacks, self.callbacks = self.callbacks, tuple(callbacks)
+        try:
+            return self._train_corpus(corpus_iterable, corpus_file, epochs, start_alpha, end_alpha, progress)
+        finally:
+            if callbacks is not None:
+                self.callbacks = saved_callbacks
+
+    def _train_corpus(self, corpus_iterable, corpus_file, epochs, start_alpha, end_alpha, progress):
         corpus = self.corpus
         if corpus_iterable is not None or corpus_file is not None:
             corpus = as_corpus(corpus_iterable, corpus_file, self.max_sentence_length)
+            if _same_corpus(corpus, self.corpus):
+                corpus = self.corpus           # the vocabulary's corpus again: train on its encoded chunks
         if corpus is None:
             raise RuntimeError("no corpus to train on: this model's vocabulary was not built from a corpus here "
                                "(e.g. it was loaded from a file); pass corpus_iterable or corpus_file")
@@ -231,18 +542,18 @@ class Word2Vec(EmbeddingModel):
             cache = self._cache = None
         if cache is None:
             cache = ChunkCache()
-            if total_words is None and corpus is not self.corpus:
+            if corpus is not self.corpus or self._corpus_words is None:
                 for chunk in self.vocab.encode(corpus, self.chunk_tokens):  # count exactly first
                     cache.append(chunk)
                 cache.complete = True
         if corpus is self.corpus:
             self._cache = cache
-        if total_words is None:
-            total_words = cache.tokens if cache.complete else self.vocab.total_words
-        else:
-            check_param("total_words", total_words, *POSITIVE_REAL)
+        total_words = cache.tokens if cache.complete else self._corpus_words
         if total_words <= 0:
-            raise ValueError("the training corpus has no word of the vocabulary")
+            raise EmptyVocabularyError("the training corpus has no word of the vocabulary")
+        alpha = self.alpha if start_alpha is None else start_alpha
+        if self.min_alpha_yet_reached is not None and alpha > self.min_alpha_yet_reached:
+            logger.warning("Effective 'alpha' higher than previous training cycles")
 
         def chunks(epoch):
             if cache.complete:
@@ -261,12 +572,72 @@ class Word2Vec(EmbeddingModel):
         try:
             report = self._train(chunks, total_words, self.vocab.counts, len(self.vocab), epochs, start_alpha,
                                  end_alpha, desc="%s %dd" % ("skip-gram" if self.sg else "cbow", self.vector_size),
-                                 progress=progress, run_args=run_args, fingerprint=digest)
+                                 progress=progress, run_args=run_args, fingerprint=digest,
+                                 min_chunk_per_thread=self.batch_words)
         finally:
             self.wv.norms = None
+        self.min_alpha_yet_reached = self.min_alpha if end_alpha is None else end_alpha
         logger.info("trained %d epochs: %d words in %.1fs (%.0f words/s, %.0f raw words/s), loss %.4f",
                     report.epochs, report.words, report.seconds, report.words_per_second,
                     report.raw_words_per_second, report.epoch_loss[-1] if report.epoch_loss else float("nan"))
+        return report
+
+    # ------------------------------------------------------------------ what the model says
+    def predict_output_word(self, context_words_list, topn=10):
+        """The ``topn`` most probable centre words given context words (or their indices), gensim's method.
+
+        Uses the full softmax over the words' output vectors, so it needs them (not ``hs`` alone).  Returns
+        ``[(word, probability), ...]``, or None when no context word is known.
+        """
+        if self.W_in is None or self.vocab is None:
+            raise RuntimeError("Parameters required for predicting the output words not found: the model is not "
+                               "trained (or only its word vectors were loaded)")
+        try:
+            out = self.syn1neg
+        except AttributeError:
+            raise RuntimeError("We have currently only implemented predict_output_word for the negative sampling "
+                               "scheme, so you need to have run word2vec with negative > 0 for this to work.") \
+                from None
+        return predict_output_word(self.W_in, out, self.vocab.index_to_key, self.vocab.key_to_index,
+                                   context_words_list, topn, bool(self.cbow_mean))
+
+    def score(self, sentences, total_sentences=int(1e6), chunksize=100, queue_factor=2, report_delay=1):
+        """Log-probability of each sentence under the model (gensim's ``score``; ``hs`` models only).
+
+        Returns a float32 array with one score per sentence.
+        """
+        if self.loss not in ("hs", "hs_sgns"):
+            raise RuntimeError("We have currently only implemented score for the hierarchical softmax scheme, so "
+                               "you need to have run word2vec with hs=1 for this to work (this model's loss is "
+                               "%s)." % self.loss)
+        self._check_vocab("scoring")
+        from embkit._kernels.losses import huffman_paths
+        offsets, points, codes = huffman_paths(self.vocab.counts)
+        return score_sentences(sentences, self.W_in, self.syn1, self.vocab.key_to_index, offsets, points, codes,
+                               self.window, self.sg, bool(self.cbow_mean), total_sentences)
+
+    def estimate_memory(self, vocab_size=None, report=None):
+        """Bytes the model needs for ``vocab_size`` words (default: its vocabulary), by part; logs the total.
+
+        Parts: ``vocab`` (the words and their index, about 150 bytes a word as measured), ``vectors``
+        (``W_in``), ``syn1`` / ``syn1neg`` (the output tables), ``sampler`` (the unigram alias table),
+        ``corpus_cache`` (4 bytes per in-vocabulary token of the vocabulary's corpus, kept between epochs)
+        and ``total``.
+        """
+        n = len(self.vocab) if vocab_size is None and self.vocab is not None else (vocab_size or 0)
+        row = 4 * self.vector_size * n
+        report = dict(report or {})
+        report["vocab"] = 150 * n
+        report["vectors"] = row
+        if self.loss in ("hs", "hs_sgns"):
+            report["syn1"] = row
+        if self.loss != "hs":
+            report["syn1neg"] = row
+            report["sampler"] = 12 * n
+        report["corpus_cache"] = 4 * int(self._corpus_words or 0) if vocab_size is None else 0
+        report["total"] = sum(report.values())
+        logger.info("estimated required memory for %d words and %d dimensions: %d bytes", n, self.vector_size,
+                    report["total"])
         return report
 
     @classmethod
@@ -281,6 +652,7 @@ class Word2Vec(EmbeddingModel):
         """
         model, run = cls._open_checkpoint(directory, params, callbacks, progress)
         args = dict(run["args"])
+        args["epochs"] = args.get("epochs") or model.epochs      # train() on a given corpus needs it
         saved_file = args.pop("corpus_file", None)
         if corpus_iterable is None and corpus_file is None:
             if saved_file is None:
@@ -320,8 +692,23 @@ class Word2Vec(EmbeddingModel):
         cache.complete = True
 
     # ------------------------------------------------------------------ persistence
+    @class_only
+    def load(cls, path, mmap=None):
+        """Load an embkit model file, or a full gensim ``Word2Vec`` model saved by gensim (4.x, and older
+        versions as far as gensim 4 reads them), which then trains on in embkit.
+
+        gensim files are pickles, which run code when loaded: load only files you trust.  A gensim file
+        holding something else (``KeyedVectors``: use ``embkit.load_vectors``), or one gensim cannot read, is
+        a :class:`~embkit.text.gensim_models.GensimFileError` naming it.
+        """
+        if os.path.isfile(path) and is_pickle(path):
+            return load_gensim_model(cls, path, mmap)
+        return super(Word2Vec, cls).load(path, mmap)
+
     def _state(self):
-        return {"raw_words": self.vocab.raw_words}
+        return {"raw_words": self.vocab.raw_words, "corpus_count": self.corpus_count,
+                "corpus_total_words": self.corpus_total_words, "effective_min_count": self.effective_min_count,
+                "min_alpha_yet_reached": self.min_alpha_yet_reached}
 
     def _words(self):
         return self.vocab.index_to_key
@@ -330,7 +717,12 @@ class Word2Vec(EmbeddingModel):
         return {"counts": self.vocab.counts}
 
     def _restore(self, state, words, arrays):
-        self.vocab = Vocab(words, arrays["counts"], raw_words=state.get("raw_words", 0))
+        self.vocab = Vocab(words, arrays["counts"], raw_words=state.get("raw_words", 0),
+                           sentences=state.get("corpus_count") or 0)
+        for key in ("corpus_count", "corpus_total_words", "effective_min_count", "min_alpha_yet_reached"):
+            if key in state:
+                setattr(self, key, state[key])
+        self._corpus_words = self.vocab.total_words
         self._set_tables(self.W_in, self.W_out)
 
     def save_word2vec_format(self, path, binary=False, overwrite=True):
@@ -339,3 +731,13 @@ class Word2Vec(EmbeddingModel):
 
     def _repr_fields(self):
         return ["skip-gram" if self.sg else "cbow", "vocab=%d" % (len(self.vocab) if self.vocab is not None else 0)]
+
+
+def _same_corpus(corpus, vocab_corpus):
+    """Whether ``corpus`` reads what ``vocab_corpus`` reads: the same iterable, or the same files."""
+    if vocab_corpus is None:
+        return False
+    if hasattr(corpus, "sentences") and hasattr(vocab_corpus, "sentences"):
+        return corpus.sentences is vocab_corpus.sentences
+    return getattr(corpus, "files", None) is not None and getattr(corpus, "files", None) == getattr(
+        vocab_corpus, "files", None)
