@@ -355,3 +355,37 @@ def test_bench_helpers():
     assert "| embkit / gensim |  | 0.50x | 0.50x | 2.00x | 0.50x | 2.00x | 1.00x | n/a |" in table
     assert "2,000,000" in table
     assert "x1.90" in bench.scaling_line(results)
+
+
+# ------------------------------------------------------------------------------------------ gensim-style polish
+def test_train_takes_sampler_and_loss_parameters(tmp_path, corpus, capsys):
+    output = tmp_path / "model.embkit"
+    status, _ = run(["train", "--corpus", corpus, "--output", str(output), "--no-eval", "--param",
+                     "ns_exponent=0.5", *FAST])
+    assert status == 0, capsys.readouterr().err
+    assert Word2Vec.load(str(output)).sampler_params == {"ns_exponent": 0.5}
+    status, _ = run(["train", "--corpus", corpus, "--output", str(tmp_path / "b.embkit"), "--no-eval",
+                     "--loss-param", "bogus=1", *FAST])
+    assert status == 1 and "sgns got unknown parameters: bogus" in one_error_line(capsys.readouterr().err)
+
+
+def test_eval_suite_aliases(tmp_path, corpus, capsys):
+    output = tmp_path / "model.embkit"
+    assert run(["train", "--corpus", corpus, "--output", str(output), "--no-eval", *FAST])[0] == 0
+    status, out = run(["eval", str(output), "--suite", "similarity", "analogy", "--format", "json"])
+    assert status == 0, capsys.readouterr().err
+    names = json.dumps(json.loads(out))
+    for suite in ("ws353", "simlex999", "men", "rw", "simverb3500", "questions-words"):
+        assert suite in names
+
+
+def test_eval_into_a_closed_pipe_exits_quietly(tmp_path, corpus):
+    output = tmp_path / "model.embkit"
+    assert run(["train", "--corpus", corpus, "--output", str(output), "--no-eval", *FAST])[0] == 0
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    child = subprocess.Popen([sys.executable, "-m", "embkit", "eval", str(output), "--suite", "similarity"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=REPO_ROOT)
+    child.stdout.close()                         # the reader goes away before anything is written
+    stderr = child.stderr.read().decode()
+    assert child.wait(timeout=120) == 141
+    assert stderr.strip() == "" and "Broken pipe" not in stderr

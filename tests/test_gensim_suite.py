@@ -47,6 +47,10 @@ class TestWMD(gensim_tests.TestWMD):
     pass
 
 
+class TestWord2VecScripts(gensim_tests.TestWord2VecScripts):
+    pass
+
+
 @pytest.fixture(autouse=True)
 def _not_applicable(request):
     reason = NOT_APPLICABLE.get(request.node.name)

@@ -57,6 +57,15 @@ def _one_line(exc):
     return "%s: %s" % (type(exc).__name__, text)
 
 
+def _detach_stdout():
+    """Point stdout at /dev/null so that flushing it at exit does not fail again on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):       # stdout is not a real file (tests, embedding)
+        pass
+
+
 def main(argv=None, out=None):
     """Run the ``embkit`` command line.
 
@@ -95,6 +104,10 @@ def main(argv=None, out=None):
         except KeyboardInterrupt:
             print("%s: interrupted" % PROG, file=sys.stderr)
             return 130
+        except BrokenPipeError:
+            # the reader of our output went away (``embkit eval ... | head``): stop quietly, as Unix tools do
+            _detach_stdout()
+            return 141
         except Exception as exc:  # noqa: BLE001 - every failure becomes one line (traceback with -v)
             if args.verbose:
                 traceback.print_exc()

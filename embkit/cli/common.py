@@ -120,18 +120,23 @@ def objective_options(p, model_cls):
     g.add_argument("--T", type=float, default=None, metavar="T", help="Boltzmann sampler temperature")
     g.add_argument("--degeneracy", choices=("uniform", "popularity"), default=None,
                    help="Boltzmann sampler degeneracy D")
+    param_options(g)
+    return g
+
+
+def param_options(g):
+    """Add ``--param`` (sampler parameters) and ``--loss-param`` (loss parameters) to option group ``g``."""
     g.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="extra sampler parameter, repeatable (e.g. --param query=embedding --param K=8)")
     g.add_argument("--loss-param", action="append", metavar="KEY=VALUE", help="extra loss parameter, repeatable")
-    return g
 
 
 def sampler_params(args):
     """The sampler parameters of ``--param``, ``--T`` and ``--degeneracy``."""
     params = key_values(args.param, "--param")
-    if args.T is not None:
+    if getattr(args, "T", None) is not None:
         params["T"] = args.T
-    if args.degeneracy is not None:
+    if getattr(args, "degeneracy", None) is not None:
         params["degeneracy"] = args.degeneracy
     return params
 

@@ -26,7 +26,8 @@ def add_parser(subparsers, common):
                    help="embkit model, word2vec text/binary file, or gensim KeyedVectors file")
     p.add_argument("--suite", nargs="+", default=None, metavar="NAME",
                    help="evaluation suites to run (default: ws353 simlex999 questions-words, plus ranking "
-                        "with --pairs); valid: %s" % ", ".join(_suite_names()))
+                        "with --pairs; 'similarity' is every bundled similarity set, 'analogy' the bundled "
+                        "analogies); valid: %s" % ", ".join(_suite_names()))
     p.add_argument("--format", choices=("table", "json"), default="table", help="report format")
     p.add_argument("--restrict-vocab", type=int, default=30000, metavar="N",
                    help="analogy candidates are the N most frequent words (0: the whole vocabulary)")
@@ -48,6 +49,8 @@ def add_parser(subparsers, common):
 
 #: Suite names that are not bundled files: the MSR analogies (``--msr-file``) and ranking (``--pairs``).
 MSR_SUITE, RANKING_SUITE = "msr", "ranking"
+#: suite names that stand for groups of bundled suites
+ALIASES = {"similarity": "every bundled word-similarity set", "analogy": "the bundled analogy set (questions-words)"}
 MSR_SOURCE = "https://github.com/vecto-ai/word-benchmarks (word-analogy/monolingual/en/msr.csv)"
 
 
@@ -57,7 +60,24 @@ def _suite_names():
         registry = bundled_data()
     except ImportError:
         return []
-    return registry.names("similarity") + registry.names("analogy") + [MSR_SUITE, RANKING_SUITE]
+    return (registry.names("similarity") + registry.names("analogy") + [MSR_SUITE, RANKING_SUITE]
+            + sorted(ALIASES))
+
+
+def _expand_aliases(names, registry):
+    """Suite names with ``similarity`` and ``analogy`` replaced by the bundled sets they stand for."""
+    from embkit.evaluation import DEFAULT_ANALOGY_SET
+
+    out = []
+    for name in names:
+        key = name.strip().lower().replace("_", "-")
+        if key == "similarity":
+            out.extend(registry.SIMILARITY_SETS)
+        elif key == "analogy":
+            out.append(DEFAULT_ANALOGY_SET)
+        else:
+            out.append(name)
+    return out
 
 
 def _check_suites(suites, args=None):
@@ -72,6 +92,7 @@ def _check_suites(suites, args=None):
     if suites is None:
         keys = list(DEFAULT_SIMILARITY_SETS) + [DEFAULT_ANALOGY_SET]
     else:
+        suites = _expand_aliases(suites, registry)
         keys = list(dict.fromkeys(s.strip().lower().replace("_", "-") for s in suites))
     analogies = set(registry.ANALOGY_SETS) | {MSR_SUITE}
     valid = set(registry.SIMILARITY_SETS) | analogies | {RANKING_SUITE}

@@ -11,8 +11,8 @@ Examples
 import logging
 import os
 
-from embkit.cli.common import (check_output, checkpoint_options, count, help_formatter, model_defaults,
-                               record_command, resumed_args, train_logging)
+from embkit.cli.common import (check_output, checkpoint_options, count, help_formatter, key_values, model_defaults,
+                               param_options, record_command, resumed_args, sampler_params, train_logging)
 from embkit.text.word2vec import Word2Vec
 
 logger = logging.getLogger(__name__)
@@ -67,6 +67,7 @@ def add_parser(subparsers, common):
     model.add_argument("--shared-negatives", action="store_true",
                        help="one negative set per centre word instead of one per (centre, context) pair")
     model.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N", help="training threads")
+    param_options(model)
     p.add_argument("--no-eval", action="store_true", help="skip the evaluation after training")
     checkpoint_options(p)
     p.set_defaults(func=cmd_train)
@@ -75,7 +76,8 @@ def add_parser(subparsers, common):
 def _model_kwargs(args):
     kwargs = {"sg": args.sg, "min_count": args.min_count, "workers": args.workers,
               "shared_negatives": args.shared_negatives, "progress": not args.quiet,
-              "checkpoint_dir": args.checkpoint_dir, "checkpoint_every": args.checkpoint_every}
+              "checkpoint_dir": args.checkpoint_dir, "checkpoint_every": args.checkpoint_every,
+              "sampler_params": sampler_params(args), "loss_params": key_values(args.loss_param, "--loss-param")}
     for _, name, _, _ in _MODEL_OPTIONS:
         value = getattr(args, name)
         if value is not None:

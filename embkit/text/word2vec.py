@@ -345,6 +345,7 @@ class Word2Vec(EmbeddingModel):
         if not update or self.W_in is None:
             self._init_tables(n, n, self.vocab.counts)
             self._set_tables(self.W_in, self.W_out)
+            self.min_alpha_yet_reached = float(self.alpha)    # fresh tables: a new schedule
             return
         old = self.W_in.shape[0]
         rng = np.random.default_rng((self.seed, old))
