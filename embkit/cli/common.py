@@ -246,3 +246,45 @@ def resumed_args(args):
 
 def _jsonable(value):
     return json.loads(json.dumps(value))
+
+
+# ------------------------------------------------------------------------------------------ cluster
+def cluster_options(p):
+    """Add ``--scheduler`` and ``--syncs-per-epoch`` (training on a Dask cluster)."""
+    g = p.add_argument_group("cluster (needs the [cluster] extra)")
+    g.add_argument("--scheduler", metavar="ADDRESS",
+                   help="train on the Dask cluster of this scheduler (tcp://host:8786), or on a local one of N "
+                        "worker processes with 'local:N'; the corpus may then be a glob or URL of files that every "
+                        "worker can read (each reads its own)")
+    g.add_argument("--syncs-per-epoch", type=int, default=4, metavar="N",
+                   help="reconciliations of the workers' tables per epoch (default: 4)")
+
+
+@contextlib.contextmanager
+def cluster_client(address, threads=1):
+    """A ``dask.distributed.Client`` of ``address`` (None: no cluster), closed on exit; ``'local:N'`` starts
+    a local cluster of N worker processes with ``threads`` threads each."""
+    if address is None:
+        yield None
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise SystemExit("--scheduler needs dask.distributed: pip install 'embkit[cluster]'") from None
+    if address.startswith("local:"):
+        try:
+            n = int(address[len("local:"):])
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise SystemExit("--scheduler local:N takes a number of workers >= 1, got %r" % address)
+        with LocalCluster(n_workers=n, threads_per_worker=threads, processes=True, dashboard_address=None) as lc, \
+                Client(lc) as client:
+            yield client
+        return
+    try:
+        client = Client(address, timeout=30)
+    except OSError as exc:
+        raise SystemExit("cannot reach the Dask scheduler %s: %s" % (address, exc)) from None
+    with client:
+        yield client

@@ -11,8 +11,9 @@ Examples
 import logging
 import os
 
-from embkit.cli.common import (check_output, checkpoint_options, count, help_formatter, key_values, model_defaults,
-                               param_options, record_command, resumed_args, sampler_params, train_logging)
+from embkit.cli.common import (check_output, checkpoint_options, cluster_client, cluster_options, count,
+                               help_formatter, key_values, model_defaults, param_options, record_command, resumed_args,
+                               sampler_params, train_logging)
 from embkit.text.word2vec import Word2Vec
 
 logger = logging.getLogger(__name__)
@@ -70,6 +71,7 @@ def add_parser(subparsers, common):
     param_options(model)
     p.add_argument("--no-eval", action="store_true", help="skip the evaluation after training")
     checkpoint_options(p)
+    cluster_options(p)
     p.set_defaults(func=cmd_train)
 
 
@@ -103,13 +105,16 @@ def cmd_train(args, out):
             model = Word2Vec.resume(args.resume, workers=args.workers, progress=not args.quiet)
         corpus, report = getattr(model.corpus, "source", model.corpus), model.last_report
     else:
-        model = Word2Vec(**_model_kwargs(args))  # validates the parameters before any reading
+        Word2Vec(**_model_kwargs(args))  # validates the parameters before any reading
         corpus = resolve_corpus(args.corpus, progress=not args.quiet)
         logger.info("corpus: %s", corpus)
         record_command(args)
-        model.build_vocab(corpus_file=corpus)
-        with train_logging():
-            report = model.train()
+        with cluster_client(args.scheduler) as client:
+            model = Word2Vec(client=client, syncs_per_epoch=args.syncs_per_epoch, **_model_kwargs(args))
+            model.build_vocab(corpus_file=corpus)
+            with train_logging():
+                report = model.train()
+            model.client = None
     if args.output is not None:
         _save(model, args)
     print(training_summary(model, report, corpus), file=out)

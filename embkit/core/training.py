@@ -94,6 +94,36 @@ def _fire(callbacks, event, model):
             method(model)
 
 
+def chunk_pool(workers):
+    """The thread pool that shares a chunk among ``workers`` Python threads when the build has no OpenMP
+    (None when OpenMP threads do it, or with one worker); shut it down after the run."""
+    return None if HAVE_OPENMP or workers == 1 else ThreadPoolExecutor(workers)
+
+
+def train_chunk(trainer, chunk, words_before, seed, workers, pool=None, min_chunk_per_thread=None):
+    """Train one chunk on up to ``workers`` threads; returns ``(loss_sum, examples, units)``.
+
+    A chunk of ``len(chunk)`` units runs on at most ``len(chunk) // min_chunk_per_thread`` threads; ``pool``
+    (:func:`chunk_pool`) runs the slices on Python threads when the build has no OpenMP.
+    """
+    threads = workers
+    if min_chunk_per_thread:
+        threads = max(1, min(workers, len(chunk) // min_chunk_per_thread))
+    if pool is None or threads == 1:
+        return trainer.train_chunk(*chunk.kernel_args, words_before, seed, threads)
+    parts = list(pool.map(lambda t: trainer.train_chunk(*chunk.kernel_args, words_before, seed, threads, t),
+                          range(threads)))
+    return sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts)
+
+
+def check_finite(loss, epoch, fraction, alpha):
+    """FloatingPointError when the loss of a chunk is NaN or infinite (divergence), naming the remedy."""
+    if not math.isfinite(loss):
+        raise FloatingPointError(
+            "training diverged (loss is %s) in epoch %d at %.1f%% of the run; the learning rate is too high: "
+            "lower alpha (now %g), e.g. alpha=%g" % (loss, epoch + 1, 100.0 * fraction, alpha, alpha / 10))
+
+
 def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, progress=True, desc="train",
                unit="w", on_epoch=None, callbacks=(), model=None, report=None, start=None, checkpointer=None,
                min_chunk_per_thread=None):
@@ -153,7 +183,7 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
     total_units = words_per_epoch * epochs
     first_units = start.epoch * words_per_epoch + start.units_done
     bar = _Bar(total_units, desc, progress, unit, initial=min(first_units, total_units))
-    pool = None if HAVE_OPENMP or workers == 1 else ThreadPoolExecutor(workers)
+    pool = chunk_pool(workers)
     clock = time.perf_counter()
     seconds_before = report.seconds
     try:
@@ -173,24 +203,9 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
                     words_before = epoch * words_per_epoch + words_done
                     seed = epoch * 1000003 + index
                     trainer.before_chunk(words_before / max(1, total_units))
-                    threads = workers
-                    if min_chunk_per_thread:
-                        threads = max(1, min(workers, len(chunk) // min_chunk_per_thread))
-                    if pool is None or threads == 1:
-                        loss, examples, words = trainer.train_chunk(*chunk.kernel_args, words_before, seed,
-                                                                    threads)
-                    else:
-                        parts = list(pool.map(
-                            lambda t: trainer.train_chunk(*chunk.kernel_args, words_before, seed, threads, t),
-                            range(threads)))
-                        loss = sum(p[0] for p in parts)
-                        examples = sum(p[1] for p in parts)
-                        words = sum(p[2] for p in parts)
-                    if not math.isfinite(loss):
-                        raise FloatingPointError(
-                            "training diverged (loss is %s) in epoch %d at %.1f%% of the run; the learning rate "
-                            "is too high: lower alpha (now %g), e.g. alpha=%g"
-                            % (loss, epoch + 1, 100.0 * words_before / max(1, total_units), alpha, alpha / 10))
+                    loss, examples, words = train_chunk(trainer, chunk, words_before, seed, workers, pool,
+                                                        min_chunk_per_thread)
+                    check_finite(loss, epoch, words_before / max(1, total_units), alpha)
                     epoch_loss += loss
                     epoch_examples += examples
                     words_done += words

@@ -83,6 +83,10 @@ class TextCorpus:
     def __repr__(self):
         return "TextCorpus(%r)" % self.source
 
+    def _open(self, path):
+        """The text stream of one file (smart-open)."""
+        return _open_text(path)
+
     def iter_blocks(self):
         """Yield ``(text, line_complete)`` pieces: whole lines, or a partial line when a line is very long.
 
@@ -93,7 +97,7 @@ class TextCorpus:
         self.stats = ReadStats(files=list(self.files))
         for path in self.files:
             with reading(path, "corpus"):
-                with _open_text(path) as fh:
+                with self._open(path) as fh:
                     yield from self._file_blocks(fh, path)
 
     def _file_blocks(self, fh, path):

@@ -6,11 +6,13 @@
 and ``effective_min_count``, and sizes the tables through the model's ``_init_tables`` / ``_set_tables``.
 """
 import logging
+import os
 
 import numpy as np
 
 from embkit.text.corpus import as_corpus
 from embkit.text.scan import scan_corpus
+from embkit.text.shards import ShardedCorpus, cluster_vocab
 from embkit.text.vocab import Vocab
 
 logger = logging.getLogger(__name__)
@@ -43,6 +45,8 @@ class VocabularyMethods:
             gensim's trim rule for this call (else the model's).
         """
         trim_rule = trim_rule if trim_rule is not None else self.trim_rule
+        if getattr(self, "client", None) is not None and not update:
+            return self._build_cluster_vocab(corpus_iterable, corpus_file, trim_rule)
         corpus = as_corpus(corpus_iterable, corpus_file, self.max_sentence_length)
         if update:
             self._check_vocab("an online vocabulary update (update=True)")
@@ -65,6 +69,22 @@ class VocabularyMethods:
             self.scan_vocab(corpus, trim_rule=trim_rule)
             self.prepare_vocab(keep_raw_vocab=keep_raw_vocab, trim_rule=trim_rule)
             self.prepare_weights()
+        return self
+
+    def _build_cluster_vocab(self, corpus_iterable, corpus_file, trim_rule):
+        """build_vocab of a cluster run: the words of a sharded corpus counted on the workers."""
+        if corpus_file is None and isinstance(corpus_iterable, (str, os.PathLike, list, tuple)) and all(
+                isinstance(p, (str, os.PathLike)) for p in ([corpus_iterable] if isinstance(
+                    corpus_iterable, (str, os.PathLike)) else corpus_iterable)):
+            corpus_iterable, corpus_file = None, corpus_iterable
+        if corpus_iterable is not None or corpus_file is None:
+            raise ValueError("a cluster run (client=) reads its corpus on the workers: give corpus_file (a path, glob "
+                             "or list of files on any fsspec filesystem), not an in-memory iterable")
+        self._drop_cache()
+        self.corpus = ShardedCorpus(corpus_file, self.max_sentence_length)
+        self.vocab = cluster_vocab(self.client, self.corpus, self, trim_rule)
+        self._vocab_chosen(self.vocab.sentences, self.vocab.raw_words)
+        self.prepare_weights()
         return self
 
     def scan_vocab(self, corpus_iterable=None, corpus_file=None, progress_per=10000, workers=None,

@@ -6,12 +6,14 @@ import numpy as np
 
 from embkit._kernels.windows import WindowTrainer
 from embkit.core.base import EmbeddingModel, class_only
+from embkit.core.cluster import CLUSTER_PARAMS, check_cluster_params
 from embkit.core.checkpoint import CheckpointError, fingerprint
 from embkit.core.checks import NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_param
 from embkit.text.gensim_models import cum_table, is_pickle, load_gensim_model
 from embkit.text.chunk_cache import ChunkCache, prefetch
 from embkit.text.corpus import MAX_SENTENCE_LENGTH, as_corpus
 from embkit.text.predict import predict_output_word, score_sentences
+from embkit.text.shards import train_corpus_on_cluster
 from embkit.text.vectors import save_word2vec_format
 from embkit.text.vocab import EmptyVocabularyError, Vocab
 from embkit.text.vocab_methods import VocabularyMethods
@@ -115,7 +117,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
     chunk_param = "chunk_tokens"
     unit = "w"
     STACKED_OUTPUTS = True
-    RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | {"sentences", "corpus_file", "hashfxn", "trim_rule"}
+    RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | {"sentences", "corpus_file", "hashfxn", "trim_rule"} | CLUSTER_PARAMS
 
     def __init__(self, sentences=None, corpus_file=None, vector_size=100, alpha=0.05, window=5, min_count=5,
                  max_vocab_size=None, sample=1e-3, seed=1, workers=3, min_alpha=0.0001, sg=0, hs=0, negative=5,
@@ -123,7 +125,8 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
                  sorted_vocab=1, batch_words=10000, compute_loss=False, callbacks=(), comment=None,
                  max_final_vocab=None, shrink_windows=True, max_sentence_length=MAX_SENTENCE_LENGTH, loss=None,
                  sampler=None, loss_params=None, sampler_params=None, shared_negatives=None,
-                 chunk_tokens=1 << 18, checkpoint_dir=None, checkpoint_every=600, progress=False):
+                 chunk_tokens=1 << 18, checkpoint_dir=None, checkpoint_every=600, progress=False, client=None,
+                 syncs_per_epoch=4, reconcile="average"):
         if loss is None:
             if hs == 1 and negative:
                 logger.warning("Both hierarchical softmax and negative sampling are activated. This is probably a "
@@ -149,6 +152,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         self.shrink_windows = bool(shrink_windows)
         self.shared_negatives = bool(self.sg) if shared_negatives is None else bool(shared_negatives)
         self.chunk_tokens = chunk_tokens
+        self.client, self.syncs_per_epoch, self.reconcile = client, syncs_per_epoch, reconcile
         self.vocab = None
         self.wv = None
         self.corpus = None
@@ -179,6 +183,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         for name in ("max_vocab_size", "max_final_vocab"):
             if getattr(self, name) is not None:
                 check_param(name, getattr(self, name), *POSITIVE_INT)
+        check_cluster_params(self)
         if self.trim_rule is not None and not callable(self.trim_rule):
             raise ValueError("trim_rule must be callable as trim_rule(word, count, min_count), got %r"
                              % (self.trim_rule,))
@@ -272,6 +277,20 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
                              self.window, self.sg, self.cbow_mean, self.negative, self.shared_negatives,
                              alpha, min_alpha, total, self.seed, lockf=lockf, shrink_windows=self.shrink_windows)
 
+    def _cluster_spec(self):
+        """What a cluster replica is built from: class, parameters and vocabulary (:mod:`embkit.core.cluster`)."""
+        return type(self), self.get_params(), self.vocab
+
+    @classmethod
+    def _cluster_model(cls, params, vocab, W_in, W_out):
+        model = cls(**params, progress=False)
+        model.vocab = vocab
+        model._set_tables(W_in, W_out)
+        return model
+
+    def _cluster_classes(self):
+        return self.vocab.counts, len(self.vocab)
+
     def train(self, corpus_iterable=None, corpus_file=None, total_examples=None, total_words=None, epochs=None,
               start_alpha=None, end_alpha=None, word_count=0, queue_factor=2, report_delay=1.0,
               compute_loss=None, callbacks=None, progress=None, **_gensim_kwargs):
@@ -330,6 +349,9 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
                 self.callbacks = saved_callbacks
 
     def _train_corpus(self, corpus_iterable, corpus_file, epochs, start_alpha, end_alpha, progress):
+        if self.client is not None:
+            return train_corpus_on_cluster(self, corpus_iterable, corpus_file, epochs, start_alpha, end_alpha,
+                                           progress)
         corpus = self.corpus
         if corpus_iterable is not None or corpus_file is not None:
             corpus = as_corpus(corpus_iterable, corpus_file, self.max_sentence_length)

@@ -1,0 +1,342 @@
+"""Training on a Dask cluster: the client side (the workers' side is :mod:`embkit.core.replica`).
+
+A model given ``client=`` (a ``dask.distributed.Client``) trains like this:
+
+1. its shards (files, or parts of an in-memory data set) are grouped, one group per worker, balanced by
+   size; each worker opens a **replica**: the model built from the client's parameters and state, a copy
+   of the tables, its own loss, sampler and kernel trainer, and its shards, which it reads itself;
+2. each epoch runs in ``syncs_per_epoch`` **rounds**: every replica trains the same fraction of its shards
+   with embkit's nogil kernel on its own threads (``workers``), then sends the rows it changed; the client
+   merges them (:mod:`embkit.core.reconcile`), keeps the reconciled tables (they are the model's
+   ``W_in`` / ``W_out`` at every moment) and broadcasts the changed rows to every replica;
+3. a replica whose worker is lost mid-round is opened again on a live worker from the reconciled tables
+   and trains the same round again: the run goes on, and the result is the same kind of model.
+
+Every loss and sampler works: a replica builds them from the registry as a single-process run does, and
+adaptive samplers rebuild after each reconciliation.  Checkpoints are not written in this mode.
+"""
+import logging
+import time
+import uuid
+
+import numpy as np
+
+from embkit.core.checks import POSITIVE_INT, check_param
+from embkit.core.reconcile import MODES, apply_update, merge
+from embkit.core.replica import ReplicaLost, close_replicas, open_replica, train_round
+from embkit.core.training import TrainingReport, _Bar, _fire
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CLUSTER_PARAMS", "check_cluster_params", "check_client", "distributed_module", "group_shards",
+           "train_on_cluster", "ClusterStats"]
+
+#: model parameters of cluster training (runtime settings: not saved with a model)
+CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile"})
+#: seconds a run waits for a first worker before it calls the cluster empty
+WORKER_WAIT = 10.0
+#: seconds between checks of the workers while a round runs
+POLL_SECONDS = 0.25
+#: times one shard group may be reopened within one round before the run gives up
+MAX_REOPEN = 3
+
+
+def distributed_module():
+    """``dask.distributed``, or an ImportError saying how to install it."""
+    try:
+        import distributed
+    except ImportError:
+        raise ImportError("training on a cluster (client=) needs dask.distributed: pip install 'embkit[cluster]'") \
+            from None
+    return distributed
+
+
+def check_cluster_params(model):
+    """ValueError naming a bad ``syncs_per_epoch`` / ``reconcile``; TypeError for a ``client`` that is not
+    a ``dask.distributed.Client``."""
+    check_param("syncs_per_epoch", model.syncs_per_epoch, *POSITIVE_INT)
+    if model.reconcile not in MODES:
+        raise ValueError("reconcile must be one of %s, got %r" % (", ".join(MODES), model.reconcile))
+    if model.client is not None:
+        distributed = distributed_module()
+        if not isinstance(model.client, distributed.Client):
+            raise TypeError("client must be a dask.distributed.Client, got %r" % (model.client,))
+        if model.checkpoint_dir is not None:
+            raise ValueError("checkpoint_dir cannot be used with client=: a cluster run keeps its reconciled "
+                             "tables on the client instead")
+
+
+def check_client(client, wait=WORKER_WAIT):
+    """The client's workers as ``{address: threads}``; ValueError when it has none after ``wait`` seconds."""
+    workers = client.nthreads()
+    if not workers:
+        try:
+            client.wait_for_workers(1, timeout=wait)
+        except Exception:   # dask raises its own TimeoutError (asyncio's or distributed's by version)
+            raise ValueError("the Dask cluster of %r has no workers (waited %gs): start some with `dask worker %s` "
+                             "or scale the cluster up" % (client, wait, client.scheduler.address)) from None
+        workers = client.nthreads()
+    return dict(workers)
+
+
+def group_shards(shards, n_groups):
+    """Shards in ``n_groups`` lists of about equal total size (largest first onto the lightest group)."""
+    groups = [[] for _ in range(max(1, min(n_groups, len(shards))))]
+    load = [0] * len(groups)
+    for shard in sorted(shards, key=lambda s: -s.size):
+        g = load.index(min(load))
+        groups[g].append(shard)
+        load[g] += shard.size
+    for group in groups:    # keep the corpus's order inside a group
+        group.sort(key=shards.index)
+    return groups
+
+
+class ClusterStats:
+    """What a cluster run exchanged and how long it took.
+
+    Attributes
+    ----------
+    replicas : int
+    rounds : int
+        Reconciliations done.
+    bytes_up, bytes_down : int
+        Bytes of changed rows sent by the replicas, and of reconciled rows sent back to them (each
+        replica's copy counted), over the run.
+    rows_changed : list of int
+        Rows (both tables) changed per reconciliation.
+    round_seconds, merge_seconds : float
+        Wall time of the rounds (training and exchange) and of the merges on the client.
+    reopened : list of str
+        One entry per replica opened again after its worker was lost.
+    """
+
+    def __init__(self, replicas):
+        self.replicas = replicas
+        self.rounds = 0
+        self.bytes_up = self.bytes_down = 0
+        self.rows_changed = []
+        self.round_seconds = self.merge_seconds = 0.0
+        self.reopened = []
+
+    @property
+    def bytes_per_round(self):
+        """Mean bytes (up and down) of one reconciliation."""
+        return (self.bytes_up + self.bytes_down) / max(1, self.rounds)
+
+    def to_dict(self):
+        return {"replicas": self.replicas, "rounds": self.rounds, "bytes_up": self.bytes_up,
+                "bytes_down": self.bytes_down, "bytes_per_round": self.bytes_per_round,
+                "rows_changed": list(self.rows_changed), "round_seconds": self.round_seconds,
+                "merge_seconds": self.merge_seconds, "reopened": list(self.reopened)}
+
+
+class _Run:
+    """One cluster training run (see :func:`train_on_cluster`)."""
+
+    def __init__(self, model, client, shards, run):
+        self.model, self.client, self.run = model, client, run
+        self.distributed = distributed_module()
+        workers = sorted(check_client(client))
+        self.groups = group_shards(shards, len(workers))
+        self.prefix = "embkit-%s-" % uuid.uuid4().hex
+        self.spec = client.scatter(model._cluster_spec(), broadcast=True, hash=False)
+        self.address = {}
+        self.keys = {}
+        self.stats = ClusterStats(len(self.groups))
+        self.open([(g, workers[g % len(workers)]) for g in range(len(self.groups))])
+
+    def _lost(self, future):
+        """Whether a failed task failed because its worker went away (not because of its own error)."""
+        if future.status == "cancelled":
+            return True
+        exc = future.exception()
+        from distributed.comm import CommClosedError
+        return isinstance(exc, (ReplicaLost, self.distributed.KilledWorker, CommClosedError))
+
+    def open(self, placements):
+        """Open the replicas of ``[(group, worker address)]`` from the client's tables (their shards are read
+        on the workers); a group whose worker is lost meanwhile is placed again."""
+        attempts = {}
+        while placements:
+            targets = sorted({addr for _, addr in placements})
+            tables = self.client.scatter((self.model.W_in, self.model.W_out), workers=targets, broadcast=True,
+                                         hash=False)
+            futures = {}
+            for g, addr in placements:
+                self.address[g] = addr
+                self.keys[g] = "%s%d-%d" % (self.prefix, g, attempts.get(g, 0))
+                futures[g] = self.client.submit(open_replica, self.keys[g], self.spec, self.groups[g], tables,
+                                                self.run, workers=[addr], allow_other_workers=False, pure=False)
+            placements = []
+            for g, outcome in self.wait(futures).items():
+                if outcome is None:
+                    attempts[g] = attempts.get(g, 0) + 1
+                    placements.append((g, self.replacement(g, attempts[g])))
+            del tables
+
+    def replacement(self, group, attempt):
+        """A live worker for a lost replica (the one holding fewest replicas)."""
+        if attempt > MAX_REOPEN:
+            raise RuntimeError("the replica of shards %s was lost %d times; giving up (the model holds the tables "
+                               "of the last reconciliation)" % (", ".join(s.name for s in self.groups[group]),
+                                                                 attempt))
+        live = sorted(check_client(self.client, WORKER_WAIT))
+        held = {addr: 0 for addr in live}
+        for g, addr in self.address.items():
+            if g != group and addr in held:
+                held[addr] += 1
+        addr = min(live, key=lambda a: held[a])
+        self.stats.reopened.append("%s -> %s" % (self.address.get(group), addr))
+        logger.warning("worker %s was lost: its shards (%s) are retried on %s", self.address.get(group),
+                       ", ".join(s.name for s in self.groups[group]), addr)
+        return addr
+
+    def wait(self, futures):
+        """Results of ``{group: future}``; None for a group whose worker was lost.  A task's own error
+        (an unreadable shard, divergence) is raised."""
+        results = {}
+        pending = dict(futures)
+        while pending:
+            try:
+                self.distributed.wait(list(pending.values()), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED")
+            except Exception:   # the timeout: check the workers below
+                pass
+            live = None
+            for g, future in list(pending.items()):
+                if future.status == "finished":
+                    results[g] = future.result()
+                elif future.status in ("error", "cancelled"):
+                    if not self._lost(future):
+                        future.result()         # raises the task's own error
+                    results[g] = None
+                else:
+                    if live is None:
+                        live = set(self.client.nthreads())
+                    if self.address[g] in live:
+                        continue
+                    future.cancel()
+                    results[g] = None
+                del pending[g]
+        return results
+
+    def round(self, update, epoch, r):
+        """Train round ``r`` of ``epoch`` on every replica (reopening lost ones); returns their results."""
+        futures = {g: self.client.submit(train_round, self.keys[g], update, epoch, r, g, workers=[self.address[g]],
+                                         allow_other_workers=False, pure=False) for g in range(len(self.groups))}
+        results = {}
+        attempt = 0
+        while futures:
+            outcomes = self.wait(futures)
+            futures = {}
+            lost = [g for g, out in outcomes.items() if out is None]
+            results.update({g: out for g, out in outcomes.items() if out is not None})
+            if lost:
+                attempt += 1
+                self.open([(g, self.replacement(g, attempt)) for g in lost])
+                # the reopened replicas hold the reconciled tables already: no update to apply
+                futures = {g: self.client.submit(train_round, self.keys[g], None, epoch, r, g,
+                                                 workers=[self.address[g]], allow_other_workers=False, pure=False)
+                           for g in lost}
+        return [results[g] for g in range(len(self.groups))]
+
+    def reconcile(self, results):
+        """Merge the replicas' deltas into the model's tables; returns the update for the replicas."""
+        clock = time.perf_counter()
+        model = self.model
+        update = []
+        for t, table in enumerate((model.W_in, model.W_out)):
+            deltas = [res["delta"][t] for res in results]
+            self.stats.bytes_up += sum(d.nbytes for d in deltas)
+            merged = merge(table, deltas, self.run["mode"])
+            apply_update(merged, table)
+            update.append(merged)
+        self.stats.rounds += 1
+        self.stats.rows_changed.append(sum(len(u) for u in update))
+        self.stats.bytes_down += sum(u.nbytes for u in update) * len(self.groups)
+        self.stats.merge_seconds += time.perf_counter() - clock
+        return tuple(update)
+
+    def close(self):
+        try:
+            self.client.run(close_replicas, self.prefix, on_error="ignore")
+        except Exception as exc:    # a closing client must not hide the run's own error
+            logger.debug("closing the replicas failed: %s", exc)
+
+
+def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=False, desc="cluster"):
+    """Train ``model`` on the workers of ``client`` (see the module docstring).
+
+    Parameters
+    ----------
+    model : EmbeddingModel
+        With its tables initialised, and the hooks ``_cluster_spec()`` (what a replica is built from),
+        ``_cluster_model(params, state, W_in, W_out)`` (a classmethod building it) and
+        ``_cluster_classes()`` (counts and number of classes of the loss); ``syncs_per_epoch`` and
+        ``reconcile`` settings.
+    client : dask.distributed.Client
+    shards : list
+        Shard objects (``name``, ``size``, ``open(model)``, ``chunks(model, start, stop)``).
+    epochs, alpha, min_alpha :
+        The run's passes and learning rates.
+
+    Returns
+    -------
+    TrainingReport
+        The model's ``last_cluster_stats`` holds the :class:`ClusterStats`.
+    """
+    if not shards:
+        raise ValueError("no shards to train on")
+    run = {"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha),
+           "rounds": int(model.syncs_per_epoch), "mode": model.reconcile}
+    report = TrainingReport()
+    callbacks = model.callbacks
+    job = _Run(model, client, shards, run)
+    model.last_cluster_stats = job.stats
+    bar = None
+    clock = time.perf_counter()
+    try:
+        _fire(callbacks, "on_train_begin", model)
+        update = None
+        for epoch in range(epochs):
+            _fire(callbacks, "on_epoch_begin", model)
+            epoch_start = time.perf_counter()
+            epoch_loss, epoch_examples, epoch_words = 0.0, 0, 0
+            for r in range(run["rounds"]):
+                _fire(callbacks, "on_batch_begin", model)
+                round_start = time.perf_counter()
+                shared = None if update is None else client.scatter(update, broadcast=True, hash=False)
+                results = job.round(shared, epoch, r)
+                del shared
+                update = job.reconcile(results)
+                job.stats.round_seconds += time.perf_counter() - round_start
+                loss = sum(res["loss"] for res in results)
+                examples = sum(res["examples"] for res in results)
+                words = sum(res["words"] for res in results)
+                epoch_loss += loss
+                epoch_examples += examples
+                epoch_words += words
+                report.raw_words += sum(res["raw_words"] for res in results)
+                report.examples += examples
+                report.seconds = time.perf_counter() - clock
+                if bar is None:
+                    bar = _Bar(epochs * max(1, words) * run["rounds"], desc, progress, model.unit)
+                bar.update(words, loss / max(examples, 1))
+                _fire(callbacks, "on_batch_end", model)
+            report.words += epoch_words
+            report.epochs += 1
+            report.epoch_loss.append(epoch_loss / max(epoch_examples, 1))
+            report.epoch_examples.append(epoch_examples)
+            report.epoch_seconds.append(time.perf_counter() - epoch_start)
+            report.seconds = time.perf_counter() - clock
+            logger.info("epoch %d/%d on %d replicas: loss %.4f, %d %s, %.0f %s/s", epoch + 1, epochs,
+                        len(job.groups), report.epoch_loss[-1], epoch_words, model.unit,
+                        report.words / max(report.seconds, 1e-9), model.unit)
+            _fire(callbacks, "on_epoch_end", model)
+        _fire(callbacks, "on_train_end", model)
+    finally:
+        report.seconds = time.perf_counter() - clock
+        if bar is not None:
+            bar.close()
+        job.close()
+    return report

@@ -1,0 +1,161 @@
+"""The worker side of cluster training: a replica of the tables training on its own shards.
+
+These functions run as Dask tasks on the workers (see :mod:`embkit.core.cluster`, the client side).  A
+replica lives in the worker process between tasks, in :data:`REPLICAS`, under a key unique to its run and
+shard group.  It is a model of the client's class built from the client's parameters and state (the
+vocabulary, the class counts), with its own copy of the tables, its own loss, sampler and kernel trainer
+(the same objects as a single-process run), and the shards it reads itself.
+
+A shard is an object with ``name`` (what an error names), ``open(model)`` (read it on the worker, return
+its units per epoch) and ``chunks(model, start, stop)`` (the chunks of its units ``[start, stop)``).
+
+Learning rate: the replica's trainer runs over its own units (epochs x its units per epoch); every round
+trains the same fraction of every replica's shards, so at each reconciliation a replica's progress is the
+global progress of the run.
+"""
+import time
+
+import numpy as np
+
+from embkit.core.reconcile import apply_update, changed_rows
+from embkit.core.training import check_finite, chunk_pool, train_chunk
+
+__all__ = ["REPLICAS", "ReplicaLost", "ShardReadError", "open_replica", "train_round", "close_replicas",
+           "worker_name"]
+
+#: key -> Replica, in the worker process
+REPLICAS = {}
+
+
+class ReplicaLost(RuntimeError):
+    """The worker running a task does not hold the replica (it was restarted): the client rebuilds it."""
+
+
+class ShardReadError(OSError):
+    """A shard a worker could not read; the message names the file and the worker."""
+
+
+def worker_name():
+    """The address of the Dask worker running the current task ("this process" outside a worker)."""
+    try:
+        from distributed import get_worker
+        return get_worker().address
+    except (ImportError, ValueError):
+        return "this process"
+
+
+class Replica:
+    """Tables, trainer and shards of one shard group on one worker (see the module docstring)."""
+
+    def __init__(self, spec, shards, W_in, W_out, run):
+        cls, params, state = spec
+        self.model = model = cls._cluster_model(params, state, np.array(W_in), np.array(W_out))
+        self.shards = list(shards)
+        self.units = []
+        for shard in self.shards:
+            try:
+                self.units.append(int(shard.open(model)))
+            except (OSError, ValueError, EOFError, UnicodeError) as exc:
+                raise ShardReadError("worker %s cannot read the shard %s: %s" % (worker_name(), shard.name, exc)) \
+                    from None
+        self.total = sum(self.units)
+        self.run = run
+        counts, n_classes = model._cluster_classes()
+        self.loss, self.sampler = model._objective(counts, n_classes)
+        self.trainer = model._kernel_trainer(self.loss, self.sampler, run["alpha"], run["min_alpha"],
+                                             float(max(self.total, 1)) * run["epochs"])
+        self.base_in, self.base_out = model.W_in.copy(), model.W_out.copy()
+        self.pool = chunk_pool(model.workers)
+
+    def refresh_sampler(self, progress):
+        """An adaptive sampler rebuilds what it derives from ``W_out`` (after a reconciliation)."""
+        if self.sampler is None or self.sampler.query_free:
+            return
+        rebuild = getattr(self.sampler, "rebuild", None)
+        if rebuild is not None:
+            rebuild()
+        else:
+            self.sampler.refresh(progress)
+
+    def bounds(self, units, epoch_round):
+        """Units of a shard trained before round ``epoch_round`` of an epoch (rounds cut it evenly)."""
+        return units * epoch_round // self.run["rounds"]
+
+    def train_round(self, update, epoch, round_index, group):
+        """Apply the last reconciliation's ``update`` (or None), train round ``round_index`` of ``epoch``
+        on every shard, and return what changed (see :func:`train_round`)."""
+        model, run = self.model, self.run
+        if update is not None:
+            apply_update(update[0], model.W_in, self.base_in)
+            apply_update(update[1], model.W_out, self.base_out)
+        rounds = run["rounds"]
+        done = epoch * self.total + sum(self.bounds(u, round_index) for u in self.units)
+        fraction = done / max(1, self.total * run["epochs"])
+        if update is not None:
+            self.refresh_sampler(fraction)
+        clock = time.perf_counter()
+        loss = 0.0
+        examples = words = raw = 0
+        index = 0
+        min_per_thread = getattr(model, "batch_words", None)
+        for shard, units in zip(self.shards, self.units):
+            start, stop = self.bounds(units, round_index), self.bounds(units, round_index + 1)
+            for chunk in shard.chunks(model, start, stop):
+                seed = ((epoch * rounds + round_index) * 1000003 + index) * 65537 + group
+                self.trainer.before_chunk(done / max(1, self.total * run["epochs"]))
+                c_loss, c_examples, c_words = train_chunk(self.trainer, chunk, done, seed, model.workers, self.pool,
+                                                          min_per_thread)
+                check_finite(c_loss, epoch, done / max(1, self.total * run["epochs"]), run["alpha"])
+                loss += c_loss
+                examples += c_examples
+                words += c_words
+                raw += chunk.raw_words
+                done += c_words
+                index += 1
+        seconds = time.perf_counter() - clock
+        delta_in = changed_rows(model.W_in, self.base_in)
+        delta_out = changed_rows(model.W_out, self.base_out)
+        return {"loss": loss, "examples": examples, "words": words, "raw_words": raw, "seconds": seconds,
+                "delta": (delta_in, delta_out), "worker": worker_name()}
+
+    def close(self):
+        for shard in self.shards:
+            getattr(shard, "close", lambda: None)()
+        if self.pool is not None:
+            self.pool.shutdown()
+
+
+def open_replica(key, spec, shards, tables, run):
+    """Task: build the replica ``key`` on this worker from the global ``tables`` and read its ``shards``.
+
+    ``spec`` is ``(model class, parameters, state)``; ``run`` holds ``epochs``, ``alpha``, ``min_alpha``
+    and ``rounds`` (reconciliations per epoch).  Returns the replica's units per epoch.
+    """
+    old = REPLICAS.pop(key, None)
+    if old is not None:
+        old.close()
+    replica = Replica(spec, shards, tables[0], tables[1], run)
+    REPLICAS[key] = replica
+    return replica.total
+
+
+def train_round(key, update, epoch, round_index, group):
+    """Task: one round of the replica ``key``.
+
+    Returns a dict with the round's ``loss`` (sum), ``examples``, ``words`` (units), ``raw_words``,
+    ``seconds``, ``worker`` and ``delta``: the :class:`~embkit.core.reconcile.RowDelta` of ``W_in`` and
+    of ``W_out`` against the tables of the last reconciliation.
+    """
+    replica = REPLICAS.get(key)
+    if replica is None:
+        raise ReplicaLost("worker %s holds no replica %s (restarted?)" % (worker_name(), key))
+    return replica.train_round(update, epoch, round_index, group)
+
+
+def close_replicas(prefix):
+    """Task: drop every replica of one run (keys starting with ``prefix``) from this worker."""
+    closed = 0
+    for key in [k for k in REPLICAS if k.startswith(prefix)]:
+        REPLICAS.pop(key).close()
+        closed += 1
+    return closed

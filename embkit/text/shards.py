@@ -1,0 +1,237 @@
+"""Sharded text corpora for cluster training: file lists and globs on any fsspec filesystem, the vocabulary
+counted per shard on the workers, and the shards a replica reads.
+
+A corpus for ``Word2Vec(corpus_file=..., client=...)`` is a path, a glob (``s3://bucket/corpus/*.txt.gz``),
+a directory (its files) or a list of them, on any filesystem fsspec knows (local, ``s3://``, ``gs://``,
+``hdfs://``, ``memory://``, ...; compression inferred from the name).  Every file is one shard: split a big
+corpus into at least as many files as there are workers.  Files are listed on the client; only the workers
+read them, each its own.
+
+Vocabulary: every shard is counted on a worker (``max_vocab_size`` bounds what it holds: whenever it counts
+more distinct words, the rarest are pruned, word2vec.c's rule, so a rare word's count can come out lower);
+the counts are merged pairwise on the workers, each merge pruned to ``max_vocab_size`` the same way; the
+client chooses the vocabulary from the merged counts (``min_count``, ``max_final_vocab``, ``trim_rule``) and
+sends it once to every worker.
+"""
+import glob as _glob
+import logging
+import os
+from collections import Counter
+
+import numpy as np
+
+from embkit.core.replica import ShardReadError, worker_name
+from embkit.text.chunk_cache import ChunkCache
+from embkit.text.corpus import MAX_SENTENCE_LENGTH, ReadStats, TextCorpus
+from embkit.text.vocab import EncodedChunk, Vocab, keep_word
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ShardedCorpus", "TextShard", "ShardCorpus", "resolve_files", "count_shard", "merge_counts",
+           "cluster_vocab"]
+
+
+def _fsspec():
+    try:
+        import fsspec
+    except ImportError:
+        raise ImportError("a corpus for cluster training is listed through fsspec: pip install 'embkit[cluster]'") \
+            from None
+    return fsspec
+
+
+def resolve_files(spec):
+    """``[(url, size)]`` of the files of ``spec`` (path, glob, directory or a list of them), in order.
+
+    FileNotFoundError when a path does not exist or a glob matches no file.
+    """
+    _fsspec()
+    from fsspec.core import url_to_fs
+    specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
+    if not specs:
+        raise ValueError("corpus_file is an empty list")
+    found = []
+    for item in specs:
+        item = os.fspath(item)
+        fs, path = url_to_fs(item)
+        if _glob.has_magic(path):
+            paths = sorted(p for p in fs.glob(path) if not fs.isdir(p))
+            if not paths:
+                raise FileNotFoundError("the corpus glob %r matches no file" % item)
+        elif fs.isdir(path):
+            paths = sorted(p for p in fs.find(path) if not os.path.basename(p).startswith("."))
+            if not paths:
+                raise ValueError("corpus directory %r contains no files" % item)
+        elif fs.exists(path):
+            paths = [path]
+        else:
+            raise FileNotFoundError("corpus file %r does not exist" % item)
+        for p in paths:
+            url = p if "://" not in item else fs.unstrip_protocol(p)
+            found.append((url, int(fs.size(p) or 0)))
+    return found
+
+
+class ShardCorpus(TextCorpus):
+    """One file of a sharded corpus, read through fsspec (a :class:`~embkit.text.corpus.TextCorpus`)."""
+
+    def __init__(self, path, max_sentence_length=MAX_SENTENCE_LENGTH):
+        # not TextCorpus.__init__: the file is not local, and the worker's open reports a missing one
+        self.source = str(path)
+        self.files = [self.source]
+        self.max_sentence_length = max_sentence_length
+        self.stats = ReadStats()
+
+    def _open(self, path):
+        fsspec = _fsspec()
+        return fsspec.open(path, "rt", compression="infer", encoding="utf-8", errors="replace").open()
+
+
+def _read_error(path, exc):
+    return ShardReadError("worker %s cannot read the shard %s: %s" % (worker_name(), path, exc))
+
+
+def count_shard(path, max_vocab_size=None, trim_rule=None, max_sentence_length=MAX_SENTENCE_LENGTH):
+    """Task: ``(words, counts, raw_words, sentences)`` of one shard (see :meth:`Vocab.count`)."""
+    try:
+        return Vocab.count(ShardCorpus(path, max_sentence_length), max_vocab_size, trim_rule)
+    except (OSError, ValueError, EOFError, UnicodeError) as exc:
+        if "is empty" in str(exc):      # an empty shard counts nothing; the corpus may still have words
+            return [], np.zeros(0, np.int64), 0, 0
+        raise _read_error(path, exc) from None
+
+
+def _prune(counter, max_vocab_size, trim_rule):
+    """word2vec.c's reduction: drop words seen at most 1, 2, ... times until at most ``max_vocab_size``."""
+    min_reduce = 1
+    while max_vocab_size is not None and len(counter) > max_vocab_size:
+        counter = Counter({w: c for w, c in counter.items()
+                           if c > min_reduce or (trim_rule is not None and keep_word(w, c, min_reduce + 1,
+                                                                                    trim_rule))})
+        min_reduce += 1
+    return counter
+
+
+def merge_counts(a, b, max_vocab_size=None, trim_rule=None):
+    """Task: two shards' counts merged (first-seen order of ``a`` then ``b``), pruned to ``max_vocab_size``."""
+    counter = Counter(dict(zip(a[0], a[1].tolist())))
+    counter.update(dict(zip(b[0], b[1].tolist())))
+    counter = _prune(counter, max_vocab_size, trim_rule)
+    words = list(counter)
+    return words, np.fromiter(counter.values(), np.int64, len(words)), a[2] + b[2], a[3] + b[3]
+
+
+class ShardedCorpus:
+    """The client's view of a sharded corpus: its files and sizes (never their contents)."""
+
+    def __init__(self, spec, max_sentence_length=MAX_SENTENCE_LENGTH):
+        self.files_sizes = resolve_files(spec)
+        self.files = [f for f, _ in self.files_sizes]
+        self.source = spec if isinstance(spec, str) else [os.fspath(s) for s in spec]
+        self.max_sentence_length = max_sentence_length
+
+    def __repr__(self):
+        return "ShardedCorpus(%d files)" % len(self.files)
+
+    def shards(self):
+        return [TextShard(f, size, self.max_sentence_length) for f, size in self.files_sizes]
+
+
+def cluster_vocab(client, corpus, model, trim_rule=None):
+    """The vocabulary of ``corpus`` counted on the workers (see the module docstring); returns a
+    :class:`Vocab` chosen with the model's ``min_count``, ``max_final_vocab`` and ``sorted_vocab``."""
+    from embkit.core.cluster import check_client
+    check_client(client)
+    futures = [client.submit(count_shard, f, model.max_vocab_size, trim_rule, corpus.max_sentence_length,
+                             pure=False) for f in corpus.files]
+    while len(futures) > 1:
+        merged = [client.submit(merge_counts, futures[i], futures[i + 1], model.max_vocab_size, trim_rule,
+                                pure=False) for i in range(0, len(futures) - 1, 2)]
+        futures = merged + futures[len(futures) - len(futures) % 2:]
+    words, counts, raw, sentences = futures[0].result()
+    if raw == 0:
+        from embkit.text.vocab import EmptyVocabularyError
+        raise EmptyVocabularyError("the corpus %r is empty: no tokens found in its %d files"
+                                   % (corpus.source, len(corpus.files)))
+    vocab, _ = Vocab.from_counts(words, counts, raw, model.min_count, model.max_final_vocab, trim_rule,
+                                 bool(model.sorted_vocab))
+    vocab.sentences = sentences
+    return vocab
+
+
+class TextShard:
+    """One corpus file as a replica's shard: encoded with the vocabulary into a chunk cache on the worker."""
+
+    def __init__(self, path, size, max_sentence_length=MAX_SENTENCE_LENGTH):
+        self.name = self.path = path
+        self.size = size
+        self.max_sentence_length = max_sentence_length
+        self.cache = None
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["cache"] = None
+        return state
+
+    def open(self, model):
+        """Read and encode the file; returns its in-vocabulary tokens (the units of one epoch)."""
+        self.cache = ChunkCache()
+        for chunk in model.vocab.encode(ShardCorpus(self.path, self.max_sentence_length), model.chunk_tokens):
+            self.cache.append(chunk)
+        self.cache.complete = True
+        return self.cache.tokens
+
+    def chunks(self, model, start, stop):
+        """The sentences of the shard whose first token lies in ``[start, stop)``, as chunks."""
+        offset = 0
+        for chunk in self.cache:
+            n = len(chunk)
+            lo, hi = max(start - offset, 0), min(stop - offset, n)
+            if hi > 0 and lo < n and len(chunk.ends):
+                starts = np.concatenate([[0], chunk.ends[:-1]])
+                pick = np.flatnonzero((starts >= lo) & (starts < hi))
+                if pick.size:
+                    first, last = int(starts[pick[0]]), int(chunk.ends[pick[-1]])
+                    raw = chunk.raw_words * last // max(n, 1) - chunk.raw_words * first // max(n, 1)
+                    yield EncodedChunk(np.ascontiguousarray(chunk.tokens[first:last]),
+                                       np.ascontiguousarray(chunk.ends[pick] - first, dtype=np.int32), raw)
+            offset += n
+            if offset >= stop:
+                return
+
+    def close(self):
+        if self.cache is not None:
+            self.cache.close()
+            self.cache = None
+
+
+def train_corpus_on_cluster(model, corpus_iterable, corpus_file, epochs, start_alpha, end_alpha, progress):
+    """``Word2Vec.train`` with ``client=``: the vocabulary's sharded corpus (or another one given as
+    ``corpus_file``) trained on the workers; returns the TrainingReport."""
+    from embkit.core.cluster import train_on_cluster
+    corpus = model.corpus
+    if corpus_iterable is not None:
+        raise ValueError("a cluster run (client=) reads its corpus on the workers: give corpus_file, not an "
+                         "in-memory iterable")
+    if corpus_file is not None:
+        corpus = ShardedCorpus(corpus_file, model.max_sentence_length)
+    if not isinstance(corpus, ShardedCorpus):
+        raise RuntimeError("no sharded corpus to train on: build the vocabulary with client= set, or pass "
+                           "corpus_file")
+    epochs = model.epochs if epochs is None else epochs
+    alpha = model.alpha if start_alpha is None else start_alpha
+    min_alpha = model.min_alpha if end_alpha is None else end_alpha
+    model.wv.norms = None
+    try:
+        report = train_on_cluster(model, model.client, corpus.shards(), epochs, alpha, min_alpha,
+                                  progress=model.progress if progress is None else progress,
+                                  desc="%s %dd on a cluster" % ("skip-gram" if model.sg else "cbow",
+                                                                model.vector_size))
+    finally:
+        model.wv.norms = None
+    model.last_report = report
+    model.loss_history = list(model.loss_history) + report.epoch_loss
+    model.min_alpha_yet_reached = min_alpha
+    logger.info("trained %d epochs on a cluster: %d words in %.1fs (%.0f words/s)", report.epochs, report.words,
+                report.seconds, report.words_per_second)
+    return report

@@ -1,0 +1,255 @@
+"""Training on a real Dask LocalCluster (2 worker processes): vocabulary, training with every loss and
+sampler, a worker lost mid-epoch, bad input, and the command line.  Skipped without the [cluster] extra."""
+import gzip
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+pytest.importorskip("fsspec")
+
+from distributed import Client, LocalCluster, fire_and_forget  # noqa: E402
+
+from _cases import pairings, refused  # noqa: E402
+from embkit import Word2Vec  # noqa: E402
+from embkit.core import cluster as cluster_mod  # noqa: E402
+from embkit.core.reconcile import RowDelta, apply_update, changed_rows, merge  # noqa: E402
+from embkit.core.replica import REPLICAS, ShardReadError, close_replicas, open_replica, train_round  # noqa: E402
+from embkit.text.shards import TextShard, resolve_files  # noqa: E402
+
+SMALL = dict(vector_size=16, min_count=1, window=3, epochs=3, sample=0, workers=1)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as c:
+        yield c
+
+
+def write_shards(directory, sentences, n, suffix=".txt"):
+    """``sentences`` dealt round-robin into ``n`` files; returns their paths."""
+    paths = []
+    for k in range(n):
+        path = os.path.join(str(directory), "part-%d%s" % (k, suffix))
+        opener = gzip.open if suffix.endswith(".gz") else open
+        with opener(path, "wt", encoding="utf-8") as fh:
+            fh.write("\n".join(" ".join(s) for s in sentences[k::n]) + "\n")
+        paths.append(path)
+    return paths
+
+
+@pytest.fixture
+def planted_shards(tmp_path, planted):
+    groups, sentences = planted
+    write_shards(tmp_path, sentences, 4, ".txt.gz")
+    return groups, sentences, str(tmp_path / "part-*.txt.gz")
+
+
+# ----------------------------------------------------------------------------- reconciliation
+
+
+def test_merge_averages_the_rows_each_replica_changed():
+    current = np.arange(12, dtype=np.float32).reshape(4, 3)
+    a = current.copy()
+    a[0] += 1.0
+    a[2] += 4.0
+    b = current.copy()
+    b[2] += 2.0
+    b[3] -= 3.0
+    deltas = [changed_rows(a, current), changed_rows(b, current)]
+    assert deltas[0].ids.tolist() == [0, 2] and deltas[1].ids.tolist() == [2, 3]
+    avg = merge(current, deltas, "average")
+    assert avg.ids.tolist() == [0, 2, 3]
+    # a row one replica changed keeps its whole step; a row both changed moves by the mean step
+    np.testing.assert_allclose(avg.values, [current[0] + 1.0, current[2] + 3.0, current[3] - 3.0])
+    total = merge(current, deltas, "sum")
+    np.testing.assert_allclose(total.values[1], current[2] + 6.0)
+    table, base = current.copy(), current.copy()
+    apply_update(avg, table, base)
+    assert np.array_equal(table, base) and not np.array_equal(table, current)
+    with pytest.raises(ValueError, match="mode"):
+        merge(current, deltas, "median")
+
+
+def test_text_shard_rounds_cover_every_sentence_once(tmp_path, planted):
+    _, sentences = planted
+    path = write_shards(tmp_path, sentences, 1)[0]
+    model = Word2Vec(chunk_tokens=1000, **SMALL).build_vocab(sentences)
+    shard = TextShard(path, os.path.getsize(path))
+    units = shard.open(model)
+    assert units == sum(len(s) for s in sentences)
+    rounds = 7
+    pieces = [c for r in range(rounds) for c in shard.chunks(model, units * r // rounds, units * (r + 1) // rounds)]
+    tokens = np.concatenate([c.tokens for c in pieces])
+    expected = np.concatenate([[model.vocab.key_to_index[w] for w in s] for s in sentences])
+    assert np.array_equal(tokens, expected)
+    assert sum(len(c.ends) for c in pieces) == len(sentences)
+    shard.close()
+
+
+def test_replica_refreshes_an_adaptive_sampler_after_a_reconciliation(tmp_path, planted):
+    # in-process (the task functions called directly): an LSH sampler rebuilds its tables from the
+    # reconciled W_out before the next round
+    _, sentences = planted
+    paths = write_shards(tmp_path, sentences, 2)
+    model = Word2Vec(sampler="lsh", **SMALL).build_vocab(sentences)
+    run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001, "rounds": 2, "mode": "average"}
+    key = "test-lsh-0"
+    try:
+        open_replica(key, model._cluster_spec(), [TextShard(p, 1) for p in paths], (model.W_in, model.W_out), run)
+        replica = REPLICAS[key]
+        out = train_round(key, None, 0, 0, 0)
+        tables = np.array(replica.sampler.tables, copy=True)
+        update = (merge(model.W_in, [out["delta"][0]]), merge(model.W_out, [out["delta"][1]]))
+        update[1].values[:] += 0.5          # the reconciled rows differ from the replica's own
+        train_round(key, update, 0, 1, 0)
+        assert not np.array_equal(tables, np.asarray(replica.sampler.tables))
+    finally:
+        close_replicas("test-lsh-")
+    assert key not in REPLICAS
+
+
+# ----------------------------------------------------------------------------- on the cluster
+
+
+def test_vocabulary_counted_on_the_workers_equals_the_local_one(client, planted_shards):
+    _, sentences, pattern = planted_shards
+    local = Word2Vec(**SMALL).build_vocab(sentences)
+    remote = Word2Vec(client=client, **SMALL).build_vocab(corpus_file=pattern)
+    # the same words with the same counts, most frequent first (ties in the order the shards were merged)
+    assert dict(zip(remote.vocab.index_to_key, remote.vocab.counts.tolist())) == \
+        dict(zip(local.vocab.index_to_key, local.vocab.counts.tolist()))
+    assert np.all(np.diff(remote.vocab.counts) <= 0)
+    assert remote.corpus_count == len(sentences)
+
+
+def test_vocabulary_prunes_to_max_vocab_size_per_shard(client, tmp_path):
+    # word2vec's bounded counting: each shard (and each merge) holds at most max_vocab_size words
+    common = ["a", "b"] * 50
+    sentences = [common + ["rare%d_%d" % (k, i) for i in range(30)] for k in range(4)]
+    write_shards(tmp_path, sentences, 4)
+    model = Word2Vec(client=client, max_vocab_size=10, **dict(SMALL, min_count=1)).build_vocab(
+        corpus_file=str(tmp_path / "part-*.txt"))
+    assert model.vocab.index_to_key == ["a", "b"]
+    assert model.vocab.counts.tolist() == [200, 200]
+
+
+def test_cluster_training_learns_and_gives_a_normal_model(client, planted_shards, purity, tmp_path):
+    groups, _, pattern = planted_shards
+    model = Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, syncs_per_epoch=3, **SMALL)
+    stats = model.last_cluster_stats
+    assert stats.replicas == 2 and stats.rounds == 3 * SMALL["epochs"]
+    assert stats.bytes_up > 0 and stats.bytes_down > 0
+    assert model.last_report.words == SMALL["epochs"] * model.vocab.total_words
+    assert purity(model.wv, groups)[0] >= 0.8
+    assert model.loss_history[-1] < model.loss_history[0]
+    path = str(tmp_path / "model.embkit")
+    model.save(path)
+    loaded = Word2Vec.load(path)
+    assert loaded.client is None
+    np.testing.assert_array_equal(loaded.wv.vectors, model.wv.vectors)
+
+
+@pytest.mark.parametrize("loss, sampler", pairings())
+def test_every_loss_and_sampler_trains_on_the_cluster(client, planted_shards, purity, loss, sampler):
+    groups, _, pattern = planted_shards
+    try:
+        model = Word2Vec(corpus_file=pattern, client=client, sg=1, loss=loss, sampler=sampler, seed=2,
+                         **dict(SMALL, epochs=4))
+    except ValueError as exc:
+        assert refused(exc)
+        pytest.skip(str(exc))
+    assert np.all(np.isfinite(model.W_in)) and np.all(np.isfinite(model.W_out))
+    assert np.isfinite(model.last_report.epoch_loss[-1])
+    if sampler != "topk":       # hard negatives push a topic's own words apart (see test_word2vec.py)
+        assert purity(model.wv, groups)[0] >= 0.7
+
+
+def test_reconcile_modes_both_train(client, planted_shards, purity):
+    groups, _, pattern = planted_shards
+    for mode in ("average", "sum"):
+        model = Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, reconcile=mode, **SMALL)
+        assert purity(model.wv, groups)[0] >= 0.8, mode
+
+
+# ----------------------------------------------------------------------------- faults and bad input
+
+
+class KillAWorker:
+    """Kills one worker process in the middle of the first epoch (after its second reconciliation)."""
+
+    def __init__(self, client):
+        self.client, self.rounds, self.killed = client, 0, None
+
+    def on_batch_end(self, model):
+        self.rounds += 1
+        if self.rounds == 2:
+            self.killed = sorted(self.client.nthreads())[0]
+            fire_and_forget(self.client.submit(os._exit, 1, workers=[self.killed], allow_other_workers=False,
+                                               pure=False))
+
+
+def test_a_worker_lost_mid_epoch_does_not_lose_the_run(client, planted_shards, purity):
+    groups, _, pattern = planted_shards
+    killer = KillAWorker(client)
+    model = Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, syncs_per_epoch=4, callbacks=[killer],
+                     **SMALL)
+    assert killer.killed is not None
+    stats = model.last_cluster_stats
+    assert stats.reopened and stats.reopened[0].startswith(killer.killed)
+    assert stats.rounds == 4 * SMALL["epochs"]
+    assert model.last_report.words == SMALL["epochs"] * model.vocab.total_words
+    assert purity(model.wv, groups)[0] >= 0.8
+    client.wait_for_workers(2, timeout=60)      # the nanny restarts the worker for the next tests
+
+
+def test_an_unreadable_shard_names_the_file_and_the_worker(client, planted_shards, tmp_path):
+    _, sentences, pattern = planted_shards
+    bad = tmp_path / "part-9.txt.gz"
+    bad.write_bytes(b"\x1f\x8b\x08\x00 this is not gzip data" * 10)
+    with pytest.raises(ShardReadError, match=r"part-9\.txt\.gz") as info:
+        Word2Vec(corpus_file=pattern, client=client, **SMALL)
+    assert "worker tcp://" in str(info.value)
+
+
+def test_a_glob_matching_nothing_says_so(client, tmp_path):
+    with pytest.raises(FileNotFoundError, match="matches no file"):
+        Word2Vec(corpus_file=str(tmp_path / "nothing-*.txt"), client=client, **SMALL)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        resolve_files([str(tmp_path / "missing.txt")])
+
+
+def test_a_client_without_workers_is_a_clear_error(monkeypatch, planted_shards):
+    _, _, pattern = planted_shards
+    monkeypatch.setattr(cluster_mod, "WORKER_WAIT", 0.5)
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as empty, Client(empty) as c:
+        with pytest.raises(ValueError, match="has no workers"):
+            Word2Vec(corpus_file=pattern, client=c, **SMALL)
+
+
+def test_bad_cluster_parameters_are_named(client):
+    with pytest.raises(ValueError, match="syncs_per_epoch"):
+        Word2Vec(client=client, syncs_per_epoch=0)
+    with pytest.raises(ValueError, match="reconcile"):
+        Word2Vec(client=client, reconcile="mean")
+    with pytest.raises(TypeError, match="dask.distributed.Client"):
+        Word2Vec(client="tcp://localhost:8786")
+    with pytest.raises(ValueError, match="corpus_file"):
+        Word2Vec([["a", "b"]], client=client)
+
+
+def test_cli_trains_on_the_scheduler(client, planted_shards, tmp_path, capsys):
+    from embkit.cli import main
+    _, _, pattern = planted_shards
+    out = str(tmp_path / "vectors.txt")
+    code = main(["train", "--corpus", pattern, "--scheduler", client.scheduler.address, "--workers", "1",
+                 "--epochs", "2", "--min-count", "1", "--vector-size", "16", "-q", "--no-eval", "-o", out,
+                 "--format", "word2vec"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "training:   2 epochs" in printed
+    from gensim.models import KeyedVectors
+    kv = KeyedVectors.load_word2vec_format(out)
+    assert kv.vector_size == 16 and len(kv) == 50
