@@ -24,8 +24,10 @@ from embkit._kernels.samplers import AliasSampler
 from embkit.core.base import EmbeddingModel
 from embkit.core.checkpoint import fingerprint
 from embkit.core.checks import POSITIVE_INT, check_param
+from embkit.core.full_batch import check_batch_size
 from embkit.core.sparse_checks import MAX_ROWS, check_sparse
 from embkit.core.validation import BestEpoch
+from embkit.items.pair_batches import PairBatches
 
 logger = logging.getLogger(__name__)
 
@@ -134,6 +136,10 @@ class ItemEmbedding(EmbeddingModel):
         Extra parameters of the loss and sampler (e.g. ``{"T": 3, "degeneracy": "popularity"}``).
     chunk_pairs : int
         Pairs per kernel call (adaptive samplers refresh between calls).
+    batch_size : int, optional
+        ``loss="full_softmax"`` only: train the exact softmax in mini-batches of this many pairs with BLAS
+        products (:mod:`embkit.items.pair_batches`), which reads each item row once per batch instead of once
+        per pair; None (default) runs the per-example kernel.
     callbacks : sequence
         gensim ``CallbackAny2Vec``-style objects, called with the model.
     checkpoint_dir, checkpoint_every :
@@ -159,8 +165,9 @@ class ItemEmbedding(EmbeddingModel):
 
     def __init__(self, vector_size=100, loss="sgns", sampler=None, negative=5, alpha=0.025, min_alpha=None,
                  epochs=5, workers=2, seed=1, loss_params=None, sampler_params=None, chunk_pairs=1 << 16,
-                 callbacks=(), checkpoint_dir=None, checkpoint_every=600, progress=True):
+                 batch_size=None, callbacks=(), checkpoint_dir=None, checkpoint_every=600, progress=True):
         self.chunk_pairs = chunk_pairs
+        self.batch_size = batch_size
         self.items = None
         self.counts = None
         self.history = []
@@ -181,9 +188,17 @@ class ItemEmbedding(EmbeddingModel):
         """Output (target) table: one row per item (per Huffman-tree node with ``hs``)."""
         return self.W_out
 
+    def check_params(self):
+        """Raise ValueError naming the first invalid parameter."""
+        super().check_params()
+        check_batch_size(self.batch_size, self.loss)
+
     # ------------------------------------------------------------------ training
     def _kernel_trainer(self, loss, sampler, alpha, min_alpha, total):
-        contexts, targets, entries = self._pairs
+        contexts, targets, entries, weights = self._pairs
+        if self.batch_size is not None:
+            return PairBatches(self.W_in, self.W_out, contexts, targets, weights, self.batch_size, alpha,
+                               min_alpha, total, self.seed)
         return PairTrainer(self.W_in, self.W_out, contexts, targets, entries, loss, sampler, self.negative, alpha,
                            min_alpha, total, self.seed)
 
@@ -230,7 +245,7 @@ class ItemEmbedding(EmbeddingModel):
         self.counts = np.rint(np.asarray(matrix.sum(axis=0)).ravel()).astype(np.int64)   # target popularity
         self._init_tables(n, n, self.counts)
         coo = matrix.tocoo()
-        self._pairs = (coo.row.astype(np.int32), coo.col.astype(np.int32), AliasSampler(coo.data))
+        self._pairs = (coo.row.astype(np.int32), coo.col.astype(np.int32), AliasSampler(coo.data), coo.data)
         pairs_per_epoch = max(int(round(coo.data.sum())), 1)
 
         def chunks(epoch):

@@ -9,6 +9,7 @@ from embkit.core.base import EmbeddingModel, class_only
 from embkit.core.cluster import CLUSTER_PARAMS, check_cluster_params
 from embkit.core.checkpoint import CheckpointError, fingerprint
 from embkit.core.checks import NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_param
+from embkit.core.full_batch import check_batch_size
 from embkit.text.gensim_models import cum_table, is_pickle, load_gensim_model
 from embkit.text.chunk_cache import ChunkCache, prefetch
 from embkit.text.corpus import MAX_SENTENCE_LENGTH, as_corpus
@@ -17,6 +18,7 @@ from embkit.text.shards import train_corpus_on_cluster
 from embkit.text.vectors import save_word2vec_format
 from embkit.text.vocab import EmptyVocabularyError, Vocab
 from embkit.text.vocab_methods import VocabularyMethods
+from embkit.text.window_batches import WindowBatches
 
 logger = logging.getLogger(__name__)
 
@@ -106,6 +108,10 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         example per centre word, so the setting changes nothing there.
     chunk_tokens : int
         Tokens per kernel call; bounds memory.
+    batch_size : int, optional
+        Skip-gram with ``loss="full_softmax"`` only: train the exact softmax in mini-batches of this many
+        (context, centre) pairs with BLAS products (:mod:`embkit.text.window_batches`), which reads each
+        output row once per batch instead of once per pair; None (default) runs the per-example kernel.
     callbacks : sequence
         gensim ``CallbackAny2Vec`` objects (or any object with some of their methods), called with the model.
     checkpoint_dir, checkpoint_every :
@@ -125,8 +131,8 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
                  sorted_vocab=1, batch_words=10000, compute_loss=False, callbacks=(), comment=None,
                  max_final_vocab=None, shrink_windows=True, max_sentence_length=MAX_SENTENCE_LENGTH, loss=None,
                  sampler=None, loss_params=None, sampler_params=None, shared_negatives=None,
-                 chunk_tokens=1 << 18, checkpoint_dir=None, checkpoint_every=600, progress=False, client=None,
-                 syncs_per_epoch=4, reconcile="average"):
+                 chunk_tokens=1 << 18, batch_size=None, checkpoint_dir=None, checkpoint_every=600, progress=False,
+                 client=None, syncs_per_epoch=4, reconcile="average"):
         if loss is None:
             if hs == 1 and negative:
                 logger.warning("Both hierarchical softmax and negative sampling are activated. This is probably a "
@@ -153,6 +159,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         self.shared_negatives = bool(self.sg) if shared_negatives is None else bool(shared_negatives)
         self.chunk_tokens = chunk_tokens
         self.client, self.syncs_per_epoch, self.reconcile = client, syncs_per_epoch, reconcile
+        self.batch_size = batch_size
         self.vocab = None
         self.wv = None
         self.corpus = None
@@ -178,6 +185,9 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         for name in ("window", "max_sentence_length", "batch_words"):
             check_param(name, getattr(self, name), *POSITIVE_INT)
         check_param("min_count", self.min_count, *NON_NEGATIVE_INT)
+        check_batch_size(self.batch_size, self.loss)
+        if self.batch_size is not None and not self.sg:
+            raise ValueError("batch_size needs skip-gram (sg=1): the batched full softmax has no CBOW path")
         check_param("sample", self.sample, *NON_NEGATIVE_REAL)
         check_param("ns_exponent", self.ns_exponent, lambda v: np.isfinite(v), "a finite number")
         for name in ("max_vocab_size", "max_final_vocab"):
@@ -273,6 +283,10 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
             elif lockf.size not in (1, len(self.vocab)):
                 raise ValueError("wv.vectors_lockf has %d entries for %d words: give one factor, or one per word"
                                  % (lockf.size, len(self.vocab)))
+        if self.batch_size is not None:
+            return WindowBatches(self.W_in, self.W_out, self.vocab.keep_probabilities(self.sample), self.window,
+                                 self.shrink_windows, self.batch_size, alpha, min_alpha, total, self.seed,
+                                 lockf=lockf)
         return WindowTrainer(self.W_in, self.W_out, self.vocab.keep_probabilities(self.sample), loss, sampler,
                              self.window, self.sg, self.cbow_mean, self.negative, self.shared_negatives,
                              alpha, min_alpha, total, self.seed, lockf=lockf, shrink_windows=self.shrink_windows)

@@ -25,6 +25,7 @@ from embkit._kernels.rows import RowTrainer, top_k_rows
 from embkit.core.base import EmbeddingModel
 from embkit.core.checkpoint import fingerprint
 from embkit.core.checks import POSITIVE_INT, POSITIVE_REAL, check_param
+from embkit.core.full_batch import check_batch_size
 from embkit.core.sparse_checks import check_sparse
 
 logger = logging.getLogger(__name__)
@@ -151,11 +152,7 @@ class ExtremeClassifier(EmbeddingModel):
         """Raise ValueError naming the first invalid parameter."""
         super().check_params()
         check_param("tau", self.tau, *POSITIVE_REAL)
-        if self.batch_size is not None:
-            check_param("batch_size", self.batch_size, *POSITIVE_INT)
-            if self.loss != "full_softmax":
-                raise ValueError("batch_size applies to loss='full_softmax' only (sampled losses train per "
-                                 "example on the rows kernel), got loss=%r" % self.loss)
+        check_batch_size(self.batch_size, self.loss)
         if self.normalize_classes and self.loss == "hs":
             raise ValueError("normalize_classes needs one vector per label; the hs loss has tree nodes instead")
 

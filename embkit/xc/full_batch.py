@@ -6,8 +6,11 @@ the classes do not fit in cache (at 1e5+ labels).  Here a batch of ``b`` example
 with one product (``W_out -= lr G^T H``), so each class row is read and written once per batch.  Updates are
 per-example SGD steps applied together at the end of the batch (the gradient of the batch's summed loss),
 with the same learning-rate schedule, normalisation and temperature as the kernel.
+The softmax step itself is :func:`embkit.core.full_batch.softmax_step`, shared with the other drivers.
 """
 import numpy as np
+
+from embkit.core.full_batch import BatchedTrainer, batches, linear_lrs, softmax_step
 
 __all__ = ["train_full_softmax_batches"]
 
@@ -29,23 +32,7 @@ def batch_step(X_rows, Y_rows, W_in, W_out, lr, normalize, tau, normalize_classe
     ``lr`` is a scalar or one learning rate per example.  Updates ``W_in`` and ``W_out`` in place.
     """
     H, scale = _hidden(X_rows, W_in, normalize, tau)
-    S = H @ W_out.T
-    S -= S.max(axis=1, keepdims=True)
-    np.exp(S, out=S)
-    total = S.sum(axis=1, keepdims=True)
-    S /= total
-    rows = np.repeat(np.arange(Y_rows.shape[0]), np.diff(Y_rows.indptr))
-    labels = Y_rows.indices
-    loss = float(-np.log(np.maximum(S[rows, labels], 1e-30)).sum())
-    n_lab = np.diff(Y_rows.indptr).astype(np.float32)
-    lr = np.broadcast_to(np.asarray(lr, dtype=np.float32), (len(H),))
-    # G = lr * (n_labels * P - Y): the summed gradient of every positive label's softmax loss, scaled
-    S *= (n_lab * lr)[:, None]
-    np.subtract.at(S, (rows, labels), lr[rows])
-    dH = -(S @ W_out)                                # -lr dL/dH, from the class rows as they were
-    W_out -= S.T @ H
-    if normalize_classes:
-        W_out /= np.maximum(np.linalg.norm(W_out, axis=1, keepdims=True), 1e-12)
+    loss, dH = softmax_step(H, W_out, lr, label_rows=Y_rows, normalize_classes=normalize_classes)
     if normalize:
         u = H * np.float32(tau)                      # unit hidden vectors
         dH -= u * np.einsum("ij,ij->i", u, dH)[:, None]
@@ -63,15 +50,14 @@ def train_full_softmax_batches(X, Y, order, W_in, W_out, batch_size, alpha, min_
     Has the signature of a ``train_chunk`` body: the learning rate decays linearly with the examples done.
     """
     loss = 0.0
-    for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
-        pos = examples_before + start + np.arange(len(idx))
-        lr = np.maximum(alpha - (alpha - min_alpha) * pos / max(total_examples, 1.0), min_alpha)
+    for start, stop in batches(len(order), batch_size):
+        idx = order[start:stop]
+        lr = linear_lrs(alpha, min_alpha, examples_before + np.arange(start, stop), total_examples)
         loss += batch_step(X[idx], Y[idx], W_in, W_out, lr, normalize, tau, normalize_classes)
     return loss, int(np.diff(Y.indptr)[order].sum()), len(order)
 
 
-class FullSoftmaxBatches:
+class FullSoftmaxBatches(BatchedTrainer):
     """A ``rows`` trainer (``before_chunk`` / ``train_chunk``) that runs :func:`train_full_softmax_batches`.
 
     Threads come from the BLAS library; ``n_threads`` only splits a chunk when Python threads share it.
@@ -83,9 +69,6 @@ class FullSoftmaxBatches:
         self.batch_size = batch_size
         self.alpha, self.min_alpha, self.total = alpha, min_alpha, total_examples
         self.normalize, self.tau, self.normalize_classes = normalize, tau, normalize_classes
-
-    def before_chunk(self, progress):
-        """Nothing to refresh: there is no sampler."""
 
     def train_chunk(self, order, examples_before, chunk_seed, n_threads, slice_index=-1):
         if slice_index >= 0:
