@@ -1,4 +1,8 @@
-"""Peer for the extreme-classification benchmarks: fastText's supervised classifier on XC data.
+"""Peers of the extreme-classification benchmarks: napkinXC (PLT, OVR) and fastText's supervised classifier.
+
+napkinXC (:func:`run_napkinxc`) trains in this process on the same sparse matrices as embkit (features as
+read, labels as lists), with the model's documented defaults and ``threads``; training and prediction of the
+whole test set are timed (wall clock).
 
 Every point becomes one fastText training line: its labels as ``__label__<id>`` and its features as
 tokens ``f<id>`` (once each for binary features; with ``--weighting repeat`` a feature of value ``v``
@@ -23,6 +27,7 @@ Usage::
     python eval/xc_peers.py --dataset bibtex --loss ova
     python eval/xc_peers.py --dataset delicious --loss softmax,ova --epoch 10 --lr 0.1 --dim 200
     python eval/xc_peers.py --train a.txt --test b.txt --loss ova       # any XC/svmlight files
+    python eval/xc_peers.py --dataset delicious --loss plt,ovr         # napkinXC, its defaults
 
 The sets are read with :func:`embkit.xc.datasets.load_xc_dataset` from ``--root`` (default: the
 ``extreme-classification`` folder of the shared data, ``$EMBKIT_SHARED_DATA`` or ``../shared/data``
@@ -194,8 +199,66 @@ def run_fasttext(train, test, loss="ova", epoch=25, lr=None, dim=100, thread=2, 
                 predict_seconds=predict_seconds[0], params=dict(params, weighting=weighting), diverged=diverged)
 
 
+def napkinxc_version():
+    """The installed napkinXC version, or None."""
+    try:
+        from importlib.metadata import version
+        return version("napkinxc")
+    except Exception:  # the version is informative only
+        return None
+
+
+def run_napkinxc(train, test, model="PLT", threads=2, seed=None, ks=KS, propensity=(0.55, 1.5), **params):
+    """Train a napkinXC model on `train`, predict the top labels of `test` and score them.
+
+    Parameters
+    ----------
+    train, test : embkit.xc.data.XCData
+    model : {"PLT", "OVR"}
+        napkinXC's probabilistic label tree or one-vs-rest model, with its documented defaults (liblinear
+        logistic loss, C 10, normalised features, bias 1) unless `params` change them.
+    threads : int
+    seed : int or None
+        The PLT's tree-building seed (napkinXC's default None draws one).
+    ks : tuple of int
+    propensity : (float, float)
+        ``(A, B)`` of PSP@k; the propensities come from `train`'s labels.
+
+    Returns
+    -------
+    dict
+        ``metrics`` (:class:`~embkit.evaluation.ranking_results.XCResult`), ``train_seconds``,
+        ``predict_seconds`` (the whole test set, top ``max(ks)``) and ``params``.
+    """
+    from napkinxc import models
+    cls = {"PLT": models.PLT, "OVR": models.OVR}[model.upper()]
+    Y = train.Y
+    labels = [Y.indices[Y.indptr[r]:Y.indptr[r + 1]].tolist() for r in range(train.n_points)]
+    k = max(ks)
+    if cls is models.PLT and seed is not None:
+        params = dict(params, seed=seed)
+    with tempfile.TemporaryDirectory(prefix="xc-napkinxc-") as workdir:
+        clf = cls(workdir, threads=threads, **params)
+        t0 = time.perf_counter()
+        clf.fit(train.X, labels)
+        train_seconds = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        predicted = clf.predict(test.X, top_k=k)
+        predict_seconds = time.perf_counter() - t0
+    top = np.full((test.n_points, k), -1, dtype=np.int64)
+    for r, ids in enumerate(predicted):
+        top[r, :len(ids)] = ids[:k]
+    A, B = propensity
+    metrics = xc_metrics(test.Y, top, ks=ks, propensity=train.Y, A=A, B=B, name="napkinXC %s" % model)
+    return dict(metrics=metrics, train_seconds=train_seconds, predict_seconds=predict_seconds,
+                params=dict(params, model=model, threads=threads))
+
+
 def run(train, test, loss, args, propensity_params):
-    """:func:`run_fasttext` with the command-line settings."""
+    """:func:`run_fasttext` (or :func:`run_napkinxc` for ``plt``/``ovr``) with the command-line settings."""
+    if loss.upper() in ("PLT", "OVR"):
+        out = run_napkinxc(train, test, loss.upper(), threads=args.threads, propensity=propensity_params)
+        return dict(out, train_cpu_seconds=float("nan"), diverged=[])
     return run_fasttext(train, test, loss=loss, epoch=args.epoch, lr=args.lr, dim=args.dim, thread=args.threads,
                         seed=args.seed, neg=args.neg, weighting=args.weighting, propensity=propensity_params)
 
@@ -216,7 +279,7 @@ def main(argv=None):
     parser.add_argument("--root", default=default_root(), help="folder of the XC sets")
     parser.add_argument("--train", help="train file instead of --dataset")
     parser.add_argument("--test", help="test file instead of --dataset")
-    parser.add_argument("--loss", default="ova", help="comma-separated fastText losses (ova, softmax, ns, hs)")
+    parser.add_argument("--loss", default="ova", help="comma-separated fastText losses (ova, softmax, ns, hs) or napkinXC models (plt, ovr)")
     parser.add_argument("--epoch", type=int, default=25)
     parser.add_argument("--lr", type=float, default=None,
                         help="learning rate (default: %s in turn until training does not diverge)"
@@ -244,7 +307,8 @@ def main(argv=None):
             print("| %s | %s | lr %s | failed: %s |" % (name, loss, args.lr or "auto", exc))
             continue
         used = runs[0]["params"]
-        settings = "epoch %d, lr %g%s, dim %d, %s, threads %d%s" % (
+        settings = "napkinXC %s %s defaults, threads %d" % (used["model"], napkinxc_version(), used["threads"]) \
+            if "model" in used else "epoch %d, lr %g%s, dim %d, %s, threads %d%s" % (
             used["epoch"], used["lr"], " (diverged at %s)" % ", ".join("%g" % r for r in runs[0]["diverged"])
             if runs[0]["diverged"] else "", used["dim"], used["weighting"], used["thread"],
             ", neg %d" % used["neg"] if loss == "ns" else "")
@@ -257,8 +321,8 @@ def main(argv=None):
         predict_s = np.mean([r["predict_seconds"] for r in runs])  # wall clock
         print("| " + " | ".join([name, loss, settings] + cells + ["%.1f (%.1f)" % train_s, "%.2f" % predict_s])
               + " |")
-    print("\nfastText %s, Python %s, %s; command: python %s" % (
-        _fasttext_version(), platform.python_version(), platform.machine(), " ".join(sys.argv)))
+    print("\nfastText %s, napkinXC %s, Python %s, %s; command: python %s" % (
+        _fasttext_version(), napkinxc_version(), platform.python_version(), platform.machine(), " ".join(sys.argv)))
 
 
 def _fasttext_version():

@@ -83,10 +83,30 @@ def test_xc_on_train_and_test_files(tmp_path):
     train = _xc_file(tmp_path / "train.txt", 400, 0)
     test = _xc_file(tmp_path / "test.txt", 100, 1)
     status, out = run(["xc", "--train", train, "--test", test, "--epochs", "3", "--vector-size", "16", "-q",
-                       "--sampler", "lsh", "--negative", "3", "--format", "json"])
+                       "--loss", "sampled_softmax", "--sampler", "lsh", "--negative", "3", "--format", "json"])
     assert status == 0
     report = json.loads(out)
     assert report["metrics"]["precision_at"]["1"] > 0.6
+
+
+def test_xc_default_one_vs_all_and_its_options(tmp_path):
+    train = _xc_file(tmp_path / "train.txt", 400, 0)
+    test = _xc_file(tmp_path / "test.txt", 100, 1)
+    status, out = run(["xc", "--train", train, "--test", test, "--epochs", "20", "--batch-size", "32", "-q",
+                       "--format", "json", "-o", str(tmp_path / "m.embkit")])
+    assert status == 0
+    report = json.loads(out)
+    assert "one_vs_all" in report["model"] and report["metrics"]["precision_at"]["1"] > 0.6
+    from embkit import ExtremeClassifier
+    model = ExtremeClassifier.load(tmp_path / "m.embkit")
+    assert (model.ensemble, model.feature_weighting, model.normalize_rows, model.label_bias) == (2, "tfidf", True, True)
+    status, out = run(["xc", "--train", train, "--test", test, "--epochs", "2", "--ensemble", "1", "--vector-size",
+                       "8", "--feature-weighting", "none", "--no-row-norm", "--no-label-bias", "-q", "--format",
+                       "json", "-o", str(tmp_path / "n.embkit")])
+    assert status == 0
+    model = ExtremeClassifier.load(tmp_path / "n.embkit")
+    assert (model.ensemble, model.feature_weighting, model.normalize_rows, model.label_bias) == (1, "none", False, False)
+    assert not model.label_biases.any()
 
 
 def test_xc_named_set(shared_data):

@@ -158,9 +158,10 @@ def test_seeded_single_thread_runs_are_identical(planted):
 
 def test_one_label_mode_takes_one_step_per_example(planted):
     (X, Y), (Xt, Yt) = planted
-    model = ExtremeClassifier(vector_size=16, one_label=True, epochs=3, negative=5, progress=False).fit(X, Y)
+    kw = dict(vector_size=16, epochs=3, negative=5, loss="sampled_softmax", progress=False)
+    model = ExtremeClassifier(one_label=True, **kw).fit(X, Y)
     assert model.last_report.examples == 3 * X.shape[0]
-    every = ExtremeClassifier(vector_size=16, epochs=3, negative=5, progress=False).fit(X, Y)
+    every = ExtremeClassifier(**kw).fit(X, Y)
     assert every.last_report.examples == 3 * Y.nnz
     assert _p1(model, Xt, Yt) >= 0.7
 
@@ -176,7 +177,8 @@ def test_rows_without_labels_are_skipped_and_counted(planted):
 
 def test_predict_matches_brute_force(planted):
     (X, Y), (Xt, _) = planted
-    model = ExtremeClassifier(vector_size=16, epochs=2, negative=5, progress=False, tau=0.5).fit(X, Y)
+    model = ExtremeClassifier(vector_size=16, epochs=2, negative=5, loss="sampled_softmax", progress=False,
+                              tau=0.5).fit(X, Y)
     ids, scores = model.predict(Xt, k=4, workers=2)
     H = Xt @ model.feature_vectors
     H = H / np.linalg.norm(H, axis=1, keepdims=True) / 0.5
@@ -213,7 +215,7 @@ def test_bad_inputs(planted):
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(tau=0), "tau"), (dict(vector_size=0), "vector_size"), (dict(loss="nope"), "unknown loss"),
-    (dict(loss="hs", normalize_classes=True), "normalize_classes"), (dict(negative=0), "negative"),
+    (dict(loss="hs", normalize_classes=True), "normalize_classes"), (dict(loss="sampled_softmax", negative=0), "negative"),
 ])
 def test_bad_parameters_name_themselves(kwargs, message):
     with pytest.raises(ValueError, match=message):

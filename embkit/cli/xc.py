@@ -4,13 +4,14 @@ Examples
 --------
 ::
 
-    embkit xc --data bibtex --root path/to/xc-sets                # sampled softmax, uniform, cosine / 0.1
+    embkit xc --data bibtex --root path/to/xc-sets                # one-vs-all, tf-idf rows, 2 members
+    embkit xc --data bibtex --root path/to/xc-sets --loss sampled_softmax --sampler kernel
     embkit xc --train train.txt --test test.txt --loss sampled_softmax --sampler lsh --param query=embedding
 """
 import json
 
 from embkit.cli.common import (UsageError, check_output, checkpoint_options, help_formatter, key_values,
-                               model_defaults, objective_options, output_options, record_command, resumed_args,
+                               objective_options, output_options, record_command, resumed_args,
                                sampler_params, train_logging, train_options)
 from embkit.xc.classifier import ExtremeClassifier
 
@@ -31,14 +32,24 @@ def add_parser(subparsers, common):
                      help="accept a named set whose sizes differ from the repository's")
     objective_options(p, ExtremeClassifier)
     t = train_options(p, ExtremeClassifier)
-    t.add_argument("--tau", type=float, default=model_defaults(ExtremeClassifier)["tau"],
-                   help="temperature (scores divided by it)")
+    t.add_argument("--tau", type=float, default=None,
+                   help="temperature (scores divided by it; default 1 for one_vs_all, 0.1 otherwise)")
+    t.add_argument("--normalize", dest="normalize", action="store_true", default=None,
+                   help="L2-normalise the hidden vector (default for the registry's losses)")
     t.add_argument("--no-normalize", dest="normalize", action="store_false",
-                   help="do not L2-normalise the hidden vector")
-    t.add_argument("--plain-classes", dest="normalize_classes", action="store_false",
+                   help="do not L2-normalise the hidden vector (default for one_vs_all)")
+    t.add_argument("--plain-classes", dest="normalize_classes", action="store_false", default=None,
                    help="do not keep label vectors on the unit sphere (use with --tau 1)")
+    t.add_argument("--feature-weighting", choices=("tfidf", "none"), default=None,
+                   help="feature weights learned on the training rows (default tfidf for one_vs_all)")
+    t.add_argument("--no-row-norm", dest="normalize_rows", action="store_false", default=None,
+                   help="do not L2-normalise the weighted rows (normalised by default for one_vs_all)")
+    t.add_argument("--ensemble", type=int, default=None, help="one_vs_all: independent members (default 2)")
+    t.add_argument("--no-label-bias", dest="label_bias", action="store_false",
+                   help="one_vs_all: no learned bias per label")
     t.add_argument("--one-label", action="store_true", help="one positive label per example visit")
-    t.add_argument("--batch-size", type=int, default=None, help="full_softmax in BLAS mini-batches of this size")
+    t.add_argument("--batch-size", type=int, default=None,
+                   help="examples per step of one_vs_all (default 256), or full_softmax in BLAS mini-batches")
     t.add_argument("--k", type=int, nargs="+", default=(1, 3, 5), metavar="K", help="cut-offs of the metrics")
     output_options(p)
     checkpoint_options(p)
@@ -71,6 +82,8 @@ def cmd_xc(args, out):
                                   normalize_classes=args.normalize_classes, one_label=args.one_label,
                                   alpha=args.alpha, epochs=args.epochs, workers=args.workers, seed=args.seed,
                                   sampler_params=sampler_params(args), batch_size=args.batch_size,
+                                  feature_weighting=args.feature_weighting, normalize_rows=args.normalize_rows,
+                                  ensemble=args.ensemble, label_bias=args.label_bias,
                                   loss_params=key_values(args.loss_param, "--loss-param"), progress=not args.quiet,
                                   checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every)
     train, test = _load_xc(args)

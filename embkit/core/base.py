@@ -176,8 +176,13 @@ class EmbeddingModel:
         if self.loss == "hs_sgns" and not self.STACKED_OUTPUTS:
             raise ValueError("the hs_sgns loss (gensim's hs=1 with negative > 0) stacks two output tables, which "
                              "%s cannot use: use sgns or hs" % type(self).__name__)
-        registry.check_pairing(self.loss, self.sampler_name, self.negative)
+        self._check_objective()
         checkpoint.parse_every(self.checkpoint_every)
+
+    def _check_objective(self):
+        """ValueError unless the registry accepts the loss with the sampler (a model with losses of its own
+        overrides it with :meth:`sampler_name`, :meth:`_build_loss` and :meth:`_objective`)."""
+        registry.check_pairing(self.loss, self.sampler_name, self.negative)
 
     def _sampler_params(self):
         """Sampler parameters of a run (subclasses add model-level defaults)."""

@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from embkit.xc.data import XCData
 
-__all__ = ["make_xc", "label_signatures", "label_probabilities", "LABEL_LAWS", "VALUE_KINDS"]
+__all__ = ["make_xc", "make_eurlex_like", "EURLEX_4K", "label_signatures", "label_probabilities", "LABEL_LAWS", "VALUE_KINDS"]
 
 #: Label frequency laws.
 LABEL_LAWS = ("zipf", "uniform")
@@ -39,6 +39,24 @@ LABEL_LAWS = ("zipf", "uniform")
 #: L2-normalised).
 VALUE_KINDS = ("binary", "count", "tfidf")
 _CHUNK = 1 << 15  # points generated at a time (fixed: the output must not depend on it)
+
+
+#: EURLex-4K's sizes in the XC repository (bag-of-words version) and its mean labels per training point
+EURLEX_4K = dict(n_labels=3993, n_features=5000, n_train=15539, n_test=3809, labels_per_point=5.31)
+#: labels drawn per point so that 5.31 distinct ones remain after duplicates are merged (Zipf law, measured)
+_EURLEX_DRAWS = 5.58
+
+
+def make_eurlex_like(seed=0, **params):
+    """A synthetic stand-in for EURLex-4K: its numbers of labels, features, train and test points, about 5.3
+    distinct labels per point (Zipf label frequencies), about 225 distinct tf-idf features per point.
+
+    ``params`` override the arguments of :func:`make_xc`.  Returns ``(train, test)``.
+    """
+    args = dict(EURLEX_4K, labels_per_point=_EURLEX_DRAWS, label_law="zipf", noise_features=320.0,
+                values="tfidf", seed=seed)
+    args.update(params)
+    return make_xc(**args)
 
 
 def make_xc(n_labels=10000, n_features=100000, n_train=50000, n_test=10000, *, label_law="zipf",
