@@ -14,7 +14,7 @@ from distributed import Client, LocalCluster, fire_and_forget  # noqa: E402
 from _cases import pairings, refused  # noqa: E402
 from embkit import Word2Vec  # noqa: E402
 from embkit.core import cluster as cluster_mod  # noqa: E402
-from embkit.core.reconcile import RowDelta, apply_update, changed_rows, merge  # noqa: E402
+from embkit.core.reconcile import adopt_update, apply_update, changed_rows, merge  # noqa: E402
 from embkit.core.replica import REPLICAS, ShardReadError, close_replicas, open_replica, train_round  # noqa: E402
 from embkit.text.shards import TextShard, resolve_files  # noqa: E402
 
@@ -50,7 +50,7 @@ def planted_shards(tmp_path, planted):
 # ----------------------------------------------------------------------------- reconciliation
 
 
-def test_merge_averages_the_rows_each_replica_changed():
+def test_merge_adds_or_averages_the_rows_each_replica_changed():
     current = np.arange(12, dtype=np.float32).reshape(4, 3)
     a = current.copy()
     a[0] += 1.0
@@ -60,17 +60,29 @@ def test_merge_averages_the_rows_each_replica_changed():
     b[3] -= 3.0
     deltas = [changed_rows(a, current), changed_rows(b, current)]
     assert deltas[0].ids.tolist() == [0, 2] and deltas[1].ids.tolist() == [2, 3]
-    avg = merge(current, deltas, "average")
-    assert avg.ids.tolist() == [0, 2, 3]
+    total = merge(4, deltas, "sum")
+    assert total.ids.tolist() == [0, 2, 3]
+    np.testing.assert_allclose(total.values.astype(np.float32), [[1.0] * 3, [6.0] * 3, [-3.0] * 3])
     # a row one replica changed keeps its whole step; a row both changed moves by the mean step
-    np.testing.assert_allclose(avg.values, [current[0] + 1.0, current[2] + 3.0, current[3] - 3.0])
-    total = merge(current, deltas, "sum")
-    np.testing.assert_allclose(total.values[1], current[2] + 6.0)
-    table, base = current.copy(), current.copy()
-    apply_update(avg, table, base)
-    assert np.array_equal(table, base) and not np.array_equal(table, current)
+    avg = merge(4, deltas, "average")
+    np.testing.assert_allclose(avg.values.astype(np.float32), [[1.0] * 3, [3.0] * 3, [-3.0] * 3])
     with pytest.raises(ValueError, match="mode"):
-        merge(current, deltas, "median")
+        merge(4, deltas, "median")
+
+
+def test_replicas_adopt_exactly_the_clients_table():
+    rng = np.random.default_rng(0)
+    client_table = rng.standard_normal((50, 8)).astype(np.float32)
+    replicas = [client_table.copy() for _ in range(2)]
+    bases = [client_table.copy() for _ in range(2)]
+    for k, table in enumerate(replicas):       # each replica trains some rows
+        rows = rng.choice(50, 20, replace=False)
+        table[rows] += 1e-3 * rng.standard_normal((20, 8)).astype(np.float32)
+    update = merge(50, [changed_rows(t, b) for t, b in zip(replicas, bases)], "sum")
+    apply_update(update, client_table)
+    for table, base in zip(replicas, bases):
+        adopt_update(update, table, base)
+        assert np.array_equal(table, client_table) and np.array_equal(base, client_table)
 
 
 def test_text_shard_rounds_cover_every_sentence_once(tmp_path, planted):
@@ -98,11 +110,11 @@ def test_replica_refreshes_an_adaptive_sampler_after_a_reconciliation(tmp_path, 
     run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001, "rounds": 2, "mode": "average"}
     key = "test-lsh-0"
     try:
-        open_replica(key, model._cluster_spec(), [TextShard(p, 1) for p in paths], (model.W_in, model.W_out), run)
+        open_replica(key, (model._cluster_spec(), (model.W_in, model.W_out)), [TextShard(p, 1) for p in paths], run)
         replica = REPLICAS[key]
         out = train_round(key, None, 0, 0, 0)
         tables = np.array(replica.sampler.tables, copy=True)
-        update = (merge(model.W_in, [out["delta"][0]]), merge(model.W_out, [out["delta"][1]]))
+        update = out["delta"]
         update[1].values[:] += 0.5          # the reconciled rows differ from the replica's own
         train_round(key, update, 0, 1, 0)
         assert not np.array_equal(tables, np.asarray(replica.sampler.tables))
@@ -253,3 +265,22 @@ def test_cli_trains_on_the_scheduler(client, planted_shards, tmp_path, capsys):
     from gensim.models import KeyedVectors
     kv = KeyedVectors.load_word2vec_format(out)
     assert kv.vector_size == 16 and len(kv) == 50
+
+
+# ----------------------------------------------------------------------------- ItemEmbedding
+
+
+@pytest.mark.parametrize("loss, sampler", [("sgns", "unigram"), ("sampled_softmax", "lsh"), ("nce", "kernel")])
+def test_item_embedding_trains_on_the_cluster(client, loss, sampler):
+    from test_items import _group_precision, _planted
+    from embkit import ItemEmbedding
+    train = _planted(0)
+    model = ItemEmbedding(vector_size=16, loss=loss, sampler=sampler, epochs=4, workers=1, seed=1, progress=False,
+                          client=client, syncs_per_epoch=3).fit(train)
+    stats = model.last_cluster_stats
+    assert stats.replicas == 2 and stats.rounds == 12
+    assert model.last_report.words == 4 * int(train.sum())
+    assert np.all(np.isfinite(model.context_vectors)) and np.all(np.isfinite(model.target_vectors))
+    assert _group_precision(model) >= 0.6
+    with pytest.raises(ValueError, match="validation"):
+        ItemEmbedding(vector_size=8, client=client, progress=False).fit(train, validation=train)

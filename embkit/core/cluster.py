@@ -39,6 +39,9 @@ WORKER_WAIT = 10.0
 POLL_SECONDS = 0.25
 #: times one shard group may be reopened within one round before the run gives up
 MAX_REOPEN = 3
+#: deadline of sending data to the workers: this many seconds plus its bytes at SHARE_BYTES_PER_SECOND
+SHARE_SECONDS = 30.0
+SHARE_BYTES_PER_SECOND = 20e6
 
 
 def distributed_module():
@@ -92,6 +95,18 @@ def group_shards(shards, n_groups):
     return groups
 
 
+def _arrays(data):
+    """The numpy arrays (and RowDelta values) inside nested tuples."""
+    if isinstance(data, (tuple, list)):
+        for item in data:
+            yield from _arrays(item)
+    elif isinstance(data, np.ndarray):
+        yield data
+    elif hasattr(data, "values") and hasattr(data, "ids"):
+        yield data.values
+        yield data.ids
+
+
 class ClusterStats:
     """What a cluster run exchanged and how long it took.
 
@@ -107,6 +122,9 @@ class ClusterStats:
         Rows (both tables) changed per reconciliation.
     round_seconds, merge_seconds : float
         Wall time of the rounds (training and exchange) and of the merges on the client.
+    train_seconds : float
+        Time the slowest replica of each round spent in the kernels, summed over rounds (the rest of
+        ``round_seconds`` is waiting, exchange and merging).
     reopened : list of str
         One entry per replica opened again after its worker was lost.
     """
@@ -116,7 +134,7 @@ class ClusterStats:
         self.rounds = 0
         self.bytes_up = self.bytes_down = 0
         self.rows_changed = []
-        self.round_seconds = self.merge_seconds = 0.0
+        self.round_seconds = self.merge_seconds = self.train_seconds = 0.0
         self.reopened = []
 
     @property
@@ -128,7 +146,8 @@ class ClusterStats:
         return {"replicas": self.replicas, "rounds": self.rounds, "bytes_up": self.bytes_up,
                 "bytes_down": self.bytes_down, "bytes_per_round": self.bytes_per_round,
                 "rows_changed": list(self.rows_changed), "round_seconds": self.round_seconds,
-                "merge_seconds": self.merge_seconds, "reopened": list(self.reopened)}
+                "merge_seconds": self.merge_seconds, "train_seconds": self.train_seconds,
+                "reopened": list(self.reopened)}
 
 
 class _Run:
@@ -140,7 +159,7 @@ class _Run:
         workers = sorted(check_client(client))
         self.groups = group_shards(shards, len(workers))
         self.prefix = "embkit-%s-" % uuid.uuid4().hex
-        self.spec = client.scatter(model._cluster_spec(), broadcast=True, hash=False)
+        self.spec = model._cluster_spec()
         self.address = {}
         self.keys = {}
         self.stats = ClusterStats(len(self.groups))
@@ -159,21 +178,41 @@ class _Run:
         on the workers); a group whose worker is lost meanwhile is placed again."""
         attempts = {}
         while placements:
-            targets = sorted({addr for _, addr in placements})
-            tables = self.client.scatter((self.model.W_in, self.model.W_out), workers=targets, broadcast=True,
-                                         hash=False)
+            data = self.share((self.spec, (self.model.W_in, self.model.W_out)), {addr for _, addr in placements})
+            if data is None:        # every target is gone
+                for g, _ in placements:
+                    attempts[g] = attempts.get(g, 0) + 1
+                placements = [(g, self.replacement(g, attempts[g])) for g, _ in placements]
+                continue
             futures = {}
             for g, addr in placements:
                 self.address[g] = addr
                 self.keys[g] = "%s%d-%d" % (self.prefix, g, attempts.get(g, 0))
-                futures[g] = self.client.submit(open_replica, self.keys[g], self.spec, self.groups[g], tables,
-                                                self.run, workers=[addr], allow_other_workers=False, pure=False)
+                futures[g] = self.client.submit(open_replica, self.keys[g], data, self.groups[g], self.run,
+                                                workers=[addr], allow_other_workers=False, pure=False)
             placements = []
             for g, outcome in self.wait(futures).items():
                 if outcome is None:
                     attempts[g] = attempts.get(g, 0) + 1
                     placements.append((g, self.replacement(g, attempts[g])))
-            del tables
+            del data
+
+    def share(self, data, targets):
+        """A future of ``data`` held by every live worker of ``targets`` (None if none is live).
+
+        A worker that dies during the transfer would stall it: the transfer has a deadline, and is
+        retried without the workers that are gone."""
+        seconds = SHARE_SECONDS + sum(getattr(a, "nbytes", 0) for a in _arrays(data)) / SHARE_BYTES_PER_SECOND
+        for _ in range(MAX_REOPEN + 1):
+            live = sorted(set(targets) & set(self.client.nthreads()))
+            if not live:
+                return None
+            try:
+                return self.client.scatter(data, workers=live, broadcast=True, hash=False, timeout=seconds)
+            except Exception as exc:    # a timeout, or a closed connection to a lost worker
+                logger.warning("sending %.0f MB to %s failed (%s): retrying with the workers still there",
+                               sum(getattr(a, "nbytes", 0) for a in _arrays(data)) / 1e6, ", ".join(live), exc)
+        raise RuntimeError("could not send the tables to the workers %s" % ", ".join(sorted(targets)))
 
     def replacement(self, group, attempt):
         """A live worker for a lost replica (the one holding fewest replicas)."""
@@ -248,7 +287,7 @@ class _Run:
         for t, table in enumerate((model.W_in, model.W_out)):
             deltas = [res["delta"][t] for res in results]
             self.stats.bytes_up += sum(d.nbytes for d in deltas)
-            merged = merge(table, deltas, self.run["mode"])
+            merged = merge(table.shape[0], deltas, self.run["mode"])
             apply_update(merged, table)
             update.append(merged)
         self.stats.rounds += 1
@@ -305,11 +344,12 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
             for r in range(run["rounds"]):
                 _fire(callbacks, "on_batch_begin", model)
                 round_start = time.perf_counter()
-                shared = None if update is None else client.scatter(update, broadcast=True, hash=False)
+                shared = None if update is None else job.share(update, set(job.address.values()))
                 results = job.round(shared, epoch, r)
                 del shared
                 update = job.reconcile(results)
                 job.stats.round_seconds += time.perf_counter() - round_start
+                job.stats.train_seconds += max(res["seconds"] for res in results)
                 loss = sum(res["loss"] for res in results)
                 examples = sum(res["examples"] for res in results)
                 words = sum(res["words"] for res in results)

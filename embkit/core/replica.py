@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from embkit.core.reconcile import apply_update, changed_rows
+from embkit.core.reconcile import adopt_update, changed_rows
 from embkit.core.training import check_finite, chunk_pool, train_chunk
 
 __all__ = ["REPLICAS", "ReplicaLost", "ShardReadError", "open_replica", "train_round", "close_replicas",
@@ -86,8 +86,8 @@ class Replica:
         on every shard, and return what changed (see :func:`train_round`)."""
         model, run = self.model, self.run
         if update is not None:
-            apply_update(update[0], model.W_in, self.base_in)
-            apply_update(update[1], model.W_out, self.base_out)
+            adopt_update(update[0], model.W_in, self.base_in)
+            adopt_update(update[1], model.W_out, self.base_out)
         rounds = run["rounds"]
         done = epoch * self.total + sum(self.bounds(u, round_index) for u in self.units)
         fraction = done / max(1, self.total * run["epochs"])
@@ -125,15 +125,17 @@ class Replica:
             self.pool.shutdown()
 
 
-def open_replica(key, spec, shards, tables, run):
-    """Task: build the replica ``key`` on this worker from the global ``tables`` and read its ``shards``.
+def open_replica(key, data, shards, run):
+    """Task: build the replica ``key`` on this worker and read its ``shards``.
 
-    ``spec`` is ``(model class, parameters, state)``; ``run`` holds ``epochs``, ``alpha``, ``min_alpha``
-    and ``rounds`` (reconciliations per epoch).  Returns the replica's units per epoch.
+    ``data`` is ``(spec, (W_in, W_out))``: the spec ``(model class, parameters, state)`` and the reconciled
+    tables; ``run`` holds ``epochs``, ``alpha``, ``min_alpha`` and ``rounds`` (reconciliations per epoch).
+    Returns the replica's units per epoch.
     """
     old = REPLICAS.pop(key, None)
     if old is not None:
         old.close()
+    spec, tables = data
     replica = Replica(spec, shards, tables[0], tables[1], run)
     REPLICAS[key] = replica
     return replica.total

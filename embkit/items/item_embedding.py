@@ -22,12 +22,14 @@ import scipy.sparse as sp
 from embkit._kernels.pairs import PairTrainer
 from embkit._kernels.samplers import AliasSampler
 from embkit.core.base import EmbeddingModel
+from embkit.core.cluster import CLUSTER_PARAMS, check_cluster_params, check_client, train_on_cluster
 from embkit.core.checkpoint import fingerprint
 from embkit.core.checks import POSITIVE_INT, check_param
 from embkit.core.full_batch import check_batch_size
 from embkit.core.sparse_checks import MAX_ROWS, check_sparse
 from embkit.core.validation import BestEpoch
 from embkit.items.pair_batches import PairBatches
+from embkit.items.pair_shards import PairChunk, pair_shards
 
 logger = logging.getLogger(__name__)
 
@@ -35,16 +37,6 @@ __all__ = ["ItemEmbedding", "as_pair_matrix"]
 
 #: ``ItemEmbedding.evaluate`` metric names that ``fit(validation=...)`` can select the best epoch by.
 VALIDATION_METRICS = ("mpr_approx", "mpr", "likelihood", "log_likelihood", "prec5", "prec15", "prec50")
-
-
-class _PairChunk:
-    """``n`` pair draws: what the ``pairs`` driver's ``train_chunk`` takes first."""
-
-    __slots__ = ("kernel_args", "raw_words")
-
-    def __init__(self, n):
-        self.kernel_args = (n,)
-        self.raw_words = n
 
 
 #: Most pairs one epoch draws (the counts' sum): beyond 2**53 a float64 count no longer counts one by one.
@@ -146,6 +138,10 @@ class ItemEmbedding(EmbeddingModel):
         Checkpoints of the training run (see :class:`~embkit.core.base.EmbeddingModel` and :meth:`resume`).
     progress : bool
         Show a progress bar.
+    client, syncs_per_epoch, reconcile :
+        Train on a Dask cluster, as ``Word2Vec``'s parameters of the same names: the matrix's entries are
+        dealt into one shard per worker (see :mod:`embkit.items.pair_shards`); ``validation`` is then
+        unavailable.
 
     Attributes
     ----------
@@ -162,12 +158,15 @@ class ItemEmbedding(EmbeddingModel):
 
     chunk_param = "chunk_pairs"
     unit = "pair"
+    RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | CLUSTER_PARAMS
 
     def __init__(self, vector_size=100, loss="sgns", sampler=None, negative=5, alpha=0.025, min_alpha=None,
                  epochs=5, workers=2, seed=1, loss_params=None, sampler_params=None, chunk_pairs=1 << 16,
-                 batch_size=None, callbacks=(), checkpoint_dir=None, checkpoint_every=600, progress=True):
+                 batch_size=None, callbacks=(), checkpoint_dir=None, checkpoint_every=600, progress=True,
+                 client=None, syncs_per_epoch=4, reconcile="average"):
         self.chunk_pairs = chunk_pairs
         self.batch_size = batch_size
+        self.client, self.syncs_per_epoch, self.reconcile = client, syncs_per_epoch, reconcile
         self.items = None
         self.counts = None
         self.history = []
@@ -192,6 +191,7 @@ class ItemEmbedding(EmbeddingModel):
         """Raise ValueError naming the first invalid parameter."""
         super().check_params()
         check_batch_size(self.batch_size, self.loss)
+        check_cluster_params(self)
 
     # ------------------------------------------------------------------ training
     def _kernel_trainer(self, loss, sampler, alpha, min_alpha, total):
@@ -253,8 +253,17 @@ class ItemEmbedding(EmbeddingModel):
             while left > 0:
                 n_pairs = min(left, self.chunk_pairs)
                 left -= n_pairs
-                yield _PairChunk(n_pairs)
+                yield PairChunk(n_pairs)
 
+        if self.client is not None:
+            if val is not None:
+                raise ValueError("validation is not available with client= (a cluster run has no per-epoch hook)")
+            shards = pair_shards(coo, len(check_client(self.client)))
+            report = train_on_cluster(self, self.client, shards, self.epochs, self.alpha, self.min_alpha,
+                                      progress=self.progress, desc="items %s on a cluster" % self.loss)
+            self.last_report, self.history, self.best_epoch = report, [], None
+            self.loss_history = list(self.loss_history) + report.epoch_loss
+            return self
         run_args = {"metric": metric, "patience": patience, "n_negatives": n_negatives}
         digest = fingerprint(coo.row, coo.col, coo.data, None if val is None else val)
         tracker = None
@@ -272,6 +281,19 @@ class ItemEmbedding(EmbeddingModel):
         if tracker:
             tracker.restore()
         return self
+
+    def _cluster_spec(self):
+        """What a cluster replica is built from (:mod:`embkit.core.cluster`)."""
+        return type(self), self.get_params(), self.counts
+
+    @classmethod
+    def _cluster_model(cls, params, counts, W_in, W_out):
+        model = cls(**params, progress=False)
+        model.counts, model.W_in, model.W_out = counts, W_in, W_out
+        return model
+
+    def _cluster_classes(self):
+        return self.counts, len(self.counts)
 
     @classmethod
     def resume(cls, directory, pairs, validation=None, items=None, callbacks=(), progress=None, **params):

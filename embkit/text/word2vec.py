@@ -118,6 +118,14 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         Checkpoints of the training run (see :class:`~embkit.core.base.EmbeddingModel` and :meth:`resume`).
     progress : bool
         Show a progress bar.
+    client : dask.distributed.Client, optional
+        Train on the workers of this Dask cluster (the ``[cluster]`` extra): ``corpus_file`` is then a path,
+        glob or list of files on any fsspec filesystem, every file a shard read by one worker; each worker
+        trains a replica of the tables with ``workers`` threads (see :mod:`embkit.core.cluster`).  Not saved.
+    syncs_per_epoch : int
+        With ``client``: reconciliations of the replicas per epoch.
+    reconcile : {"average", "sum"}
+        With ``client``: how the replicas' changed rows are merged (see :mod:`embkit.core.reconcile`).
     """
 
     chunk_param = "chunk_tokens"
