@@ -1,0 +1,121 @@
+"""A model of cluster training throughput at 1-128 workers, from the numbers eval/bench_cluster.py measured.
+
+One round of a replica (see embkit/core/cluster.py) = train ``w = N / (n R)`` words, send the rows it changed
+up, receive the reconciled rows.  Its time::
+
+    t_round = w / (threads * v)                     kernels (v: measured words/s of one kernel thread)
+            + bytes on the busiest link / bandwidth   exchange
+            + n * rows * merge_cost                  merging on the client (measured seconds per row)
+            + latency                                scheduling a round (a constant)
+
+Rows changed per round come from a Zipf vocabulary (p_i ~ 1/i): the input rows of the words seen in ``w``
+tokens, the output rows of those words and of ``negative * w`` negatives drawn from p^0.75.  The model is
+first checked against the measured rows per reconciliation on gcide.  Two exchange topologies:
+
+* ``client``: as embkit does it, every replica's rows go up to the client and the reconciled rows come back
+  down through the client's link (``2 n`` row sets on one link);
+* ``tree``: a reduction tree / allreduce among the workers (about two row sets per link, whatever ``n``):
+  what embkit would need beyond a few dozen workers.
+
+Usage::
+
+    python eval/cluster_scaling.py --bench bench.json [--gbit 10] [--threads 8] [--syncs 4]
+
+Prints markdown tables (throughput in words/s and the share of time in the kernels).
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+CORPORA = {                      # name: (tokens per epoch, vocabulary at min_count 5)
+    "text8-sized": (17_005_207, 71_290),
+    "10B tokens": (10_000_000_000, 830_000),
+}
+DIM, NEGATIVE, WINDOW = 100, 5, 5
+BYTES_PER_VALUE = 2              # float16 deltas on the wire
+LATENCY = 0.02                   # seconds of scheduling per round
+
+
+def zipf(v):
+    p = 1.0 / np.arange(1, v + 1)
+    return p / p.sum()
+
+
+def rows_changed(p, w):
+    """Expected input and output rows a replica changes training ``w`` tokens of a vocabulary ``p``."""
+    q = p ** 0.75
+    q /= q.sum()
+    rows_in = np.sum(-np.expm1(-w * p))
+    rows_out = np.sum(-np.expm1(-w * p - NEGATIVE * w * q))
+    return float(rows_in), float(rows_out)
+
+
+def union_rows(p, w, n):
+    """Rows any of ``n`` replicas changed (each trained ``w`` tokens)."""
+    return rows_changed(p, w * n)
+
+
+def round_time(n, tokens, vocab, syncs, threads, speed, merge_cost, gbit, topology):
+    p = zipf(vocab)
+    w = tokens / (n * syncs)
+    one = sum(rows_changed(p, w))
+    union = sum(union_rows(p, w, n))
+    row_bytes = DIM * BYTES_PER_VALUE + 4
+    if topology == "client":
+        link = n * (one + union) * row_bytes if n > 1 else 0.0
+    else:
+        link = 2 * union * row_bytes if n > 1 else 0.0
+    compute = w / (threads * speed)
+    exchange = link / (gbit * 1e9 / 8)
+    if n == 1:
+        merge = 0.0
+    elif topology == "client":
+        merge = n * one * merge_cost             # the client adds every replica's rows
+    else:
+        merge = np.log2(n) * union * merge_cost  # each level of the tree adds two row sets
+    total = compute + exchange + merge + LATENCY
+    return w * n / total, compute / total, link
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bench", required=True, help="JSON of eval/bench_cluster.py --json")
+    ap.add_argument("--gbit", type=float, default=10.0)
+    ap.add_argument("--threads", type=int, default=8, help="kernel threads of one worker")
+    ap.add_argument("--syncs", type=int, default=4)
+    args = ap.parse_args(argv)
+    with open(args.bench) as fh:
+        rows = json.load(fh)
+    one = [r for r in rows if r.get("workers") == 1]
+    two = [r for r in rows if r.get("workers") == 2]
+    speed = float(np.mean([r["words"] / r["kernel_s"] for r in one]))
+    merge_cost = float(np.mean([r["merge_s"] / (r["rounds"] * r["rows_per_round"]) for r in two]))
+    vocab = two[0]["vocabulary"]
+    tokens = two[0]["words"] / 5          # in-vocabulary words of one epoch (5 epochs in the benchmark)
+    w = tokens / (2 * 4)
+    p = zipf(vocab)
+    predicted = sum(union_rows(p, w, 2))
+    print("measured: %.0f words/s per kernel thread, %.2g s of merging per row; gcide rows per reconciliation "
+          "(2 replicas, 4 per epoch): measured %.0f, Zipf model %.0f\n"
+          % (speed, merge_cost, np.mean([r["rows_per_round"] for r in two]), predicted))
+    for name, (n_tokens, n_vocab) in CORPORA.items():
+        print("%s (%.3g tokens, %d words), %d threads per worker, %d reconciliations per epoch, %g Gbit/s:\n"
+              % (name, n_tokens, n_vocab, args.threads, args.syncs, args.gbit))
+        print("| workers | MB per round (client link) | words/s, client relays | in kernels | "
+              "words/s, tree reduce | in kernels |")
+        print("|---:|---:|---:|---:|---:|---:|")
+        for n in (1, 2, 4, 8, 16, 32, 64, 128):
+            a = round_time(n, n_tokens, n_vocab, args.syncs, args.threads, speed, merge_cost, args.gbit, "client")
+            b = round_time(n, n_tokens, n_vocab, args.syncs, args.threads, speed, merge_cost, args.gbit, "tree")
+            print("| %d | %.0f | %.3g | %.0f%% | %.3g | %.0f%% |" % (n, a[2] / 1e6, a[0], 100 * a[1], b[0],
+                                                                   100 * b[1]))
+        print()
+    print("`python eval/cluster_scaling.py %s`" % " ".join(argv or sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    main()
