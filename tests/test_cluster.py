@@ -70,15 +70,19 @@ def test_merge_adds_or_averages_the_rows_each_replica_changed():
         merge(4, deltas, "median")
 
 
-def test_replicas_adopt_exactly_the_clients_table():
+@pytest.mark.parametrize("trained", [20, 48], ids=["sparse", "dense"])
+def test_replicas_adopt_exactly_the_clients_table(trained):
+    # deltas of a few rows travel as (ids, rows); deltas of nearly every row travel whole
     rng = np.random.default_rng(0)
     client_table = rng.standard_normal((50, 8)).astype(np.float32)
     replicas = [client_table.copy() for _ in range(2)]
     bases = [client_table.copy() for _ in range(2)]
     for k, table in enumerate(replicas):       # each replica trains some rows
-        rows = rng.choice(50, 20, replace=False)
-        table[rows] += 1e-3 * rng.standard_normal((20, 8)).astype(np.float32)
-    update = merge(50, [changed_rows(t, b) for t, b in zip(replicas, bases)], "sum")
+        rows = rng.choice(50, trained, replace=False)
+        table[rows] += 1e-3 * rng.standard_normal((trained, 8)).astype(np.float32)
+    deltas = [changed_rows(t, b) for t, b in zip(replicas, bases)]
+    assert [len(d) for d in deltas] == [trained if trained < 45 else 50] * 2
+    update = merge(50, deltas, "sum")
     apply_update(update, client_table)
     for table, base in zip(replicas, bases):
         adopt_update(update, table, base)
