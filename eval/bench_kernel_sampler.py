@@ -69,6 +69,12 @@ def markdown(header, rows):
 # ----------------------------------------------------------------------------- part 1: scaling
 
 def scaling(args):
+    header, rows, notes = scaling_rows(args)
+    return markdown(header, rows), notes
+
+
+def scaling_rows(args):
+    """``(header, rows, notes)`` of the scaling table (cells formatted as strings)."""
     rng = np.random.default_rng(args.seed)
     rows, per_call = [], {}
     for n in args.sizes:
@@ -92,8 +98,8 @@ def scaling(args):
                      "%.1f" % (1e6 * wall / args.queries),
                      "%.2f" % ((call - 1e6 * phi_cpu / args.queries) / max(args.k, 1))])
         del sampler, W
-    table = markdown(["n", "leaves", "tree MB", "build s", "refresh (no change) s", "phi(q) us",
-                      "draw call us (CPU)", "draw call us (wall)", "us per sample"], rows)
+    header = ["n", "leaves", "tree MB", "build s", "refresh (no change) s", "phi(q) us", "draw call us (CPU)",
+              "draw call us (wall)", "us per sample"]
     notes = []
     if 10_000 in per_call and 1_000_000 in per_call:
         notes.append("draw call time 1e6 / 1e4 classes: %.2fx" % (per_call[1_000_000] / per_call[10_000]))
@@ -109,7 +115,7 @@ def scaling(args):
                      "%.2f s CPU (all threads)"
                      % (format(n, ","), args.dim, args.rebuild_D, 2 * args.rebuild_D,
                         sampler.node_sums.nbytes / 1e6, time.perf_counter() - t0, time.process_time() - c0))
-    return table, notes
+    return header, rows, notes
 
 
 def memory_table():
@@ -147,6 +153,11 @@ def tv_kl(P, Qd):
 
 
 def table1(args, nu, kind):
+    return markdown(*table1_rows(args, nu, kind))
+
+
+def table1_rows(args, nu, kind):
+    """``(header, rows)`` of the Table 1 comparison (cells formatted as strings)."""
     rng = np.random.default_rng(args.seed + 1)
     n, m, d = args.table_classes, args.table_queries, args.table_dim
     C, Q = table_data(rng, kind, n, m, d)
@@ -179,7 +190,7 @@ def table1(args, nu, kind):
         tv_tree, kl_tree = tv_kl(P, tree)
         rows.append(["rff", D, 2 * D, "%.2e" % mse, "%.3f" % tv_flat, "%.3f" % kl_flat, "%.3f" % tv_tree,
                      "%.3f" % kl_tree])
-    return markdown(["kernel", "D", "features", "kernel MSE", "TV flat", "KL flat", "TV tree", "KL tree"], rows)
+    return ["kernel", "D", "features", "kernel MSE", "TV flat", "KL flat", "TV tree", "KL tree"], rows
 
 
 def main(argv=None):

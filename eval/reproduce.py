@@ -1,0 +1,99 @@
+"""Reproduce the papers' headline results: one command per reproduction, a JSON of its numbers and a PNG plot.
+
+Reproductions (each module's docstring gives its exact setup; RESULTS.md the numbers beside the paper's):
+
+=============  ==========================================================================================
+``table1``     relaxed softmax, Table 1: skip-gram word similarity and analogy per sampler (repro_words)
+``table2``     relaxed softmax, Table 2: next-item likelihood / MPR / Prec@k, T sweep, implicit peers
+               (repro_items)
+``lsh``        LSH negative sampling: P@1 against time and epochs, time per epoch, speed-up (repro_lsh)
+``rf``         RF-softmax: kernel approximation error against D, sampling time against n, P@1 against D
+               and nu (repro_rf)
+``throughput`` embkit against gensim and fastText: words/s, quality, words/s against threads (repro_throughput)
+``all``        every one of them, in this order
+=============  ==========================================================================================
+
+``--quick`` runs smaller data, fewer epochs and one seed (the whole set in about ten minutes on two cores);
+without it the full setups run (about two hours).  Each writes ``OUT/NAME.json`` after every finished run
+(an interrupted run keeps what finished) and ``OUT/NAME.png`` at the end (``python eval/reproduce.py NAME
+--plot-only`` redraws it from the JSON).  The plots need matplotlib (``pip install 'embkit[plots]'``).
+
+Usage::
+
+    python eval/reproduce.py all --quick
+    python eval/reproduce.py table1 [--seeds 3] [--corpus text8] [--out eval/results]
+"""
+import argparse
+import importlib
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from repro_common import MissingData, Record, say  # noqa: E402
+
+REPRODUCTIONS = {"table1": "repro_words", "table2": "repro_items", "lsh": "repro_lsh", "rf": "repro_rf",
+                 "throughput": "repro_throughput"}
+
+
+def build_parser():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("name", choices=sorted(REPRODUCTIONS) + ["all"])
+    p.add_argument("--quick", action="store_true", help="small data, one seed: minutes instead of hours")
+    p.add_argument("--out", default=os.path.join(HERE, "results"), help="folder of the JSON and PNG files")
+    p.add_argument("--seeds", type=int, default=None, help="seeds per method (default: 1 quick, 3 full)")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--corpus", default=None, help="table1: a text8-style corpus instead of gcide")
+    p.add_argument("--plot-only", action="store_true", help="redraw the plot from the JSON")
+    p.add_argument("--markdown", action="store_true", help="print the results tables from the JSON")
+    return p
+
+
+def run_one(name, args, argv):
+    module = importlib.import_module(REPRODUCTIONS[name])
+    stem = os.path.join(args.out, name + ("-quick" if args.quick else ""))
+    if args.plot_only or args.markdown:
+        with open(stem + ".json") as fh:
+            data = json.load(fh)
+        if args.plot_only:
+            module.plot(data, stem + ".png")
+        if args.markdown:
+            print("### %s%s\n\n`%s` (%s, wall %.0f s%s)\n\n%s\n" % (
+                name, " (quick)" if data["quick"] else "", data["command"], data["machine"], data["wall_seconds"],
+                "" if data["complete"] else ", INTERRUPTED: partial", module.markdown(data)))
+        return
+    rec = Record(stem + ".json", name, args.quick, argv)
+    t0 = time.perf_counter()
+    try:
+        module.run(args, rec)
+        rec.finish()
+    finally:
+        rec.save()
+        say("%s: %.0f s, numbers in %s.json" % (name, time.perf_counter() - t0, stem))
+    module.plot(rec.data, stem + ".png")
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(argv)
+    names = list(REPRODUCTIONS) if args.name == "all" else [args.name]
+    failed = []
+    for name in names:
+        say("== %s%s" % (name, " (quick)" if args.quick else ""))
+        try:
+            run_one(name, args, argv)
+        except MissingData as exc:
+            print("%s: %s" % (name, exc), file=sys.stderr)
+            failed.append(name)
+    if failed:
+        print("not run (missing data): %s" % ", ".join(failed), file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
