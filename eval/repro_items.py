@@ -140,6 +140,9 @@ def plot(data, path):
                 if vals:
                     ax.axhline(100 * np.mean(vals), color=color, ls="--", lw=1, label=method)
             ax.set_xscale("log")
+            Ts = sorted({r["T"] for r in runs if r["T"] is not None})
+            ax.set_xticks(Ts, ["%g" % T for T in Ts])
+            ax.minorticks_off()
             ax.set_xlabel("T")
             ax.set_title("%s: %s (%%)" % (name, metric))
             if i == 0 and j == 0:

@@ -136,7 +136,14 @@ def plot(data, path):
     save_figure(fig, path)
 
 
+def _fmt(cell):
+    if isinstance(cell, float):
+        return "%d" % cell if cell.is_integer() else "%.3g" % cell
+    return str(cell)
+
+
 def markdown(data):
+    """The three tables, with the paper's numbers under the first two."""
     res = data["results"]
     out = []
     if "approximation" in res:
@@ -144,14 +151,14 @@ def markdown(data):
         out.append("Kernel approximation (nu %g, %s unit vectors, d = 256):\n" % (a["nu"], a["kind"]))
         out.append("| " + " | ".join(a["header"]) + " |")
         out.append("|---" * len(a["header"]) + "|")
-        out += ["| " + " | ".join("%.3g" % c if isinstance(c, float) else str(c) for c in r) + " |" for r in a["rows"]]
+        out += ["| " + " | ".join(_fmt(c) for c in r) + " |" for r in a["rows"]]
         out.append("\nPaper (USPS, d = 256): %s.\n" % ", ".join("%s MSE %.1e" % kv for kv in PAPER_MSE.items()))
     if "sampling_time" in res:
         t = res["sampling_time"]
         out.append("Sampling time (d = 64, D = 128, k = 10 samples per call):\n")
         out.append("| " + " | ".join(t["header"]) + " |")
         out.append("|---" * len(t["header"]) + "|")
-        out += ["| " + " | ".join("%g" % c if isinstance(c, float) else str(c) for c in r) + " |" for r in t["rows"]]
+        out += ["| " + " | ".join(_fmt(c) for c in r) + " |" for r in t["rows"]]
         out.append("\nPaper (whole sampled-softmax loss, batch 10, m = 10, d = 64; ms): %s.\n" % "; ".join(
             "n = %s: %s" % (n, ", ".join("%s %.1f" % kv for kv in v.items())) for n, v in PAPER_TIME_MS.items()))
     for name, tr in res.get("training", {}).items():
