@@ -2,14 +2,14 @@
 
 Every method trains an ExtremeClassifier with the configuration pinned here (so changes of the library's
 defaults do not move it): dim 128, hidden and class vectors normalised, tau 0.1, alpha 0.1 decaying to 1e-4, 50
-negatives, 2 workers; full softmax is the per-example kernel on Bibtex and Delicious and the batched BLAS
-trainer (batch 64) on the synthetic sets; uniform and log-uniform proposals with the sampled softmax; LSH Label
-/ LSH Embedding: SimHash, K 8, L 16, bins of 8, tables rebuilt on the 0.01 x 1.5^k schedule. After every epoch
-P@1 on the test set is measured (not counted in the time). Sets: Bibtex and Delicious (train/test files of the
-Extreme Classification Repository) and the synthetic planted-signature sets (``embkit.xc.synthetic.make_xc``,
-Zipf label law) at 1e5 and 1e6 labels. At 1e5 labels full softmax trains until P@1 gains less than 0.5 point in
-an epoch (at most 8 epochs) so the gap to it is measured, not extrapolated; at 1e6 it is not run (hours per
-epoch here).
+negatives, raw feature values (no tf-idf, no row normalisation), 2 workers; full softmax is the per-example
+kernel on Bibtex and Delicious and the batched BLAS trainer (batch 64) on the synthetic sets; uniform and log-
+uniform proposals with the sampled softmax; LSH Label / LSH Embedding: SimHash, K 8, L 16, bins of 8, tables
+rebuilt on the 0.01 x 1.5^k schedule. After every epoch P@1 on the test set is measured (not counted in the
+time). Sets: Bibtex and Delicious (train/test files of the Extreme Classification Repository) and the synthetic
+planted-signature sets (``embkit.xc.synthetic.make_xc``, Zipf label law) at 1e5 and 1e6 labels. At 1e5 labels
+full softmax trains until P@1 gains less than 0.5 point in an epoch (at most 8 epochs) so the gap to it is
+measured, not extrapolated; at 1e6 it is not run (hours per epoch here).
 """
 import time
 
@@ -18,7 +18,7 @@ import numpy as np
 from repro_common import need, pyplot, save_figure, say
 
 COMMON = dict(vector_size=128, normalize=True, tau=0.1, normalize_classes=True, alpha=0.1, min_alpha=1e-4,
-              negative=50, one_label=False, chunk_examples=1 << 13)
+              negative=50, one_label=False, chunk_examples=1 << 13, feature_weighting="none", normalize_rows=False)
 LSH = dict(family="simhash", K=8, L=16, bin_size=8, rebuild_initial=0.01, rebuild_decay=1.5)
 METHODS = {
     "full softmax": dict(loss="full_softmax"),
