@@ -109,3 +109,11 @@ def mean_spread(values):
     if len(v) == 0:
         return None, None
     return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
+
+
+def by_method(runs, methods):
+    """``(method, its runs)`` for every method of ``methods`` (in that order) that has runs."""
+    for method in methods:
+        mine = [r for r in runs if r["method"] == method]
+        if mine:
+            yield method, mine

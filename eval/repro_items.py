@@ -13,7 +13,7 @@ the baselines as lines.
 """
 import numpy as np
 
-from repro_common import mean_spread, need, pyplot, save_figure, say
+from repro_common import by_method, mean_spread, need, pyplot, save_figure, say
 
 METHODS = ("MLE", "SS", "US", "UBS", "PS", "PBS")
 METRICS = ("likelihood", "mpr", "prec50", "prec15", "prec5")
@@ -95,10 +95,7 @@ def run(args, rec):
 def summarise(runs):
     """Per method and metric: the test mean and spread over seeds at the T* chosen on validation (mean)."""
     out = {}
-    for method in METHODS:
-        mine = [r for r in runs if r["method"] == method]
-        if not mine:
-            continue
+    for method, mine in by_method(runs, METHODS):
         row = {}
         for metric in METRICS:
             by_T = {}

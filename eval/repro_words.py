@@ -15,7 +15,7 @@ import gzip
 
 import numpy as np
 
-from repro_common import mean_spread, need, pyplot, save_figure, say
+from repro_common import by_method, mean_spread, need, pyplot, save_figure, say
 
 #: the paper's Table 1 (text8, 15k words): similarity Pearson, analogy precision in %
 PAPER = {
@@ -114,10 +114,7 @@ def run(args, rec):
 def summarise(runs):
     """Mean and spread over seeds of every metric and method."""
     out = {}
-    for name in METHODS:
-        mine = [r for r in runs if r["method"] == name]
-        if not mine:
-            continue
+    for name, mine in by_method(runs, METHODS):
         row = {}
         for m in SIMILARITY:
             for c in ("pearson", "spearman"):
