@@ -14,6 +14,7 @@ its own initialisation and visits every chunk in its own order.  Its probabiliti
 prediction (:func:`member_scores`).
 """
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = ["OneVsAllBatches", "member_scores", "initial_bias", "OPTIMIZER_ARRAYS"]
 
@@ -114,8 +115,15 @@ class OneVsAllBatches:
     def _step(self, idx, cols, m, lr):
         Xb = self.X[idx]
         Yb = self.Y[idx].toarray()
+        # the feature rows the batch uses, and the batch with its columns renumbered to them
+        mask = np.zeros(self.X.shape[1], dtype=bool)
+        mask[Xb.indices] = True
+        used = np.flatnonzero(mask)
+        where = np.cumsum(mask) - 1
+        Xc = sp.csr_matrix((Xb.data, where[Xb.indices], Xb.indptr), shape=(len(idx), len(used)))
+        w_in = self.W_in[used, cols]
         W_out = self.W_out[:, cols]
-        H = np.asarray(Xb @ self.W_in[:, cols], dtype=np.float32)
+        H = np.asarray(Xc @ w_in, dtype=np.float32)
         if self.normalize:
             U, norms = _unit(H)
             H = U / self.tau
@@ -131,26 +139,31 @@ class OneVsAllBatches:
             dH /= self.tau
             dH -= U * np.einsum("ij,ij->i", U, dH)[:, None]
             dH /= norms
-        used = np.unique(Xb.indices)
-        g_in = np.asarray(Xb[:, used].T @ dH, dtype=np.float32)
+        g_in = np.asarray(Xc.T @ dH, dtype=np.float32)
         st = self.state
         st["adam_step"][m] += 1
         t = float(st["adam_step"][m])
         step = lr * np.sqrt(1.0 - _BETA2 ** t) / (1.0 - _BETA1 ** t)
         _adam(W_out, G.T @ H, st["adam_m_out"][:, cols], st["adam_v_out"][:, cols], step)
-        self.W_out[:, cols] = W_out
         if self.learn_bias:
             _adam(self.bias[m], G.sum(axis=0), st["adam_m_bias"][m], st["adam_v_bias"][m], step)
-        w, mo, ve = self.W_in[used, cols], st["adam_m_in"][used, cols], st["adam_v_in"][used, cols]
-        _adam(w, g_in, mo, ve, step)
-        self.W_in[used, cols], st["adam_m_in"][used, cols], st["adam_v_in"][used, cols] = w, mo, ve
+        mo, ve = st["adam_m_in"][used, cols], st["adam_v_in"][used, cols]
+        _adam(w_in, g_in, mo, ve, step)
+        self.W_in[used, cols], st["adam_m_in"][used, cols], st["adam_v_in"][used, cols] = w_in, mo, ve
         return loss
 
 
 def _adam(param, grad, m, v, step):
-    """One Adam step on ``param`` in place (``m``, ``v`` are its moments, updated in place)."""
+    """One Adam step on ``param`` in place (``m``, ``v`` are its moments, updated in place; ``grad`` is
+    overwritten)."""
     m *= _BETA1
     m += (1.0 - _BETA1) * grad
     v *= _BETA2
-    v += (1.0 - _BETA2) * grad * grad
-    param -= step * m / (np.sqrt(v) + _EPS)
+    np.multiply(grad, grad, out=grad)
+    grad *= 1.0 - _BETA2
+    v += grad
+    np.sqrt(v, out=grad)                 # grad is scratch from here on
+    grad += _EPS
+    np.divide(m, grad, out=grad)
+    grad *= step
+    param -= grad
