@@ -25,7 +25,9 @@ def add_parser(subparsers, common):
     src = p.add_argument_group("data (a named set under --root, or --train/--test files)")
     src.add_argument("--data", metavar="NAME", help="Bibtex, Delicious, EURLex-4K, AmazonCat-13K, Wiki10-31K, "
                                                      "Delicious-200K or Amazon-670K")
-    src.add_argument("--root", metavar="DIR", default=".", help="folder holding the named sets")
+    src.add_argument("--root", metavar="DIR", default=".",
+                     help="folder holding the named sets (one file per split, or the newer layout "
+                          "trn_X_Xf.txt, trn_X_Y.txt, tst_X_Xf.txt, tst_X_Y.txt)")
     src.add_argument("--train", metavar="FILE", help="training file (XC format: header 'N F L')")
     src.add_argument("--test", metavar="FILE", help="test file")
     src.add_argument("--allow-mismatch", action="store_true",

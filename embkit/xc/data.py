@@ -43,11 +43,13 @@ from embkit.core.atomic import atomic_path
 from embkit.core.line_blocks import whole_line_blocks
 from embkit.core.read_errors import reading
 
-__all__ = ["XCData", "read_xc", "read_svmlight", "read_xc_header", "write_xc", "BLOCK_BYTES"]
+__all__ = ["XCData", "read_xc", "read_svmlight", "read_xc_header", "read_sparse_matrix", "read_xc_pair", "write_xc",
+           "BLOCK_BYTES"]
 
 #: Bytes read and parsed at a time.
 BLOCK_BYTES = 1 << 22
 _XC_HEADER = re.compile(rb"[ \t]*(\d+)[ \t]+(\d+)[ \t]+(\d+)[ \t]*\r?\n?")
+_MATRIX_HEADER = re.compile(rb"[ \t]*(\d+)[ \t]+(\d+)[ \t]*\r?\n?")
 _LEML_HEADER = re.compile(rb"#[ \t]*num_feature[ \t]*=[ \t]*(\d+)[ \t]+num_label[ \t]*=[ \t]*(\d+)[ \t]*\r?\n?")
 
 
@@ -184,6 +186,59 @@ def read_xc(path, *, header="auto", base=0, label_base=None, n_features=None, n_
         spec = IdSpec(label_base, base, n_labels, n_features, origin)
         parts = _read_blocks(fh, b"" if declared else first, 2 if declared else 1, spec, source, block_bytes)
     return _assemble(parts, declared, spec, source)
+
+
+def read_sparse_matrix(path, *, what="feature", block_bytes=BLOCK_BYTES):
+    """Read one sparse matrix of the XC repository's newer layout (``trn_X_Xf.txt``, ``trn_X_Y.txt``, ...).
+
+    The first line is ``rows columns``, then one line per row of ``column:value`` pairs (0-based columns,
+    an empty line for an empty row).  Returns a csr_matrix (float32).  Errors are ValueErrors naming the
+    file and line, as :func:`read_xc`'s (a column beyond the header's count, a malformed pair, a row count
+    that disagrees with the header, ...); messages call the columns ``what`` ("feature" or "label").
+    """
+    try:
+        return _read_sparse_matrix(path, block_bytes)
+    except ValueError as exc:
+        if what == "feature":
+            raise
+        raise ValueError(str(exc).replace("feature", what)) from None
+
+
+def _read_sparse_matrix(path, block_bytes):
+    source = os.fspath(path)
+    if "://" not in source and not os.path.exists(source):
+        raise FileNotFoundError("data file %r does not exist" % source)
+    from smart_open import open as sopen
+    with reading(source, "data file"), sopen(source, "rb") as fh:
+        first = fh.readline()
+        if first.startswith(b"\xef\xbb\xbf"):
+            first = first[3:]
+        m = _MATRIX_HEADER.fullmatch(first)
+        if not m:
+            raise ValueError("%s, line 1: expected a header 'rows columns', got %r"
+                             % (source, first[:80].decode("utf-8", "replace").rstrip()))
+        n_rows, n_cols = (int(g) for g in m.groups())
+        if n_cols > MAX_ID + 1:
+            raise ValueError("%s, line 1: the header declares %d columns, more than %d" % (source, n_cols, MAX_ID + 1))
+        spec = IdSpec(0, 0, 0, n_cols, "the header (line 1)")
+        parts = _read_blocks(fh, b"", 2, spec, source, block_bytes)
+    return _assemble(parts, (n_rows, n_cols, 0), spec, source).X
+
+
+def read_xc_pair(features_path, labels_path):
+    """One split of the newer layout: features (``*_X_Xf.txt``) and labels (``*_X_Y.txt``) as an XCData.
+
+    Label values are ignored (every stored label is positive).  ValueError when the two files have
+    different numbers of rows, naming both.
+    """
+    X = read_sparse_matrix(features_path)
+    Y = read_sparse_matrix(labels_path, what="label")
+    if X.shape[0] != Y.shape[0]:
+        raise ValueError("%s has %d rows but %s has %d: they must describe the same points"
+                         % (os.fspath(features_path), X.shape[0], os.fspath(labels_path), Y.shape[0]))
+    Y.data[:] = 1.0
+    return XCData(X, Y, source="%s + %s" % (os.fspath(features_path), os.fspath(labels_path)),
+                  header=(X.shape[0], X.shape[1], Y.shape[1]))
 
 
 def read_svmlight(path, *, base, label_base=None, n_features=None, n_labels=None):

@@ -2,7 +2,8 @@
 
 Nothing is downloaded: the repository's files are large and behind links that change, so
 :func:`load_xc_dataset` reads them from a folder the user has filled, finds the train and test files
-by the usual names, and checks their sizes against the published ones.
+by the usual names (the older layout, one file per split, or the newer one, ``trn_X_Xf.txt``,
+``trn_X_Y.txt``, ``tst_X_Xf.txt``, ``tst_X_Y.txt``), and checks their sizes against the published ones.
 
 Where the numbers come from
 ---------------------------
@@ -27,7 +28,7 @@ import re
 from dataclasses import dataclass
 
 from embkit.evaluation.xc import PROPENSITY_PARAMETERS
-from embkit.xc.data import read_xc, read_xc_header
+from embkit.xc.data import read_xc, read_xc_header, read_xc_pair
 
 __all__ = ["XCDatasetInfo", "XC_DATASETS", "xc_dataset_info", "find_xc_files", "load_xc_dataset",
            "StatisticsMismatch"]
@@ -77,7 +78,7 @@ _TABLE = [
     XCDatasetInfo("Delicious-200K", 196606, 100095, 782585, 205443, aliases=("deliciouslarge",)),
     XCDatasetInfo("WikiLSHTC-325K", 1778351, 587084, 1617899, 325056, "wikipedia",
                   aliases=("wikilshtc", "wiki325k")),
-    XCDatasetInfo("Amazon-670K", 490449, 153025, 135909, 670091, "amazon", aliases=("amazon670",)),
+    XCDatasetInfo("Amazon-670K", 490449, 153025, 135909, 670091, "amazon", aliases=("amazon670", "amazon")),
 ]
 
 #: The known sets, name -> :class:`XCDatasetInfo`.
@@ -86,6 +87,8 @@ XC_DATASETS = {info.name: info for info in _TABLE}
 _TRAIN_WORDS = ("train", "trn")
 _TEST_WORDS = ("test", "tst")
 _SUFFIXES = (".gz", ".bz2", ".txt", ".xc", ".svm", ".libsvm", ".data")
+#: the repository's newer layout: features and labels of a split in separate files (``.gz``/``.bz2`` too)
+NEWER_LAYOUT = {"train": ("trn_X_Xf.txt", "trn_X_Y.txt"), "test": ("tst_X_Xf.txt", "tst_X_Y.txt")}
 
 
 class StatisticsMismatch(ValueError):
@@ -157,18 +160,20 @@ def find_xc_files(name, root):
     In a folder, train files are named ``<set>_train``, ``<set>-trn``, ``train``, ``trn`` (test:
     ``test``, ``tst``), with any of the endings ``.txt``, ``.xc``, ``.svm``, ``.libsvm``, ``.data``,
     ``.gz``, ``.bz2`` (e.g. ``bibtex_train.xc.txt.gz``, ``Bibtex/train.txt``); a file named after
-    the set wins over a bare ``train.txt``.  (The repository's newer layout, with features and
-    labels in separate files such as ``trn_X_Xf.txt`` and ``trn_X_Y.txt``, is not read.)
+    the set wins over a bare ``train.txt``.  The repository's newer layout, features and labels in
+    separate files (:data:`NEWER_LAYOUT`: ``trn_X_Xf.txt``, ``trn_X_Y.txt``, ``tst_X_Xf.txt``,
+    ``tst_X_Y.txt``, bag-of-words features), is found in the same folders and wins over the older one.
 
     Returns
     -------
-    (str, str)
-        Train and test file.
+    (str, str) or ((str, str), (str, str))
+        Train and test file; with the newer layout, ``(features, labels)`` files of each.
 
     Raises
     ------
     FileNotFoundError
-        If `root` is not a folder or a split has no file; the message says where it looked.
+        If `root` is not a folder or a split has no file, or a folder holds one split (or some files of
+        the newer layout) without the other: the message names the missing file and says where it looked.
     ValueError
         If a folder holds several equally good files for a split.
     """
@@ -179,6 +184,9 @@ def find_xc_files(name, root):
     names = _names(info)
     dirs = _candidate_dirs(info, root)
     for directory in dirs:
+        newer = _newer_layout(directory)
+        if newer is not None:
+            return newer
         best = {}
         for entry in sorted(os.listdir(directory)):
             path = os.path.join(directory, entry)
@@ -187,10 +195,37 @@ def find_xc_files(name, root):
                 best.setdefault(split, {}).setdefault(rank, []).append(path)
         if "train" in best and "test" in best:
             return tuple(_pick(best[split], split, info.name) for split in ("train", "test"))
+        if best and directory != root or any(0 in ranked for ranked in best.values()):
+            have, missing = ("train", "test") if "train" in best else ("test", "train")
+            raise FileNotFoundError(
+                "%s: found the %s file %s of %s but no %s file (looked for '%s_%s.txt', '%s.txt', '%s.txt', "
+                "optionally .gz/.bz2)" % (directory, have, _pick(best[have], have, info.name), info.name, missing,
+                                          names[0], missing, missing, "tst" if missing == "test" else "trn"))
     raise FileNotFoundError(
         "no train and test files of %s found; looked in %s for files named like '%s_train.txt', "
         "'train.txt', '%s_test.xc.txt.gz', 'tst.txt' (optionally .gz/.bz2)"
         % (info.name, ", ".join(repr(d) for d in dirs), names[0], names[0]))
+
+
+def _newer_layout(directory):
+    """``((train X, train Y), (test X, test Y))`` of the newer layout in `directory`, None when it has none
+    of its files; FileNotFoundError naming the missing ones when it has only some."""
+    found, missing = {}, []
+    for split, names in NEWER_LAYOUT.items():
+        for name in names:
+            paths = [os.path.join(directory, name + ext) for ext in ("", ".gz", ".bz2")]
+            hit = [p for p in paths if os.path.isfile(p)]
+            if hit:
+                found[name] = hit[0]
+            else:
+                missing.append(name)
+    if not found:
+        return None
+    if missing:
+        raise FileNotFoundError("%s holds %s of the XC repository's newer layout but not %s"
+                                % (directory, ", ".join(sorted(os.path.basename(p) for p in found.values())),
+                                   ", ".join(missing)))
+    return tuple(tuple(found[name] for name in NEWER_LAYOUT[split]) for split in ("train", "test"))
 
 
 def _pick(ranked, split, name):
@@ -232,7 +267,10 @@ def load_xc_dataset(name, root, *, allow_mismatch=False, base=0):
     train_path, test_path = find_xc_files(info.name, root)
     out = []
     for split, path, n_points in (("train", train_path, info.n_train), ("test", test_path, info.n_test)):
-        if read_xc_header(path) is None and not allow_mismatch:
+        if isinstance(path, tuple):               # the newer layout: features and labels files
+            data = read_xc_pair(*path)
+            path = " + ".join(path)
+        elif read_xc_header(path) is None and not allow_mismatch:
             data = read_xc(path, base=base, n_features=info.n_features, n_labels=info.n_labels)
         else:
             data = read_xc(path, base=base)
