@@ -48,6 +48,9 @@ def build_parser():
     p.add_argument("--seeds", type=int, default=None, help="seeds per method (default: 1 quick, 3 full)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--corpus", default=None, help="table1: a text8-style corpus instead of gcide")
+    p.add_argument("--sets", nargs="+", default=None,
+                   help="lsh: run only these sets (bibtex delicious synthetic-1e5 synthetic-1e6); the files are "
+                        "named after them")
     p.add_argument("--plot-only", action="store_true", help="redraw the plot from the JSON")
     p.add_argument("--markdown", action="store_true", help="print the results tables from the JSON")
     return p
@@ -55,7 +58,7 @@ def build_parser():
 
 def run_one(name, args, argv):
     module = importlib.import_module(REPRODUCTIONS[name])
-    stem = os.path.join(args.out, name + ("-quick" if args.quick else ""))
+    stem = os.path.join(args.out, name + ("-quick" if args.quick else "") + "".join("-" + x for x in args.sets or ()))
     if args.plot_only or args.markdown:
         with open(stem + ".json") as fh:
             data = json.load(fh)
