@@ -11,7 +11,7 @@ merging on the client, and analogy accuracy (restrict_vocab 30000), WS-353 and S
 Usage::
 
     python eval/bench_cluster.py [--corpus FILE] [--epochs 5] [--seeds 1 2 3] [--clusters 1 2]
-                                 [--syncs 4] [--reconcile average] [--json out.json]
+                                 [--syncs 4] [--reconcile average] [--interleave] [--json out.json]
 
 Nothing is asserted: it prints one line per run, a markdown table (mean ± spread over seeds) and the
 command line.  Timings need the machine's cores to itself.
@@ -34,15 +34,17 @@ from bench_word2vec import default_corpus, evaluate  # noqa: E402
 from embkit import Word2Vec  # noqa: E402
 
 
-def write_shards(corpus, directory, n):
-    """``corpus`` cut into ``n`` plain-text files of consecutive lines (about equal sizes); their glob."""
+def write_shards(corpus, directory, n, interleave=False):
+    """``corpus`` cut into ``n`` plain-text files of consecutive lines (about equal sizes), or dealt line by
+    line with ``interleave``; their glob."""
     opener = gzip.open if corpus.endswith(".gz") else open
     with opener(corpus, "rt", encoding="utf-8") as fh:
         lines = fh.read().splitlines()
     step = -(-len(lines) // n)
     for k in range(n):
+        part = lines[k::n] if interleave else lines[k * step:(k + 1) * step]
         with open(os.path.join(directory, "shard-%03d.txt" % k), "w", encoding="utf-8") as out:
-            out.write("\n".join(lines[k * step:(k + 1) * step]) + "\n")
+            out.write("\n".join(part) + "\n")
     return os.path.join(directory, "shard-*.txt")
 
 
@@ -104,6 +106,7 @@ def main(argv=None):
     p.add_argument("--clusters", type=int, nargs="*", default=[1, 2], help="worker processes of each cluster run")
     p.add_argument("--no-single", action="store_true", help="skip the one-process run")
     p.add_argument("--shards", type=int, default=8)
+    p.add_argument("--interleave", action="store_true", help="deal the lines into the shards one by one")
     p.add_argument("--syncs", type=int, default=4, help="reconciliations per epoch")
     p.add_argument("--reconcile", default="average", choices=("average", "sum"))
     p.add_argument("--json", default=None, metavar="FILE")
@@ -112,7 +115,7 @@ def main(argv=None):
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        pattern = write_shards(args.corpus, tmp, args.shards)
+        pattern = write_shards(args.corpus, tmp, args.shards, args.interleave)
         for seed in args.seeds:
             if not args.no_single:
                 rows.append(run_one(args, "1 process", seed, args.corpus))
