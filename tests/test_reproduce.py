@@ -50,3 +50,52 @@ def test_an_interrupted_reproduction_keeps_its_json(tmp_path, monkeypatch):
 def test_mean_spread():
     assert repro_common.mean_spread([1.0, 3.0]) == (2.0, pytest.approx(2 ** 0.5))
     assert repro_common.mean_spread([4.0]) == (4.0, 0.0)
+
+
+def _run(method, T, seed, val, test=0.5):
+    metrics = ("likelihood", "mpr", "prec50", "prec15", "prec5")
+    return dict(method=method, T=T, seed=seed, validation=dict.fromkeys(metrics, val),
+                test=dict.fromkeys(metrics, test), seconds=1.0)
+
+
+def test_table2_picks_T_star_on_the_seeds_that_ran_the_whole_grid():
+    import repro_items
+    runs = [_run("UBS", 1, 1, 0.80, 0.70), _run("UBS", 6, 1, 0.90, 0.60), _run("UBS", 36, 1, 0.85, 0.65),
+            # seed 2 ran only T = 1, with a better validation value: not a grid seed, so it cannot move T*
+            _run("UBS", 1, 2, 0.99, 0.72), _run("UBS", 6, 2, 0.80, 0.64)]
+    assert repro_items.grid_seeds(runs) == [1]
+    assert repro_items.choose_T(runs, "mpr") == 6
+    assert repro_items.best_Ts(runs, "UBS") == {6} and repro_items.best_Ts(runs, "PBS") == set()
+    row = repro_items.summarise(runs)["UBS"]["mpr"]
+    assert row["T"] == 6 and row["seeds"] == 2 and row["mean"] == pytest.approx(0.62)
+    assert repro_items.sweep(runs, "UBS", "mpr") == [(1, 0.70, 0.0), (6, 0.60, 0.0), (36, 0.65, 0.0)]
+    # once every seed ran every T, the validation mean over them decides
+    both = runs + [_run("UBS", 36, 2, 0.70)]
+    assert repro_items.grid_seeds(both) == [1, 2] and repro_items.choose_T(both, "mpr") == 1
+
+
+def test_table2_reruns_only_the_best_T_with_more_seeds(tmp_path, monkeypatch, shared_data):
+    pytest.importorskip("implicit")
+    import repro_items
+    monkeypatch.setenv("EMBKIT_SHARED_DATA", shared_data)
+    monkeypatch.setitem(repro_items.PLANS, True, dict(words=20_000, vocab=300, seeds=2, T=[1, 36], sets=[
+        dict(name="gcide", epochs=1, mle_seeds=1, boltzmann="mh", sweep="best"),
+        dict(name="gcide", key="gcide exact check", epochs=1, mle_seeds=0, boltzmann="exact", sweep="all",
+             seeds=1, methods=repro_items.BOLTZMANN, peers=False)]))
+    args = reproduce.build_parser().parse_args(["table2", "--quick", "--workers", "1"])
+    rec = repro_common.Record(str(tmp_path / "t.json"), "table2", True, ["table2", "--quick"])
+    repro_items.run(args, rec)
+    main, check = rec.get("gcide"), rec.get("gcide exact check")
+    first = [r for r in main["runs"] if r["seed"] == 1]
+    assert {(r["method"], r["T"]) for r in first} == {(m, None) for m in ("MLE", "SS", "US", "PS")} | {
+        (m, T) for m in repro_items.BOLTZMANN for T in (1, 36)}
+    second = [r for r in main["runs"] if r["seed"] == 2]
+    assert {r["method"] for r in second if r["T"] is None} == {"SS", "US", "PS"}
+    for method in repro_items.BOLTZMANN:
+        assert {r["T"] for r in second if r["method"] == method} == repro_items.best_Ts(first, method)
+    assert main["summary"]["MLE"]["mpr"]["seeds"] == 1 and main["summary"]["SS"]["mpr"]["seeds"] == 2
+    assert [p["method"] for p in main["peers"]] == ["implicit ALS", "implicit BPR"]
+    assert {(r["method"], r["T"], r["seed"]) for r in check["runs"]} == {
+        (m, T, 1) for m in repro_items.BOLTZMANN for T in (1, 36)} and check["peers"] == []
+    text = repro_items.markdown(rec.data)
+    assert "(1 seed)" in text and "gcide exact check" in text and "| 36 |" in text
