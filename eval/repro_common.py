@@ -46,16 +46,25 @@ def need(relative):
 class Record:
     """The numbers of one reproduction, written to ``path`` (atomically) after every addition.
 
-    An interrupted run keeps what finished: every ``add`` rewrites the file.
+    An interrupted run keeps what finished: every ``add`` rewrites the file.  With ``resume`` the results of
+    an existing file are kept (a reproduction then runs only what they lack) and its wall time is carried on.
     """
 
-    def __init__(self, path, name, quick, argv):
+    def __init__(self, path, name, quick, argv, resume=False):
         self.path = path
         self.start = time.perf_counter()
+        self.before = 0.0
         self.data = {"reproduction": name, "quick": quick, "command": "python eval/reproduce.py " + " ".join(argv),
                      "machine": "%s, %d cores (shared VM)" % (platform.processor() or platform.machine(),
                                                              os.cpu_count()),
                      "complete": False, "results": {}}
+        if resume and os.path.exists(path):
+            with open(path) as fh:
+                old = json.load(fh)
+            self.before = old.get("wall_seconds", 0.0)
+            self.data["results"] = old.get("results", {})
+            self.data["resumed_from"] = old.get("resumed_from", []) + [
+                {"command": old.get("command"), "wall_seconds": self.before}]
         self.save()
 
     def add(self, key, value):
@@ -70,7 +79,7 @@ class Record:
         self.save()
 
     def save(self):
-        self.data["wall_seconds"] = round(time.perf_counter() - self.start, 1)
+        self.data["wall_seconds"] = round(self.before + time.perf_counter() - self.start, 1)
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         with atomic_path(self.path) as tmp:
             with open(tmp, "w") as fh:

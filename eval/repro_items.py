@@ -93,14 +93,14 @@ def configs(Ts, boltzmann, methods=METHODS):
 
 
 def seed_configs(plan, seed, Ts, runs):
-    """The configurations seed ``seed`` runs under ``plan`` (``runs``: what the earlier seeds gave)."""
+    """The configurations but MLE that seed ``seed`` runs under ``plan`` (``runs``: the earlier seeds')."""
     todo = []
     for method, T, kw in configs(Ts, plan["boltzmann"], plan.get("methods", METHODS)):
-        if method == "MLE" and seed > plan["mle_seeds"]:
+        if method == "MLE":
             continue
         if T is not None and seed > 1 and plan["sweep"] == "best" and T not in best_Ts(runs, method):
             continue
-        todo.append((method, T, kw))
+        todo.append((seed, method, T, kw))
     return todo
 
 
@@ -140,10 +140,18 @@ def run(args, rec):
             loaded[name] = load(name, mode)
         n_items, (train, val, test) = loaded[name]
         say("table2 %s: %d items, pairs %d / %d / %d" % (key, n_items, train.total, val.total, test.total))
-        result = dict(items=n_items, pairs=[train.total, val.total, test.total], epochs=plan["epochs"],
-                      boltzmann=plan["boltzmann"], runs=[], peers=[])
-        for seed in range(1, plan.get("seeds", args.seeds or mode["seeds"]) + 1):
-            for method, T, kw in seed_configs(plan, seed, mode["T"], result["runs"]):
+        result = rec.get(key) or dict(items=n_items, pairs=[train.total, val.total, test.total],
+                                      epochs=plan["epochs"], boltzmann=plan["boltzmann"], runs=[], peers=[])
+        done = {(r["method"], r["T"], r["seed"]) for r in result["runs"]}
+        n_seeds = plan.get("seeds", args.seeds or mode["seeds"])
+        mle = [(seed, m, T, kw) for m, T, kw in configs(mode["T"], plan["boltzmann"], plan.get("methods", METHODS))
+               if m == "MLE" for seed in range(1, min(plan["mle_seeds"], n_seeds) + 1)]
+        for last in range(1, n_seeds + 1):
+            # MLE, the costliest, after the last seed: a run cut short loses it first
+            todo = seed_configs(plan, last, mode["T"], result["runs"]) + (mle if last == n_seeds else [])
+            for seed, method, T, kw in todo:
+                if (method, T, seed) in done:
+                    continue
                 val_m, test_m, seconds, best_epoch = train_one(train, val, test, plan["epochs"], seed,
                                                                args.workers, kw, plan.get("validate") != "last")
                 result["runs"].append(dict(method=method, T=T, seed=seed, validation=val_m, test=test_m,
@@ -152,7 +160,7 @@ def run(args, rec):
                 say("table2 %s seed %d %-3s T=%-4s: MPR %.2f P@50 %.2f P@5 %.2f (%.0fs)"
                     % (key, seed, method, T, 100 * test_m["mpr"], 100 * test_m["prec50"], 100 * test_m["prec5"],
                        seconds))
-        if plan.get("peers", True):
+        if plan.get("peers", True) and not result["peers"]:
             result["peers"] = run_peers(train, test, _Args(100, args.workers, 1))
         result["summary"] = summarise(result["runs"])
         rec.add(key, result)

@@ -51,6 +51,8 @@ def build_parser():
     p.add_argument("--sets", nargs="+", default=None,
                    help="lsh: run only these sets (bibtex delicious synthetic-1e5 synthetic-1e6); the files are "
                         "named after them")
+    p.add_argument("--resume", action="store_true",
+                   help="table2: keep the runs of an existing JSON and run only what it lacks")
     p.add_argument("--plot-only", action="store_true", help="redraw the plot from the JSON")
     p.add_argument("--markdown", action="store_true", help="print the results tables from the JSON")
     return p
@@ -69,7 +71,7 @@ def run_one(name, args, argv):
                 name, " (quick)" if data["quick"] else "", data["command"], data["machine"], data["wall_seconds"],
                 "" if data["complete"] else ", INTERRUPTED: partial", module.markdown(data)))
         return
-    rec = Record(stem + ".json", name, args.quick, argv)
+    rec = Record(stem + ".json", name, args.quick, argv, resume=args.resume)
     t0 = time.perf_counter()
     try:
         module.run(args, rec)

@@ -99,3 +99,14 @@ def test_table2_reruns_only_the_best_T_with_more_seeds(tmp_path, monkeypatch, sh
         (m, T, 1) for m in repro_items.BOLTZMANN for T in (1, 36)} and check["peers"] == []
     text = repro_items.markdown(rec.data)
     assert "(1 seed)" in text and "gcide exact check" in text and "| 36 |" in text
+    # --resume keeps the finished runs and trains only what the file lacks (here: the MLE run, MLE being last)
+    assert main["runs"][-1]["method"] == "MLE"
+    data = json.loads((tmp_path / "t.json").read_text())
+    kept = data["results"]["gcide"]["runs"][:-1]
+    data["results"]["gcide"]["runs"] = kept
+    (tmp_path / "t.json").write_text(json.dumps(data))
+    again = repro_common.Record(str(tmp_path / "t.json"), "table2", True, ["table2", "--resume"], resume=True)
+    repro_items.run(args, again)
+    runs = again.get("gcide")["runs"]
+    assert runs[:-1] == kept and runs[-1]["method"] == "MLE" and len(runs) == len(main["runs"])
+    assert again.data["resumed_from"][0]["wall_seconds"] == data["wall_seconds"] <= again.data["wall_seconds"]
