@@ -14,7 +14,6 @@ from distributed import Client, LocalCluster, fire_and_forget  # noqa: E402
 from _cases import pairings, refused  # noqa: E402
 from embkit import Word2Vec  # noqa: E402
 from embkit.core import cluster as cluster_mod  # noqa: E402
-from embkit.core.reconcile import adopt_update, apply_update, changed_rows, merge  # noqa: E402
 from embkit.core.replica import REPLICAS, ShardReadError, close_replicas, open_replica, train_round  # noqa: E402
 from embkit.text.shards import TextShard, resolve_files  # noqa: E402
 
@@ -45,48 +44,6 @@ def planted_shards(tmp_path, planted):
     groups, sentences = planted
     write_shards(tmp_path, sentences, 4, ".txt.gz")
     return groups, sentences, str(tmp_path / "part-*.txt.gz")
-
-
-# ----------------------------------------------------------------------------- reconciliation
-
-
-def test_merge_adds_or_averages_the_rows_each_replica_changed():
-    current = np.arange(12, dtype=np.float32).reshape(4, 3)
-    a = current.copy()
-    a[0] += 1.0
-    a[2] += 4.0
-    b = current.copy()
-    b[2] += 2.0
-    b[3] -= 3.0
-    deltas = [changed_rows(a, current), changed_rows(b, current)]
-    assert deltas[0].ids.tolist() == [0, 2] and deltas[1].ids.tolist() == [2, 3]
-    total = merge(4, deltas, "sum")
-    assert total.ids.tolist() == [0, 2, 3]
-    np.testing.assert_allclose(total.values.astype(np.float32), [[1.0] * 3, [6.0] * 3, [-3.0] * 3])
-    # a row one replica changed keeps its whole step; a row both changed moves by the mean step
-    avg = merge(4, deltas, "average")
-    np.testing.assert_allclose(avg.values.astype(np.float32), [[1.0] * 3, [3.0] * 3, [-3.0] * 3])
-    with pytest.raises(ValueError, match="mode"):
-        merge(4, deltas, "median")
-
-
-@pytest.mark.parametrize("trained", [20, 48], ids=["sparse", "dense"])
-def test_replicas_adopt_exactly_the_clients_table(trained):
-    # deltas of a few rows travel as (ids, rows); deltas of nearly every row travel whole
-    rng = np.random.default_rng(0)
-    client_table = rng.standard_normal((50, 8)).astype(np.float32)
-    replicas = [client_table.copy() for _ in range(2)]
-    bases = [client_table.copy() for _ in range(2)]
-    for k, table in enumerate(replicas):       # each replica trains some rows
-        rows = rng.choice(50, trained, replace=False)
-        table[rows] += 1e-3 * rng.standard_normal((trained, 8)).astype(np.float32)
-    deltas = [changed_rows(t, b) for t, b in zip(replicas, bases)]
-    assert [len(d) for d in deltas] == [trained if trained < 45 else 50] * 2
-    update = merge(50, deltas, "sum")
-    apply_update(update, client_table)
-    for table, base in zip(replicas, bases):
-        adopt_update(update, table, base)
-        assert np.array_equal(table, client_table) and np.array_equal(base, client_table)
 
 
 def test_text_shard_rounds_cover_every_sentence_once(tmp_path, planted):

@@ -8,7 +8,9 @@ holds the client's tables again, bit for bit (the same float32 additions happen 
 
 Deltas travel as float16 (:data:`WIRE_DTYPE`): half the bytes of float32, with a relative rounding error of
 at most 2**-11 of a round's step (far below the noise of stochastic gradient steps); the tables stay
-float32 everywhere.
+float32 everywhere.  Finding, merging and applying the rows runs in :mod:`embkit._kernels.deltas`, one
+pass over the rows each, without the GIL (the numpy equivalent took several passes and float16
+conversions: about 0.1 s per table of 44k x 100 on each side of every reconciliation).
 
 Two merges are offered (``mode``):
 
@@ -21,6 +23,8 @@ Two merges are offered (``mode``):
   make the training loss rise from epoch to epoch), so it is offered for few workers only.
 """
 import numpy as np
+
+from embkit._kernels import deltas as _kernel
 
 MODES = ("average", "sum")
 #: dtype of the deltas on the wire
@@ -46,25 +50,22 @@ class RowDelta:
         return len(self.ids)
 
 
-#: a delta covering at least this fraction of the rows is sent whole (its unchanged rows are zeros): no
-#: gathers or scatters of rows, for a few more bytes
-DENSE_FRACTION = 0.9
+def _bits(values):
+    """The float16 ``values`` as their uint16 bits (a view), for the kernels."""
+    return np.ascontiguousarray(values, dtype=WIRE_DTYPE).view(np.uint16)
+
+
+def _compact(values, ids, count):
+    """A :class:`RowDelta` of the first ``count`` rows a kernel wrote into buffers with room for every row
+    (views: nearly every row changes in a round, so a copy would save little memory)."""
+    return RowDelta(ids[:count], values[:count].view(WIRE_DTYPE))
 
 
 def changed_rows(table, base):
     """:class:`RowDelta` of the rows where ``table`` differs from ``base`` (``table - base`` there)."""
-    diff = np.subtract(table, base)
-    changed = diff.any(axis=1)
-    count = int(np.count_nonzero(changed))
-    if count >= DENSE_FRACTION * len(changed):
-        return RowDelta(np.arange(len(changed), dtype=np.int32), diff.astype(WIRE_DTYPE))
-    ids = np.flatnonzero(changed).astype(np.int32)
-    return RowDelta(ids, diff[ids].astype(WIRE_DTYPE))
-
-
-def _whole(delta, n_rows):
-    """Whether ``delta`` holds every row (in order)."""
-    return len(delta) == n_rows
+    values = np.empty(table.shape, dtype=np.uint16)
+    ids = np.empty(table.shape[0], dtype=np.int32)
+    return _compact(values, ids, _kernel.changed_rows(table, base, values, ids))
 
 
 def merge(n_rows, deltas, mode="average"):
@@ -95,34 +96,20 @@ def merge(n_rows, deltas, mode="average"):
     total = np.zeros((n_rows, dim), dtype=np.float32)
     seen = np.zeros(n_rows, dtype=np.int32)
     for d in deltas:
-        if _whole(d, n_rows):
-            total += d.values
-            seen += d.values.any(axis=1)
-        else:                   # ids are unique within one delta: fancy-indexed += is exact
-            total[d.ids] += d.values
-            seen[d.ids] += 1
-    if mode == "average":
-        total /= np.maximum(seen, 1)[:, None]
-    if np.count_nonzero(seen) >= DENSE_FRACTION * n_rows:
-        return RowDelta(np.arange(n_rows, dtype=np.int32), total.astype(WIRE_DTYPE))
-    ids = np.flatnonzero(seen).astype(np.int32)
-    return RowDelta(ids, total[ids].astype(WIRE_DTYPE))
+        _kernel.accumulate(total, seen, np.ascontiguousarray(d.ids, dtype=np.int32), _bits(d.values))
+    values = np.empty((n_rows, dim), dtype=np.uint16)
+    ids = np.empty(n_rows, dtype=np.int32)
+    return _compact(values, ids, _kernel.finish(total, seen, mode == "average", values, ids))
 
 
 def apply_update(update, table):
     """Add the merged steps to ``table`` (the client's reconciled table)."""
-    if _whole(update, table.shape[0]):
-        table += update.values
-    elif len(update):
-        table[update.ids] += update.values.astype(np.float32)
+    if len(update):
+        _kernel.add_rows(table, update.ids, _bits(update.values))
 
 
 def adopt_update(update, table, base):
     """Make a replica's ``table`` and ``base`` the reconciled table: ``base`` takes the merged steps (as
     the client's table did) and ``table`` copies the changed rows from it."""
-    if _whole(update, table.shape[0]):
-        base += update.values
-        np.copyto(table, base)
-    elif len(update):
-        base[update.ids] += update.values.astype(np.float32)
-        table[update.ids] = base[update.ids]
+    if len(update):
+        _kernel.adopt_rows(table, base, update.ids, _bits(update.values))

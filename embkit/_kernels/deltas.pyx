@@ -1,0 +1,103 @@
+"""Row deltas of table replicas, each in one pass over the rows (used by :mod:`embkit.core.reconcile`).
+
+Deltas are float16 on the wire; here they are ``uint16`` arrays holding the float16 bits (``half.h``
+converts, rounding to nearest even as numpy does), so that every function runs without the GIL and
+without temporary float32 tables.  Ids are ``int32``; within one delta they are increasing and unique.
+"""
+from libc.stdint cimport int32_t, uint16_t
+
+cdef extern from "half.h" nogil:
+    uint16_t f32_to_f16(float value)
+    float f16_to_f32(uint16_t bits)
+
+
+def _check_rows(const int32_t[::1] ids, Py_ssize_t n_rows, str what):
+    cdef Py_ssize_t k
+    for k in range(ids.shape[0]):
+        if ids[k] < 0 or ids[k] >= n_rows:
+            raise ValueError("%s holds row %d outside a table of %d rows" % (what, ids[k], n_rows))
+
+
+def changed_rows(const float[:, ::1] table, const float[:, ::1] base, uint16_t[:, ::1] values,
+                 int32_t[::1] ids):
+    """Write the rows where ``table`` differs from ``base``: their ids and ``table - base`` as float16 bits.
+
+    ``values`` and ``ids`` have room for every row; returns the number of changed rows written.
+    """
+    cdef Py_ssize_t n = table.shape[0], d = table.shape[1], i, j, k = 0
+    cdef bint changed
+    if base.shape[0] != n or base.shape[1] != d or values.shape[0] < n or values.shape[1] != d or ids.shape[0] < n:
+        raise ValueError("changed_rows: table %s, base %s, values %s and ids %s do not fit"
+                         % ((n, d), (base.shape[0], base.shape[1]), (values.shape[0], values.shape[1]),
+                            ids.shape[0]))
+    with nogil:
+        for i in range(n):
+            changed = False
+            for j in range(d):
+                if table[i, j] != base[i, j]:
+                    changed = True
+                    break
+            if changed:
+                for j in range(d):
+                    values[k, j] = f32_to_f16(table[i, j] - base[i, j])
+                ids[k] = <int32_t>i
+                k += 1
+    return k
+
+
+def accumulate(float[:, ::1] total, int32_t[::1] seen, const int32_t[::1] ids, const uint16_t[:, ::1] values):
+    """Add the float16 steps ``values`` of rows ``ids`` into ``total`` and count each row in ``seen``."""
+    cdef Py_ssize_t m = ids.shape[0], d = total.shape[1], k, j
+    cdef int32_t i
+    if values.shape[0] != m or (m and values.shape[1] != d):
+        raise ValueError("accumulate: %d ids for %d rows of values" % (m, values.shape[0]))
+    _check_rows(ids, total.shape[0], "a delta")
+    with nogil:
+        for k in range(m):
+            i = ids[k]
+            seen[i] += 1
+            for j in range(d):
+                total[i, j] += f16_to_f32(values[k, j])
+
+
+def finish(const float[:, ::1] total, const int32_t[::1] seen, bint average, uint16_t[:, ::1] values,
+           int32_t[::1] ids):
+    """Write one float16 step per row seen at least once: the total, or with ``average`` the total over
+    the count.  ``values`` and ``ids`` have room for every row; returns the number written."""
+    cdef Py_ssize_t n = total.shape[0], d = total.shape[1], i, j, k = 0
+    cdef float scale
+    with nogil:
+        for i in range(n):
+            if seen[i] == 0:
+                continue
+            scale = 1.0 / seen[i] if average else 1.0
+            for j in range(d):
+                values[k, j] = f32_to_f16(total[i, j] * scale)
+            ids[k] = <int32_t>i
+            k += 1
+    return k
+
+
+def add_rows(float[:, ::1] table, const int32_t[::1] ids, const uint16_t[:, ::1] values):
+    """``table[ids] += values`` (float16 steps widened to float32)."""
+    cdef Py_ssize_t m = ids.shape[0], d = table.shape[1], k, j
+    cdef int32_t i
+    _check_rows(ids, table.shape[0], "an update")
+    with nogil:
+        for k in range(m):
+            i = ids[k]
+            for j in range(d):
+                table[i, j] += f16_to_f32(values[k, j])
+
+
+def adopt_rows(float[:, ::1] table, float[:, ::1] base, const int32_t[::1] ids, const uint16_t[:, ::1] values):
+    """``base[ids] += values`` and ``table[ids] = base[ids]``: a replica takes the reconciled rows."""
+    cdef Py_ssize_t m = ids.shape[0], d = table.shape[1], k, j
+    cdef int32_t i
+    _check_rows(ids, table.shape[0], "an update")
+    with nogil:
+        for k in range(m):
+            i = ids[k]
+            for j in range(d):
+                base[i, j] += f16_to_f32(values[k, j])
+                table[i, j] = base[i, j]

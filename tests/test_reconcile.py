@@ -1,0 +1,80 @@
+"""Reconciling replicas without a cluster: merges, replicas adopting the client's tables bit for bit, float16
+conversions exactly as numpy's, bad ids refused."""
+import numpy as np
+import pytest
+
+from embkit._kernels import deltas
+from embkit.core.reconcile import WIRE_DTYPE, adopt_update, apply_update, changed_rows, merge
+
+
+def test_float16_steps_round_as_numpy_does():
+    rng = np.random.default_rng(3)
+    magnitudes = 10.0 ** rng.integers(-10, 7, 200_000)
+    special = [np.inf, -np.inf, np.nan, 65504, 65519.99, 65520, 1e6, 2.0 ** -14, 2.0 ** -24, 2.0 ** -25,
+               2.0 ** -25 * 1.0000001, 3 * 2.0 ** -26, 6e-8, 1e-8, -5.96e-8, 1.5 * 2.0 ** -24]
+    values = np.concatenate([rng.standard_normal(200_000) * magnitudes, special]).astype(np.float32)
+    table = values.reshape(-1, 4 if len(values) % 4 == 0 else 1)
+    delta = changed_rows(table, np.zeros_like(table))
+    changed = np.flatnonzero((table != 0).any(axis=1))
+    assert np.array_equal(delta.ids, changed)
+    assert delta.values.dtype == WIRE_DTYPE
+    with np.errstate(over="ignore"):       # numpy warns where a value becomes infinity
+        expected = table[changed].astype(np.float16)
+    assert np.array_equal(delta.values.view(np.uint16), expected.view(np.uint16))
+
+
+def test_float16_widens_exactly_for_every_bit_pattern():
+    bits = np.arange(65536, dtype=np.uint16).reshape(-1, 1)
+    table = np.zeros((65536, 1), np.float32)
+    deltas.add_rows(table, np.arange(65536, dtype=np.int32), bits)
+    expected = bits.view(np.float16).astype(np.float32)
+    nan = np.isnan(expected)
+    assert np.array_equal(table[~nan], expected[~nan]) and np.isnan(table[nan]).all()
+
+
+def test_a_delta_naming_a_row_outside_the_table_is_refused():
+    table = np.zeros((4, 2), np.float32)
+    with pytest.raises(ValueError, match="row 7 outside a table of 4 rows"):
+        deltas.add_rows(table, np.array([1, 7], np.int32), np.zeros((2, 2), np.uint16))
+    bad = changed_rows(np.ones((8, 2), np.float32), np.zeros((8, 2), np.float32))
+    with pytest.raises(ValueError, match="outside a table of 4 rows"):
+        merge(4, [bad, bad], "sum")
+
+
+def test_merge_adds_or_averages_the_rows_each_replica_changed():
+    current = np.arange(12, dtype=np.float32).reshape(4, 3)
+    a = current.copy()
+    a[0] += 1.0
+    a[2] += 4.0
+    b = current.copy()
+    b[2] += 2.0
+    b[3] -= 3.0
+    deltas = [changed_rows(a, current), changed_rows(b, current)]
+    assert deltas[0].ids.tolist() == [0, 2] and deltas[1].ids.tolist() == [2, 3]
+    total = merge(4, deltas, "sum")
+    assert total.ids.tolist() == [0, 2, 3]
+    np.testing.assert_allclose(total.values.astype(np.float32), [[1.0] * 3, [6.0] * 3, [-3.0] * 3])
+    # a row one replica changed keeps its whole step; a row both changed moves by the mean step
+    avg = merge(4, deltas, "average")
+    np.testing.assert_allclose(avg.values.astype(np.float32), [[1.0] * 3, [3.0] * 3, [-3.0] * 3])
+    with pytest.raises(ValueError, match="mode"):
+        merge(4, deltas, "median")
+
+
+@pytest.mark.parametrize("trained", [20, 50], ids=["some rows", "every row"])
+def test_replicas_adopt_exactly_the_clients_table(trained):
+    # a delta holds the changed rows only; after the merge every replica holds the client's table bit for bit
+    rng = np.random.default_rng(0)
+    client_table = rng.standard_normal((50, 8)).astype(np.float32)
+    replicas = [client_table.copy() for _ in range(2)]
+    bases = [client_table.copy() for _ in range(2)]
+    for k, table in enumerate(replicas):       # each replica trains some rows
+        rows = rng.choice(50, trained, replace=False)
+        table[rows] += 1e-3 * rng.standard_normal((trained, 8)).astype(np.float32)
+    deltas = [changed_rows(t, b) for t, b in zip(replicas, bases)]
+    assert [len(d) for d in deltas] == [trained] * 2
+    update = merge(50, deltas, "sum")
+    apply_update(update, client_table)
+    for table, base in zip(replicas, bases):
+        adopt_update(update, table, base)
+        assert np.array_equal(table, client_table) and np.array_equal(base, client_table)
