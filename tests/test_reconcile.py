@@ -78,3 +78,20 @@ def test_replicas_adopt_exactly_the_clients_table(trained):
     for table, base in zip(replicas, bases):
         adopt_update(update, table, base)
         assert np.array_equal(table, client_table) and np.array_equal(base, client_table)
+
+
+@pytest.mark.parametrize("mode", ["average", "sum"])
+def test_a_merge_given_the_table_applies_its_steps_as_apply_update_does(mode):
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal((30, 5)).astype(np.float32)
+    replicas = [base.copy() for _ in range(3)]
+    for table in replicas:
+        rows = rng.choice(30, 12, replace=False)
+        table[rows] += 1e-2 * rng.standard_normal((12, 5)).astype(np.float32)
+    deltas = [changed_rows(t, base) for t in replicas]
+    separate, fused = base.copy(), base.copy()
+    update = merge(30, deltas, mode)
+    apply_update(update, separate)
+    fused_update = merge(30, deltas, mode, table=fused)
+    assert np.array_equal(update.ids, fused_update.ids) and np.array_equal(update.values, fused_update.values)
+    assert np.array_equal(separate, fused)

@@ -61,18 +61,26 @@ def accumulate(float[:, ::1] total, int32_t[::1] seen, const int32_t[::1] ids, c
 
 
 def finish(const float[:, ::1] total, const int32_t[::1] seen, bint average, uint16_t[:, ::1] values,
-           int32_t[::1] ids):
+           int32_t[::1] ids, float[:, ::1] table=None):
     """Write one float16 step per row seen at least once: the total, or with ``average`` the total over
-    the count.  ``values`` and ``ids`` have room for every row; returns the number written."""
+    the count; with ``table``, also add each step (as float16 widened) to it.  ``values`` and ``ids`` have
+    room for every row; returns the number written."""
     cdef Py_ssize_t n = total.shape[0], d = total.shape[1], i, j, k = 0
     cdef float scale
+    cdef uint16_t bits
+    cdef bint apply = table is not None
+    if apply and (table.shape[0] != n or table.shape[1] != d):
+        raise ValueError("finish: the table has shape %s, the merge %s" % ((table.shape[0], table.shape[1]), (n, d)))
     with nogil:
         for i in range(n):
             if seen[i] == 0:
                 continue
             scale = 1.0 / seen[i] if average else 1.0
             for j in range(d):
-                values[k, j] = f32_to_f16(total[i, j] * scale)
+                bits = f32_to_f16(total[i, j] * scale)
+                values[k, j] = bits
+                if apply:
+                    table[i, j] += f16_to_f32(bits)
             ids[k] = <int32_t>i
             k += 1
     return k

@@ -18,11 +18,12 @@ adaptive samplers rebuild after each reconciliation.  Checkpoints are not writte
 import logging
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from embkit.core.checks import POSITIVE_INT, check_param
-from embkit.core.reconcile import MODES, apply_update, merge
+from embkit.core.reconcile import MODES, merge
 from embkit.core.replica import ReplicaLost, close_replicas, open_replica, train_round
 from embkit.core.training import TrainingReport, _Bar, _fire
 
@@ -163,6 +164,7 @@ class _Run:
         self.address = {}
         self.keys = {}
         self.stats = ClusterStats(len(self.groups))
+        self.pool = ThreadPoolExecutor(2)
         self.open([(g, workers[g % len(workers)]) for g in range(len(self.groups))])
 
     def _lost(self, future):
@@ -280,23 +282,23 @@ class _Run:
         return [results[g] for g in range(len(self.groups))]
 
     def reconcile(self, results):
-        """Merge the replicas' deltas into the model's tables; returns the update for the replicas."""
+        """Merge the replicas' deltas into the model's tables; returns the update for the replicas.  The
+        two tables merge on two threads (the kernels release the GIL; the replicas wait meanwhile)."""
         clock = time.perf_counter()
         model = self.model
-        update = []
-        for t, table in enumerate((model.W_in, model.W_out)):
-            deltas = [res["delta"][t] for res in results]
-            self.stats.bytes_up += sum(d.nbytes for d in deltas)
-            merged = merge(table.shape[0], deltas, self.run["mode"])
-            apply_update(merged, table)
-            update.append(merged)
+        tables = (model.W_in, model.W_out)
+        deltas = [[res["delta"][t] for res in results] for t in range(2)]
+        self.stats.bytes_up += sum(d.nbytes for ds in deltas for d in ds)
+        update = tuple(self.pool.map(lambda t: merge(tables[t].shape[0], deltas[t], self.run["mode"], tables[t]),
+                                     range(2)))
         self.stats.rounds += 1
         self.stats.rows_changed.append(sum(len(u) for u in update))
         self.stats.bytes_down += sum(u.nbytes for u in update) * len(self.groups)
         self.stats.merge_seconds += time.perf_counter() - clock
-        return tuple(update)
+        return update
 
     def close(self):
+        self.pool.shutdown()
         try:
             self.client.run(close_replicas, self.prefix, on_error="ignore")
         except Exception as exc:    # a closing client must not hide the run's own error

@@ -68,7 +68,7 @@ def changed_rows(table, base):
     return _compact(values, ids, _kernel.changed_rows(table, base, values, ids))
 
 
-def merge(n_rows, deltas, mode="average"):
+def merge(n_rows, deltas, mode="average", table=None):
     """One step per row that any replica changed.
 
     Parameters
@@ -79,6 +79,9 @@ def merge(n_rows, deltas, mode="average"):
         One per replica.
     mode : {"average", "sum"}
         See the module docstring.
+    table : ndarray, optional
+        The client's reconciled table: the steps are added to it in the same pass (as
+        :func:`apply_update` would).
 
     Returns
     -------
@@ -91,6 +94,8 @@ def merge(n_rows, deltas, mode="average"):
     if not deltas:
         return RowDelta(np.zeros(0, np.int32), np.zeros((0, 0), WIRE_DTYPE))
     if len(deltas) == 1:
+        if table is not None:
+            apply_update(deltas[0], table)
         return deltas[0]
     dim = deltas[0].values.shape[1]
     total = np.zeros((n_rows, dim), dtype=np.float32)
@@ -99,7 +104,7 @@ def merge(n_rows, deltas, mode="average"):
         _kernel.accumulate(total, seen, np.ascontiguousarray(d.ids, dtype=np.int32), _bits(d.values))
     values = np.empty((n_rows, dim), dtype=np.uint16)
     ids = np.empty(n_rows, dtype=np.int32)
-    return _compact(values, ids, _kernel.finish(total, seen, mode == "average", values, ids))
+    return _compact(values, ids, _kernel.finish(total, seen, mode == "average", values, ids, table))
 
 
 def apply_update(update, table):
