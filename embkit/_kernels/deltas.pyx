@@ -86,6 +86,33 @@ def finish(const float[:, ::1] total, const int32_t[::1] seen, bint average, uin
     return k
 
 
+def momentum_step(const float[:, ::1] total, float scale, float mu, float[:, ::1] momentum, uint16_t[:, ::1] values,
+                  int32_t[::1] ids, float[:, ::1] table):
+    """Block momentum: ``momentum = mu * momentum + scale * total`` on every row, rounded to float16 (the
+    stored momentum is the rounded step, so that the client and the replicas add the same numbers), added to
+    ``table``; the rows whose step is not zero are written to ``values`` / ``ids``.  Returns their number."""
+    cdef Py_ssize_t n = total.shape[0], d = total.shape[1], i, j, k = 0
+    cdef uint16_t bits
+    cdef bint moved
+    if momentum.shape[0] != n or momentum.shape[1] != d or table.shape[0] != n or table.shape[1] != d:
+        raise ValueError("momentum_step: total %s, momentum %s and table %s differ"
+                         % ((n, d), (momentum.shape[0], momentum.shape[1]), (table.shape[0], table.shape[1])))
+    with nogil:
+        for i in range(n):
+            moved = False
+            for j in range(d):
+                bits = f32_to_f16(mu * momentum[i, j] + scale * total[i, j])
+                momentum[i, j] = f16_to_f32(bits)
+                table[i, j] += momentum[i, j]
+                values[k, j] = bits
+                if bits & 0x7fff:
+                    moved = True
+            if moved:
+                ids[k] = <int32_t>i
+                k += 1
+    return k
+
+
 def add_rows(float[:, ::1] table, const int32_t[::1] ids, const uint16_t[:, ::1] values):
     """``table[ids] += values`` (float16 steps widened to float32)."""
     cdef Py_ssize_t m = ids.shape[0], d = table.shape[1], k, j

@@ -250,14 +250,19 @@ def _jsonable(value):
 
 # ------------------------------------------------------------------------------------------ cluster
 def cluster_options(p):
-    """Add ``--scheduler`` and ``--syncs-per-epoch`` (training on a Dask cluster)."""
+    """Add ``--scheduler``, ``--syncs-per-epoch`` and ``--reconcile`` (training on a Dask cluster)."""
+    from embkit.core.cluster import RECONCILE, SYNCS_PER_EPOCH
+    from embkit.core.reconcile import MODES
     g = p.add_argument_group("cluster (needs the [cluster] extra)")
     g.add_argument("--scheduler", metavar="ADDRESS",
                    help="train on the Dask cluster of this scheduler (tcp://host:8786), or on a local one of N "
                         "worker processes with 'local:N'; the corpus may then be a glob or URL of files that every "
                         "worker can read (each reads its own)")
-    g.add_argument("--syncs-per-epoch", type=int, default=4, metavar="N",
-                   help="reconciliations of the workers' tables per epoch (default: 4)")
+    g.add_argument("--syncs-per-epoch", type=int, default=SYNCS_PER_EPOCH, metavar="N",
+                   help="reconciliations of the workers' tables per epoch (default: %d)" % SYNCS_PER_EPOCH)
+    g.add_argument("--reconcile", choices=MODES, default=RECONCILE,
+                   help="how the workers' steps of a row combine: add them (sum) or take their mean (average); "
+                        "default: %s" % RECONCILE)
 
 
 @contextlib.contextmanager

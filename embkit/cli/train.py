@@ -110,7 +110,8 @@ def cmd_train(args, out):
         logger.info("corpus: %s", corpus)
         record_command(args)
         with cluster_client(args.scheduler) as client:
-            model = Word2Vec(client=client, syncs_per_epoch=args.syncs_per_epoch, **_model_kwargs(args))
+            model = Word2Vec(client=client, syncs_per_epoch=args.syncs_per_epoch, reconcile=args.reconcile,
+                             **_model_kwargs(args))
             model.build_vocab(corpus_file=corpus)
             with train_logging():
                 report = model.train()

@@ -23,17 +23,21 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from embkit.core.checks import POSITIVE_INT, check_param
-from embkit.core.reconcile import MODES, merge
+from embkit.core.reconcile import DEFAULT_MODE, MODES, merge
 from embkit.core.replica import ReplicaLost, close_replicas, open_replica, train_round
 from embkit.core.training import TrainingReport, _Bar, _fire
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CLUSTER_PARAMS", "check_cluster_params", "check_client", "distributed_module", "group_shards",
+__all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "RECONCILE", "check_cluster_params", "check_client", "distributed_module", "group_shards",
            "train_on_cluster", "ClusterStats"]
 
 #: model parameters of cluster training (runtime settings: not saved with a model)
 CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile"})
+#: reconciliations per epoch of a model that does not choose (CLUSTER.md: the quality against the cost)
+SYNCS_PER_EPOCH = 16
+#: the merge of a model that does not choose
+RECONCILE = DEFAULT_MODE
 #: seconds a run waits for a first worker before it calls the cluster empty
 WORKER_WAIT = 10.0
 #: seconds between checks of the workers while a round runs
@@ -165,6 +169,8 @@ class _Run:
         self.keys = {}
         self.stats = ClusterStats(len(self.groups))
         self.pool = ThreadPoolExecutor(2)
+        self.momentum = [np.zeros_like(model.W_in), np.zeros_like(model.W_out)] if run["mode"] == "momentum" \
+            else [None, None]
         self.open([(g, workers[g % len(workers)]) for g in range(len(self.groups))])
 
     def _lost(self, future):
@@ -289,8 +295,8 @@ class _Run:
         tables = (model.W_in, model.W_out)
         deltas = [[res["delta"][t] for res in results] for t in range(2)]
         self.stats.bytes_up += sum(d.nbytes for ds in deltas for d in ds)
-        update = tuple(self.pool.map(lambda t: merge(tables[t].shape[0], deltas[t], self.run["mode"], tables[t]),
-                                     range(2)))
+        update = tuple(self.pool.map(lambda t: merge(tables[t].shape[0], deltas[t], self.run["mode"], tables[t],
+                                                     self.momentum[t], len(self.groups)), range(2)))
         self.stats.rounds += 1
         self.stats.rows_changed.append(sum(len(u) for u in update))
         self.stats.bytes_down += sum(u.nbytes for u in update) * len(self.groups)

@@ -26,7 +26,9 @@ import numpy as np
 
 from embkit._kernels import deltas as _kernel
 
-MODES = ("average", "sum")
+MODES = ("momentum", "sum", "average")
+#: the merge of a model that does not choose one (see the module docstring and CLUSTER.md)
+DEFAULT_MODE = "momentum"
 #: dtype of the deltas on the wire
 WIRE_DTYPE = np.float16
 
@@ -68,20 +70,25 @@ def changed_rows(table, base):
     return _compact(values, ids, _kernel.changed_rows(table, base, values, ids))
 
 
-def merge(n_rows, deltas, mode="average", table=None):
-    """One step per row that any replica changed.
+def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas=None):
+    """One step per row that any replica changed (with ``"momentum"``: per row that moves).
 
     Parameters
     ----------
     n_rows : int
         Rows of the table.
     deltas : list of RowDelta
-        One per replica.
-    mode : {"average", "sum"}
+        One per replica that returned one.
+    mode : {"momentum", "sum", "average"}
         See the module docstring.
     table : ndarray, optional
         The client's reconciled table: the steps are added to it in the same pass (as
-        :func:`apply_update` would).
+        :func:`apply_update` would).  Required with ``"momentum"``.
+    momentum : ndarray, optional
+        With ``"momentum"``: the table's momentum (float32, the table's shape, zeros at the start of a run),
+        updated in place.
+    replicas : int, optional
+        With ``"momentum"``: the number of replicas of the run (the momentum is ``1 - 1/replicas``).
 
     Returns
     -------
@@ -90,21 +97,28 @@ def merge(n_rows, deltas, mode="average", table=None):
     """
     if mode not in MODES:
         raise ValueError("mode must be one of %s, got %r" % (", ".join(MODES), mode))
+    if mode == "momentum" and (table is None or momentum is None or not replicas):
+        raise ValueError('mode="momentum" needs the table, its momentum and the number of replicas')
     deltas = [d for d in deltas if len(d)]
-    if not deltas:
-        return RowDelta(np.zeros(0, np.int32), np.zeros((0, 0), WIRE_DTYPE))
-    if len(deltas) == 1:
-        if table is not None:
-            apply_update(deltas[0], table)
-        return deltas[0]
-    dim = deltas[0].values.shape[1]
+    if mode != "momentum":
+        if not deltas:
+            return RowDelta(np.zeros(0, np.int32), np.zeros((0, 0), WIRE_DTYPE))
+        if len(deltas) == 1:
+            if table is not None:
+                apply_update(deltas[0], table)
+            return deltas[0]
+    dim = table.shape[1] if table is not None else deltas[0].values.shape[1]
     total = np.zeros((n_rows, dim), dtype=np.float32)
     seen = np.zeros(n_rows, dtype=np.int32)
     for d in deltas:
         _kernel.accumulate(total, seen, np.ascontiguousarray(d.ids, dtype=np.int32), _bits(d.values))
     values = np.empty((n_rows, dim), dtype=np.uint16)
     ids = np.empty(n_rows, dtype=np.int32)
-    return _compact(values, ids, _kernel.finish(total, seen, mode == "average", values, ids, table))
+    if mode == "momentum":
+        count = _kernel.momentum_step(total, 1.0 / replicas, 1.0 - 1.0 / replicas, momentum, values, ids, table)
+    else:
+        count = _kernel.finish(total, seen, mode == "average", values, ids, table)
+    return _compact(values, ids, count)
 
 
 def apply_update(update, table):

@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from embkit._kernels.pairs import PairTrainer
 from embkit._kernels.samplers import AliasSampler
 from embkit.core.base import EmbeddingModel
-from embkit.core.cluster import CLUSTER_PARAMS, check_cluster_params, check_client, train_on_cluster
+from embkit.core.cluster import CLUSTER_PARAMS, RECONCILE, SYNCS_PER_EPOCH, check_cluster_params, check_client, train_on_cluster
 from embkit.core.checkpoint import fingerprint
 from embkit.core.checks import POSITIVE_INT, check_param
 from embkit.core.full_batch import check_batch_size
@@ -163,7 +163,7 @@ class ItemEmbedding(EmbeddingModel):
     def __init__(self, vector_size=100, loss="sgns", sampler=None, negative=5, alpha=0.025, min_alpha=None,
                  epochs=5, workers=2, seed=1, loss_params=None, sampler_params=None, chunk_pairs=1 << 16,
                  batch_size=None, callbacks=(), checkpoint_dir=None, checkpoint_every=600, progress=True,
-                 client=None, syncs_per_epoch=4, reconcile="average"):
+                 client=None, syncs_per_epoch=SYNCS_PER_EPOCH, reconcile=RECONCILE):
         self.chunk_pairs = chunk_pairs
         self.batch_size = batch_size
         self.client, self.syncs_per_epoch, self.reconcile = client, syncs_per_epoch, reconcile
