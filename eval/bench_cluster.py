@@ -11,7 +11,7 @@ merging on the client, and analogy accuracy (restrict_vocab 30000), WS-353 and S
 Usage::
 
     python eval/bench_cluster.py [--corpus FILE] [--epochs 5] [--seeds 1 2 3] [--clusters 1 2]
-                                 [--syncs 4] [--reconcile average] [--interleave] [--json out.json]
+                                 [--syncs 16] [--reconcile momentum] [--interleave] [--json out.json]
 
 Nothing is asserted: it prints one line per run, a markdown table (mean ± spread over seeds) and the
 command line.  Timings need the machine's cores to itself.
@@ -32,6 +32,8 @@ sys.path.insert(0, HERE)
 
 from bench_word2vec import default_corpus, evaluate  # noqa: E402
 from embkit import Word2Vec  # noqa: E402
+from embkit.core.cluster import RECONCILE, SYNCS_PER_EPOCH  # noqa: E402
+from embkit.core.reconcile import MODES  # noqa: E402
 
 
 def write_shards(corpus, directory, n, interleave=False):
@@ -107,8 +109,8 @@ def main(argv=None):
     p.add_argument("--no-single", action="store_true", help="skip the one-process run")
     p.add_argument("--shards", type=int, default=8)
     p.add_argument("--interleave", action="store_true", help="deal the lines into the shards one by one")
-    p.add_argument("--syncs", type=int, default=4, help="reconciliations per epoch")
-    p.add_argument("--reconcile", default="average", choices=("average", "sum"))
+    p.add_argument("--syncs", type=int, default=SYNCS_PER_EPOCH, help="reconciliations per epoch")
+    p.add_argument("--reconcile", default=RECONCILE, choices=MODES)
     p.add_argument("--json", default=None, metavar="FILE")
     args = p.parse_args(argv)
     from distributed import Client, LocalCluster

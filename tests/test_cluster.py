@@ -14,10 +14,11 @@ from distributed import Client, LocalCluster, fire_and_forget  # noqa: E402
 from _cases import pairings, refused  # noqa: E402
 from embkit import Word2Vec  # noqa: E402
 from embkit.core import cluster as cluster_mod  # noqa: E402
+from embkit.core.reconcile import MODES  # noqa: E402
 from embkit.core.replica import REPLICAS, ShardReadError, close_replicas, open_replica, train_round  # noqa: E402
 from embkit.text.shards import TextShard, resolve_files  # noqa: E402
 
-SMALL = dict(vector_size=16, min_count=1, window=3, epochs=3, sample=0, workers=1)
+SMALL = dict(vector_size=16, min_count=1, window=3, epochs=3, sample=0, workers=1, syncs_per_epoch=4)
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +112,7 @@ def test_vocabulary_prunes_to_max_vocab_size_per_shard(client, tmp_path):
 
 def test_cluster_training_learns_and_gives_a_normal_model(client, planted_shards, purity, tmp_path):
     groups, _, pattern = planted_shards
-    model = Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, syncs_per_epoch=3, **SMALL)
+    model = Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, **dict(SMALL, syncs_per_epoch=3))
     stats = model.last_cluster_stats
     assert stats.replicas == 2 and stats.rounds == 3 * SMALL["epochs"]
     assert stats.bytes_up > 0 and stats.bytes_down > 0
@@ -140,9 +141,9 @@ def test_every_loss_and_sampler_trains_on_the_cluster(client, planted_shards, pu
         assert purity(model.wv, groups)[0] >= 0.7
 
 
-def test_reconcile_modes_both_train(client, planted_shards, purity):
+def test_every_reconcile_mode_trains(client, planted_shards, purity):
     groups, _, pattern = planted_shards
-    for mode in ("average", "sum"):
+    for mode in MODES:
         model = Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, reconcile=mode, **SMALL)
         assert purity(model.wv, groups)[0] >= 0.8, mode
 
@@ -167,7 +168,7 @@ class KillAWorker:
 def test_a_worker_lost_mid_epoch_does_not_lose_the_run(client, planted_shards, purity):
     groups, _, pattern = planted_shards
     killer = KillAWorker(client)
-    model = Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, syncs_per_epoch=4, callbacks=[killer],
+    model = Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, callbacks=[killer],
                      **SMALL)
     assert killer.killed is not None
     stats = model.last_cluster_stats

@@ -95,3 +95,51 @@ def test_a_merge_given_the_table_applies_its_steps_as_apply_update_does(mode):
     fused_update = merge(30, deltas, mode, table=fused)
     assert np.array_equal(update.ids, fused_update.ids) and np.array_equal(update.values, fused_update.values)
     assert np.array_equal(separate, fused)
+
+
+def _rounds(mode, replicas, step_of, rounds, rows=3, dim=4):
+    """The client's table after ``rounds`` reconciliations in which every replica's delta is
+    ``step_of(table, replica)`` (float32 rows), through the real merge."""
+    table = np.zeros((rows, dim), np.float32)
+    momentum = np.zeros_like(table)
+    for _ in range(rounds):
+        deltas = [changed_rows(table + step_of(table, k), table) for k in range(replicas)]
+        merge(rows, deltas, mode, table=table, momentum=momentum, replicas=replicas)
+    return table
+
+
+def test_block_momentum_converges_where_adding_the_steps_diverges():
+    # every replica moves a row all the way to its target within a round (a frequent word in a long round):
+    # adding the four steps overshoots fourfold and diverges; block momentum settles on the target
+    target = np.float32(0.5)
+    saturated = lambda table, k: target - table
+    assert abs(_rounds("sum", 4, saturated, 6) - target).max() > 100       # 3**6 times the first error
+    assert abs(_rounds("momentum", 4, saturated, 60) - target).max() < 1e-2
+    assert abs(_rounds("average", 4, saturated, 12) - target).max() < 1e-3
+
+
+def test_block_momentum_moves_a_steadily_pulled_row_by_the_sum_of_the_steps():
+    # far from saturation (the same small step every round) a row moves as fast as with "sum", once the
+    # momentum has built up, where "average" moves it 1/replicas as fast
+    steady = lambda table, k: np.full_like(table, 1e-3)
+    rounds = 200
+    summed = _rounds("sum", 4, steady, rounds)[0, 0]
+    assert abs(_rounds("momentum", 4, steady, rounds)[0, 0] / summed - 1) < 0.05
+    assert abs(_rounds("average", 4, steady, rounds)[0, 0] / summed - 0.25) < 0.01
+
+
+def test_block_momentum_moves_a_row_one_replica_trained_by_its_step_in_total():
+    # a rare word, trained on one replica in one round: over the following rounds the row moves by that
+    # replica's step, not by replicas times it
+    table = np.zeros((2, 3), np.float32)
+    momentum = np.zeros_like(table)
+    trained = table.copy()
+    trained[1] = 0.01
+    merge(2, [changed_rows(trained, table), changed_rows(table, table)], "momentum", table=table, momentum=momentum,
+          replicas=4)
+    for _ in range(80):
+        merge(2, [], "momentum", table=table, momentum=momentum, replicas=4)
+    np.testing.assert_allclose(table[1], 0.01, rtol=1e-2)
+    assert not table[0].any()
+    with pytest.raises(ValueError, match="momentum"):
+        merge(2, [], "momentum")

@@ -15,6 +15,7 @@ that says how examples are made:
 Subclasses register themselves as model kinds (:func:`embkit.core.persist.register_model`), so
 :meth:`EmbeddingModel.load` (and ``embkit.core.persist.load``) open any model file by the kind it stores.
 """
+import contextlib
 import inspect
 import json
 import logging
@@ -267,30 +268,56 @@ class EmbeddingModel:
         run = {"epochs": epochs, "alpha": alpha, "min_alpha": min_alpha, "units_per_epoch": units_per_epoch,
                "args": dict(run_args or {}), "fingerprint": fingerprint}
         loss, sampler = self._objective(counts, n_classes)
+        states = {"sampler": sampler, "tracker": on_epoch}
+        history_before, start, report, checkpointer = self._begin_run(run, states)
+        if start is not None and start.finished:
+            return report
+        trainer = self._kernel_trainer(loss, sampler, alpha, min_alpha, float(units_per_epoch) * epochs)
+        with self._interruption_hint():
+            try:
+                run_epochs(trainer, chunks, units_per_epoch, epochs, self.workers, alpha,
+                           progress=self.progress if progress is None else progress,
+                           desc=desc or "%s %s" % (type(self).__name__, self.loss), unit=self.unit,
+                           on_epoch=on_epoch, callbacks=self.callbacks, model=self, report=report, start=start,
+                           checkpointer=checkpointer, min_chunk_per_thread=min_chunk_per_thread)
+            finally:
+                self.loss_history = history_before + report.epoch_loss
+        return report
+
+    def _begin_run(self, run, states):
+        """Start a training run, fresh or resumed from the checkpoint :meth:`resume` opened.
+
+        ``run`` is the run's record (``epochs``, ``alpha``, ``min_alpha``, ``units_per_epoch``, ``args``,
+        ``fingerprint``, optionally ``cluster``); ``states`` maps a name to an object whose ``get_state`` /
+        ``set_state`` go into checkpoints (None entries are skipped).  Returns ``(loss history before the
+        run, start position or None, report, checkpointer or None)``; a resumed run that had finished is
+        complete already (``start.finished``).
+        """
         history_before, start, report = list(self.loss_history), None, TrainingReport()
         resuming, self._resuming = self._resuming, None
         if resuming is not None:
-            history_before, start, report = self._continue_from(resuming, run, sampler, on_epoch)
+            history_before, start, report = self._continue_from(resuming, run, states)
         self.last_report = report
         if start is not None and start.finished:
             logger.info("the checkpoint's run is complete: nothing left to train")
             self.loss_history = history_before + report.epoch_loss
-            return report
-        trainer = self._kernel_trainer(loss, sampler, alpha, min_alpha, float(units_per_epoch) * epochs)
+            return history_before, start, report, None
         checkpointer = None
         if self.checkpoint_dir is not None:
             if resuming is None:
                 self._check_fresh_checkpoint_dir()
+
             def payload(position):
-                return self._checkpoint_payload(position, report, run, history_before, sampler, on_epoch)
+                return self._checkpoint_payload(position, report, run, history_before, states)
             checkpointer = checkpoint.Checkpointer(self.checkpoint_dir, self.checkpoint_every, payload)
         self.last_checkpointer = checkpointer
+        return history_before, start, report, checkpointer
+
+    @contextlib.contextmanager
+    def _interruption_hint(self):
+        """A Ctrl-C stop (TrainingInterrupted) inside says how to resume, or how to be able to."""
         try:
-            run_epochs(trainer, chunks, units_per_epoch, epochs, self.workers, alpha,
-                       progress=self.progress if progress is None else progress,
-                       desc=desc or "%s %s" % (type(self).__name__, self.loss), unit=self.unit,
-                       on_epoch=on_epoch, callbacks=self.callbacks, model=self, report=report, start=start,
-                       checkpointer=checkpointer, min_chunk_per_thread=min_chunk_per_thread)
+            yield
         except TrainingInterrupted as exc:
             if exc.checkpoint:
                 hint = "; checkpoint %s written (continue with %s.resume(%r))" % (
@@ -298,9 +325,6 @@ class EmbeddingModel:
             else:
                 hint = "; no checkpoint written: set checkpoint_dir= to be able to resume"
             raise TrainingInterrupted(exc.where, exc.checkpoint, hint) from None
-        finally:
-            self.loss_history = history_before + report.epoch_loss
-        return report
 
     def get_latest_training_loss(self):
         """Mean loss per example of the latest epoch trained (float64), or 0.0 before any training.
@@ -397,13 +421,14 @@ class EmbeddingModel:
                 "checkpoint_dir %r already holds checkpoints of another run: continue that run with %s.resume(), "
                 "or give an empty directory" % (self.checkpoint_dir, type(self).__name__))
 
-    def _checkpoint_payload(self, position, report, run, history_before, sampler, tracker):
-        """``(config, words, arrays)`` of a checkpoint: the model archive plus the run's position."""
+    def _checkpoint_payload(self, position, report, run, history_before, states):
+        """``(config, words, arrays)`` of a checkpoint: the model archive plus the run's position and the
+        ``get_state()`` of each of ``states`` (its arrays stored beside the tables as ``name.key``)."""
         arrays = dict(self._arrays(), W_in=self.W_in, W_out=self.W_out)
         section = {"version": checkpoint.CHECKPOINT_VERSION, "position": position.to_dict(),
-                   "report": report.to_dict(), "run": run, "loss_history": history_before}
-        for prefix, state in (("sampler", sampler.get_state() if sampler is not None else {}),
-                              ("tracker", tracker.get_state() if hasattr(tracker, "get_state") else {})):
+                   "report": report.to_dict(), "run": run, "loss_history": history_before, "states": list(states)}
+        for prefix, holder in states.items():
+            state = holder.get_state() if hasattr(holder, "get_state") else {}
             section[prefix] = {}
             for key, value in state.items():
                 if isinstance(value, np.ndarray):
@@ -434,7 +459,8 @@ class EmbeddingModel:
         for key in cls.RESUMABLE_CHANGES & set(params):
             setattr(model, key, params[key])
         section = dict(config["checkpoint"])
-        section["arrays"] = {k: v for k, v in arrays.items() if k.startswith(("sampler.", "tracker."))}
+        names = tuple("%s." % name for name in section.get("states", ("sampler", "tracker")))
+        section["arrays"] = {k: v for k, v in arrays.items() if k.startswith(names)}
         section["path"] = path
         model.checkpoint_dir = os.fspath(directory)
         model.callbacks = tuple(callbacks or ())
@@ -444,21 +470,21 @@ class EmbeddingModel:
         logger.info("resuming from %s (epoch %d)", path, section["position"]["epoch"] + 1)
         return model, section["run"]
 
-    def _continue_from(self, section, run, sampler, tracker):
-        """Check a resumed run against its checkpoint and restore the sampler and tracker states.
+    def _continue_from(self, section, run, states):
+        """Check a resumed run against its checkpoint and restore the ``states`` (see :meth:`_begin_run`).
 
         Returns ``(loss history before the run, start position, report so far)``.
         """
         saved = section["run"]
-        differing = [key for key in ("epochs", "alpha", "min_alpha", "units_per_epoch", "fingerprint")
-                     if saved.get(key) != run[key]]
+        differing = [key for key in ("epochs", "alpha", "min_alpha", "cluster", "units_per_epoch", "fingerprint")
+                     if saved.get(key) != run.get(key)]
         if differing:
             what = "the training data differs" if differing[-1] in ("fingerprint", "units_per_epoch") else \
                 "the run's settings differ"
             raise checkpoint.CheckpointError(
                 "%s: %s from the checkpoint's (%s)" % (section["path"], what, ", ".join(
-                    "%s %r now, %r then" % (k, run[k], saved.get(k)) for k in differing)))
-        for prefix, target in (("sampler", sampler), ("tracker", tracker)):
+                    "%s %r now, %r then" % (k, run.get(k), saved.get(k)) for k in differing)))
+        for prefix, target in states.items():
             state = dict(section.get(prefix) or {})
             state.update({k[len(prefix) + 1:]: v for k, v in section["arrays"].items()
                           if k.startswith(prefix + ".")})

@@ -12,15 +12,24 @@ float32 everywhere.  Finding, merging and applying the rows runs in :mod:`embkit
 pass over the rows each, without the GIL (the numpy equivalent took several passes and float16
 conversions: about 0.1 s per table of 44k x 100 on each side of every reconciliation).
 
-Two merges are offered (``mode``):
+Three merges are offered (``mode``); with ``n`` replicas and ``d_i`` the delta of replica ``i`` (zero for
+a row it did not change):
 
-* ``"average"`` (the default): a row moves by the **mean of the deltas of the replicas that changed it**
-  (model averaging of the changed rows): a rare word trained on one worker keeps its whole step, a
-  frequent word trained on every worker moves by one average step, whatever the number of replicas.
+* ``"momentum"`` (the default): block momentum over the rounds (Chen and Huo's blockwise model-update
+  filtering): the client keeps a momentum per row, ``m = (1 - 1/n) m + sum_i d_i / n``, and moves the row by
+  ``m``.  A row pulled the same way round after round moves by ``sum_i d_i`` per round (what one process
+  training all the replicas' data would do), a row only one replica trained moves by that replica's step in
+  total, and a row that every replica moved all the way to its target within the round (the most frequent
+  words) settles there instead of overshooting, for any ``n``.  The steps reach the rows over a few rounds.
 * ``"sum"``: the deltas are added, as when every replica's threads updated one shared table (embkit's own
-  Hogwild threads, or a parameter server applying every push); a row every replica trained takes ``n``
-  stale steps at once, which grows with the number of replicas (on a 50-word corpus two replicas already
-  make the training loss rise from epoch to epoch), so it is offered for few workers only.
+  Hogwild threads); right while a round moves each row a little, but a row every replica moved all the way
+  takes ``n`` such steps: with 2 replicas it swings around its target, with 3 or more it diverges (4
+  replicas on gcide: NaN within the first epoch).
+* ``"average"``: the mean of the deltas of the replicas that changed the row (model averaging of the changed
+  rows): never overshoots, but a row every replica trained moves by one replica's step, so a word of
+  middling frequency learns at about ``1/n`` of the one-process rate.
+
+CLUSTER.md compares them on gcide.
 """
 import numpy as np
 

@@ -126,7 +126,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         With ``client``: reconciliations of the replicas per epoch (default 16).  Fewer cost less exchange;
         quality stays that of one process while a round trains up to about 150k words per replica
         (CLUSTER.md).
-    reconcile : {"sum", "average"}
+    reconcile : {"momentum", "sum", "average"}
         With ``client``: how the replicas' changed rows are merged (see :mod:`embkit.core.reconcile`).
     """
 
