@@ -2,6 +2,7 @@
 sampler, a worker lost mid-epoch, bad input, and the command line.  Skipped without the [cluster] extra."""
 import gzip
 import os
+import signal
 
 import numpy as np
 import pytest
@@ -14,6 +15,8 @@ from distributed import Client, LocalCluster, fire_and_forget  # noqa: E402
 from _cases import pairings, refused  # noqa: E402
 from embkit import Word2Vec  # noqa: E402
 from embkit.core import cluster as cluster_mod  # noqa: E402
+from embkit.core.checkpoint import CheckpointError, list_checkpoints  # noqa: E402
+from embkit.core.interrupts import TrainingInterrupted  # noqa: E402
 from embkit.core.reconcile import MODES  # noqa: E402
 from embkit.core.replica import REPLICAS, ShardReadError, close_replicas, open_replica, train_round  # noqa: E402
 from embkit.text.shards import TextShard, resolve_files  # noqa: E402
@@ -177,6 +180,55 @@ def test_a_worker_lost_mid_epoch_does_not_lose_the_run(client, planted_shards, p
     assert model.last_report.words == SMALL["epochs"] * model.vocab.total_words
     assert purity(model.wv, groups)[0] >= 0.8
     client.wait_for_workers(2, timeout=60)      # the nanny restarts the worker for the next tests
+
+
+class _After:
+    """Does ``act`` after the ``at``-th round of a run (Ctrl-C: a real SIGINT to this process, the client)."""
+
+    def __init__(self, at, act):
+        self.at, self.act, self.rounds = at, act, 0
+
+    def on_batch_end(self, model):
+        self.rounds += 1
+        if self.rounds == self.at:
+            self.act()
+
+
+def _ctrl_c():
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+def _crash():
+    raise SystemError("simulated crash of the client")
+
+
+@pytest.mark.parametrize("stop", [_ctrl_c, _crash], ids=["ctrl-c", "crash"])
+def test_a_cluster_run_resumes_from_its_checkpoint_bit_identical(client, planted_shards, tmp_path, stop):
+    # the client writes a checkpoint of the reconciled tables and the merge's momentum after every round
+    # ("1 words"); a run stopped in its second epoch and resumed ends as the uninterrupted run, bit for bit
+    _, _, pattern = planted_shards
+    params = dict(corpus_file=pattern, client=client, sg=1, seed=2, **SMALL)
+    reference = Word2Vec(**params)
+    with pytest.raises((TrainingInterrupted, SystemError)) as info:
+        Word2Vec(checkpoint_dir=str(tmp_path), checkpoint_every="1 words", callbacks=[_After(6, stop)], **params)
+    if stop is _ctrl_c:
+        assert "resume" in str(info.value) and info.value.checkpoint == list_checkpoints(tmp_path)[0]
+    resumed = Word2Vec.resume(str(tmp_path), client=client)
+    np.testing.assert_array_equal(resumed.W_in, reference.W_in)
+    np.testing.assert_array_equal(resumed.W_out, reference.W_out)
+    assert resumed.loss_history == reference.loss_history
+    assert resumed.last_report.words == reference.last_report.words
+
+
+def test_a_cluster_checkpoint_refuses_other_round_settings(client, planted_shards, tmp_path):
+    _, _, pattern = planted_shards
+    with pytest.raises(SystemError):
+        Word2Vec(corpus_file=pattern, client=client, checkpoint_dir=str(tmp_path), checkpoint_every="1 words",
+                 callbacks=[_After(3, _crash)], **SMALL)
+    with pytest.raises(CheckpointError, match="the run's settings differ.*'syncs_per_epoch': 8"):
+        Word2Vec.resume(str(tmp_path), client=client, syncs_per_epoch=8)
+    with pytest.raises(CheckpointError, match="trained on a Dask cluster: resume it with client="):
+        Word2Vec.resume(str(tmp_path))
 
 
 def test_an_unreadable_shard_names_the_file_and_the_worker(client, planted_shards, tmp_path):

@@ -458,6 +458,12 @@ class EmbeddingModel:
                                              % (path, "; ".join(differing)))
         for key in cls.RESUMABLE_CHANGES & set(params):
             setattr(model, key, params[key])
+        cluster = config["checkpoint"]["run"].get("cluster")
+        for key, value in (cluster or {}).items():
+            if key not in params:       # a cluster run's settings, unless given again (then checked)
+                setattr(model, key, value)
+        if cluster and params.get("client") is None:
+            raise checkpoint.CheckpointError("%s: the run trained on a Dask cluster: resume it with client=" % path)
         section = dict(config["checkpoint"])
         names = tuple("%s." % name for name in section.get("states", ("sampler", "tracker")))
         section["arrays"] = {k: v for k, v in arrays.items() if k.startswith(names)}

@@ -13,7 +13,9 @@ A model given ``client=`` (a ``dask.distributed.Client``) trains like this:
    and trains the same round again: the run goes on, and the result is the same kind of model.
 
 Every loss and sampler works: a replica builds them from the registry as a single-process run does, and
-adaptive samplers rebuild after each reconciliation.  Checkpoints are not written in this mode.
+adaptive samplers rebuild after each reconciliation.  With ``checkpoint_dir`` the client writes
+checkpoints of the reconciled tables (and the merge's momentum) between rounds; ``resume`` continues a run
+from its last one, on a cluster of any size.
 """
 import logging
 import time
@@ -25,7 +27,8 @@ import numpy as np
 from embkit.core.checks import POSITIVE_INT, check_param
 from embkit.core.reconcile import DEFAULT_MODE, MODES, merge
 from embkit.core.replica import ReplicaLost, close_replicas, open_replica, train_round
-from embkit.core.training import TrainingReport, _Bar, _fire
+from embkit.core.interrupts import TrainingInterrupted, stop_on_sigint
+from embkit.core.training import Position, _Bar, _fire
 
 logger = logging.getLogger(__name__)
 
@@ -69,9 +72,6 @@ def check_cluster_params(model):
         distributed = distributed_module()
         if not isinstance(model.client, distributed.Client):
             raise TypeError("client must be a dask.distributed.Client, got %r" % (model.client,))
-        if model.checkpoint_dir is not None:
-            raise ValueError("checkpoint_dir cannot be used with client=: a cluster run keeps its reconciled "
-                             "tables on the client instead")
 
 
 def check_client(client, wait=WORKER_WAIT):
@@ -155,6 +155,23 @@ class ClusterStats:
                 "reopened": list(self.reopened)}
 
 
+class MomentumState:
+    """The client's block momentum of ``W_in`` and ``W_out`` (``"momentum"`` merges), as checkpoints keep it."""
+
+    def __init__(self, momentum):
+        self.momentum = momentum
+
+    def get_state(self):
+        if self.momentum[0] is None:
+            return {}
+        return {"W_in": self.momentum[0], "W_out": self.momentum[1]}
+
+    def set_state(self, state):
+        for table, key in zip(self.momentum, ("W_in", "W_out")):
+            if table is not None and key in state:
+                np.copyto(table, state[key])
+
+
 class _Run:
     """One cluster training run (see :func:`train_on_cluster`)."""
 
@@ -167,6 +184,7 @@ class _Run:
         self.spec = model._cluster_spec()
         self.address = {}
         self.keys = {}
+        self.units = {}         # group -> units per epoch
         self.stats = ClusterStats(len(self.groups))
         self.pool = ThreadPoolExecutor(2)
         self.momentum = [np.zeros_like(model.W_in), np.zeros_like(model.W_out)] if run["mode"] == "momentum" \
@@ -200,6 +218,8 @@ class _Run:
                                                 workers=[addr], allow_other_workers=False, pure=False)
             placements = []
             for g, outcome in self.wait(futures).items():
+                if outcome is not None:
+                    self.units[g] = outcome
                 if outcome is None:
                     attempts[g] = attempts.get(g, 0) + 1
                     placements.append((g, self.replacement(g, attempts[g])))
@@ -311,7 +331,8 @@ class _Run:
             logger.debug("closing the replicas failed: %s", exc)
 
 
-def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=False, desc="cluster"):
+def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=False, desc="cluster", run_args=None,
+                     fingerprint=None):
     """Train ``model`` on the workers of ``client`` (see the module docstring).
 
     Parameters
@@ -320,12 +341,17 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
         With its tables initialised, and the hooks ``_cluster_spec()`` (what a replica is built from),
         ``_cluster_model(params, state, W_in, W_out)`` (a classmethod building it) and
         ``_cluster_classes()`` (counts and number of classes of the loss); ``syncs_per_epoch`` and
-        ``reconcile`` settings.
+        ``reconcile`` settings.  With ``checkpoint_dir``, the client writes checkpoints of the reconciled
+        tables between rounds (and on Ctrl-C); a model :meth:`resume` opened continues from its round.
     client : dask.distributed.Client
     shards : list
         Shard objects (``name``, ``size``, ``open(model)``, ``chunks(model, start, stop)``).
     epochs, alpha, min_alpha :
         The run's passes and learning rates.
+    run_args : dict, optional
+        The JSON-able arguments of the training call, kept in checkpoints.
+    fingerprint : str, optional
+        A digest of the training data; a resumed run refuses data with another one.
 
     Returns
     -------
@@ -334,57 +360,91 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
     """
     if not shards:
         raise ValueError("no shards to train on")
-    run = {"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha),
-           "rounds": int(model.syncs_per_epoch), "mode": model.reconcile}
-    report = TrainingReport()
-    callbacks = model.callbacks
+    rounds = int(model.syncs_per_epoch)
+    run = {"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha), "rounds": rounds,
+           "mode": model.reconcile}
     job = _Run(model, client, shards, run)
     model.last_cluster_stats = job.stats
-    bar = None
-    clock = time.perf_counter()
     try:
-        _fire(callbacks, "on_train_begin", model)
-        update = None
-        for epoch in range(epochs):
-            _fire(callbacks, "on_epoch_begin", model)
-            epoch_start = time.perf_counter()
-            epoch_loss, epoch_examples, epoch_words = 0.0, 0, 0
-            for r in range(run["rounds"]):
-                _fire(callbacks, "on_batch_begin", model)
-                round_start = time.perf_counter()
-                shared = None if update is None else job.share(update, set(job.address.values()))
-                results = job.round(shared, epoch, r)
-                del shared
-                update = job.reconcile(results)
-                job.stats.round_seconds += time.perf_counter() - round_start
-                job.stats.train_seconds += max(res["seconds"] for res in results)
-                loss = sum(res["loss"] for res in results)
-                examples = sum(res["examples"] for res in results)
-                words = sum(res["words"] for res in results)
-                epoch_loss += loss
-                epoch_examples += examples
-                epoch_words += words
-                report.raw_words += sum(res["raw_words"] for res in results)
-                report.examples += examples
-                report.seconds = time.perf_counter() - clock
-                if bar is None:
-                    bar = _Bar(epochs * max(1, words) * run["rounds"], desc, progress, model.unit)
-                bar.update(words, loss / max(examples, 1))
-                _fire(callbacks, "on_batch_end", model)
-            report.words += epoch_words
-            report.epochs += 1
-            report.epoch_loss.append(epoch_loss / max(epoch_examples, 1))
-            report.epoch_examples.append(epoch_examples)
-            report.epoch_seconds.append(time.perf_counter() - epoch_start)
-            report.seconds = time.perf_counter() - clock
-            logger.info("epoch %d/%d on %d replicas: loss %.4f, %d %s, %.0f %s/s", epoch + 1, epochs,
-                        len(job.groups), report.epoch_loss[-1], epoch_words, model.unit,
-                        report.words / max(report.seconds, 1e-9), model.unit)
-            _fire(callbacks, "on_epoch_end", model)
-        _fire(callbacks, "on_train_end", model)
+        units_per_epoch = sum(job.units.values())
+        record = {"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha),
+                  "units_per_epoch": units_per_epoch, "args": dict(run_args or {}), "fingerprint": fingerprint,
+                  "cluster": {"syncs_per_epoch": rounds, "reconcile": model.reconcile}}
+        history_before, start, report, checkpointer = model._begin_run(record, {"merge": MomentumState(job.momentum)})
+        if start is not None and start.finished:
+            return report
+        with model._interruption_hint():
+            try:
+                _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progress, desc)
+            finally:
+                model.loss_history = history_before + report.epoch_loss
     finally:
-        report.seconds = time.perf_counter() - clock
-        if bar is not None:
-            bar.close()
         job.close()
     return report
+
+
+def _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progress, desc):
+    """The epochs and rounds of a cluster run, from ``start`` (a Position: the next round is its ``chunk``)."""
+    epochs, rounds = run["epochs"], run["rounds"]
+    total_units = units_per_epoch * epochs
+    callbacks = model.callbacks
+    first = 0 if start is None else start.epoch * units_per_epoch + start.units_done
+    bar = _Bar(total_units, desc, progress, model.unit, initial=min(first, total_units))
+    clock = time.perf_counter()
+    seconds_before = report.seconds
+    try:
+        with stop_on_sigint() as stop:
+            _fire(callbacks, "on_train_begin", model)
+            update = None
+            for epoch in range(0 if start is None else start.epoch, epochs):
+                resumed = start is not None and epoch == start.epoch
+                _fire(callbacks, "on_epoch_begin", model)
+                epoch_start = time.perf_counter() - (start.epoch_seconds if resumed else 0.0)
+                epoch_loss = start.epoch_loss if resumed else 0.0
+                epoch_examples = start.epoch_examples if resumed else 0
+                epoch_words = int(start.units_done) if resumed else 0
+                for r in range(start.chunk if resumed else 0, rounds):
+                    _fire(callbacks, "on_batch_begin", model)
+                    round_start = time.perf_counter()
+                    shared = None if update is None else job.share(update, set(job.address.values()))
+                    results = job.round(shared, epoch, r)
+                    del shared
+                    update = job.reconcile(results)
+                    job.stats.round_seconds += time.perf_counter() - round_start
+                    job.stats.train_seconds += max(res["seconds"] for res in results)
+                    loss = sum(res["loss"] for res in results)
+                    examples = sum(res["examples"] for res in results)
+                    words = sum(res["words"] for res in results)
+                    epoch_loss += loss
+                    epoch_examples += examples
+                    epoch_words += words
+                    report.raw_words += sum(res["raw_words"] for res in results)
+                    report.examples += examples
+                    report.seconds = seconds_before + time.perf_counter() - clock
+                    bar.update(words, loss / max(examples, 1))
+                    _fire(callbacks, "on_batch_end", model)
+                    units = epoch * units_per_epoch + epoch_words
+                    if stop.requested or (checkpointer is not None and checkpointer.due(units)):
+                        here = Position(epoch, r + 1, epoch_words, epoch_loss, epoch_examples,
+                                        time.perf_counter() - epoch_start)
+                        path = checkpointer.write(here, units) if checkpointer is not None else None
+                        if stop.requested:
+                            raise TrainingInterrupted(
+                                "training interrupted in epoch %d of %d at %.1f%% of the run"
+                                % (epoch + 1, epochs, 100.0 * units / max(1, total_units)), checkpoint=path)
+                report.words += epoch_words
+                report.epochs += 1
+                report.epoch_loss.append(epoch_loss / max(epoch_examples, 1))
+                report.epoch_examples.append(epoch_examples)
+                report.epoch_seconds.append(time.perf_counter() - epoch_start)
+                report.seconds = seconds_before + time.perf_counter() - clock
+                logger.info("epoch %d/%d on %d replicas: loss %.4f, %d %s, %.0f %s/s", epoch + 1, epochs,
+                            len(job.groups), report.epoch_loss[-1], epoch_words, model.unit,
+                            report.words / max(report.seconds, 1e-9), model.unit)
+                _fire(callbacks, "on_epoch_end", model)
+            if checkpointer is not None:
+                checkpointer.write(Position(epochs, 0, 0.0, finished=True), total_units)
+            _fire(callbacks, "on_train_end", model)
+    finally:
+        report.seconds = seconds_before + time.perf_counter() - clock
+        bar.close()

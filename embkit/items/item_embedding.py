@@ -22,7 +22,8 @@ import scipy.sparse as sp
 from embkit._kernels.pairs import PairTrainer
 from embkit._kernels.samplers import AliasSampler
 from embkit.core.base import EmbeddingModel
-from embkit.core.cluster import CLUSTER_PARAMS, RECONCILE, SYNCS_PER_EPOCH, check_cluster_params, check_client, train_on_cluster
+from embkit.core.cluster import (CLUSTER_PARAMS, RECONCILE, SYNCS_PER_EPOCH, check_client, check_cluster_params,
+                                 train_on_cluster)
 from embkit.core.checkpoint import fingerprint
 from embkit.core.checks import POSITIVE_INT, check_param
 from embkit.core.full_batch import check_batch_size
@@ -159,6 +160,8 @@ class ItemEmbedding(EmbeddingModel):
     chunk_param = "chunk_pairs"
     unit = "pair"
     RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | CLUSTER_PARAMS
+    #: a resumed run may move to (or between) clusters; the cluster settings are checked against its run
+    RESUMABLE_CHANGES = EmbeddingModel.RESUMABLE_CHANGES | CLUSTER_PARAMS
 
     def __init__(self, vector_size=100, loss="sgns", sampler=None, negative=5, alpha=0.025, min_alpha=None,
                  epochs=5, workers=2, seed=1, loss_params=None, sampler_params=None, chunk_pairs=1 << 16,
@@ -255,17 +258,17 @@ class ItemEmbedding(EmbeddingModel):
                 left -= n_pairs
                 yield PairChunk(n_pairs)
 
+        run_args = {"metric": metric, "patience": patience, "n_negatives": n_negatives}
+        digest = fingerprint(coo.row, coo.col, coo.data, None if val is None else val)
         if self.client is not None:
             if val is not None:
                 raise ValueError("validation is not available with client= (a cluster run has no per-epoch hook)")
             shards = pair_shards(coo, len(check_client(self.client)))
-            report = train_on_cluster(self, self.client, shards, self.epochs, self.alpha, self.min_alpha,
-                                      progress=self.progress, desc="items %s on a cluster" % self.loss)
-            self.last_report, self.history, self.best_epoch = report, [], None
-            self.loss_history = list(self.loss_history) + report.epoch_loss
+            train_on_cluster(self, self.client, shards, self.epochs, self.alpha, self.min_alpha,
+                             progress=self.progress, desc="items %s on a cluster" % self.loss, run_args=run_args,
+                             fingerprint=digest)
+            self.history, self.best_epoch = [], None
             return self
-        run_args = {"metric": metric, "patience": patience, "n_negatives": n_negatives}
-        digest = fingerprint(coo.row, coo.col, coo.data, None if val is None else val)
         tracker = None
         if val is not None:
             def score(epoch, report):

@@ -20,6 +20,7 @@ from collections import Counter
 
 import numpy as np
 
+from embkit.core.checkpoint import fingerprint
 from embkit.core.replica import ShardReadError, worker_name
 from embkit.text.chunk_cache import ChunkCache
 from embkit.text.corpus import MAX_SENTENCE_LENGTH, ReadStats, TextCorpus
@@ -136,6 +137,11 @@ class ShardedCorpus:
     def shards(self):
         return [TextShard(f, size, self.max_sentence_length) for f, size in self.files_sizes]
 
+    def digest(self):
+        """A digest of the file names and sizes (what a resumed run checks; the contents stay unread)."""
+        listing = "\n".join("%s\t%d" % (f, size) for f, size in self.files_sizes)
+        return fingerprint(np.frombuffer(listing.encode("utf-8", "surrogatepass"), dtype=np.uint8))
+
 
 def cluster_vocab(client, corpus, model, trim_rule=None):
     """The vocabulary of ``corpus`` counted on the workers (see the module docstring); returns a
@@ -221,16 +227,18 @@ def train_corpus_on_cluster(model, corpus_iterable, corpus_file, epochs, start_a
     epochs = model.epochs if epochs is None else epochs
     alpha = model.alpha if start_alpha is None else start_alpha
     min_alpha = model.min_alpha if end_alpha is None else end_alpha
+    run_args = {"corpus_file": corpus.source, "vocab_corpus": corpus is model.corpus, "epochs": epochs,
+                "start_alpha": start_alpha, "end_alpha": end_alpha}
+    digest = model._vocab_digest() + "-" + corpus.digest()
     model.wv.norms = None
     try:
         report = train_on_cluster(model, model.client, corpus.shards(), epochs, alpha, min_alpha,
                                   progress=model.progress if progress is None else progress,
                                   desc="%s %dd on a cluster" % ("skip-gram" if model.sg else "cbow",
-                                                                model.vector_size))
+                                                                model.vector_size),
+                                  run_args=run_args, fingerprint=digest)
     finally:
         model.wv.norms = None
-    model.last_report = report
-    model.loss_history = list(model.loss_history) + report.epoch_loss
     model.min_alpha_yet_reached = min_alpha
     logger.info("trained %d epochs on a cluster: %d words in %.1fs (%.0f words/s)", report.epochs, report.words,
                 report.seconds, report.words_per_second)

@@ -134,6 +134,8 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
     unit = "w"
     STACKED_OUTPUTS = True
     RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | {"sentences", "corpus_file", "hashfxn", "trim_rule"} | CLUSTER_PARAMS
+    #: a resumed run may move to (or between) clusters; the cluster settings are checked against its run
+    RESUMABLE_CHANGES = EmbeddingModel.RESUMABLE_CHANGES | CLUSTER_PARAMS
 
     def __init__(self, sentences=None, corpus_file=None, vector_size=100, alpha=0.05, window=5, min_count=5,
                  max_vocab_size=None, sample=1e-3, seed=1, workers=3, min_alpha=0.0001, sg=0, hs=0, negative=5,
@@ -413,8 +415,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
                     "total_words": total_words, "epochs": epochs, "start_alpha": start_alpha, "end_alpha": end_alpha}
         digest = None
         if self.checkpoint_dir is not None or self._resuming is not None:
-            digest = fingerprint(np.asarray(self.vocab.counts), np.frombuffer(
-                "\n".join(self.vocab.index_to_key).encode("utf-8", "surrogatepass"), dtype=np.uint8))
+            digest = self._vocab_digest()
             if cache.complete:
                 digest += "-" + cache.digest()
         self.wv.norms = None
@@ -430,6 +431,11 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
                     report.epochs, report.words, report.seconds, report.words_per_second,
                     report.raw_words_per_second, report.epoch_loss[-1] if report.epoch_loss else float("nan"))
         return report
+
+    def _vocab_digest(self):
+        """A digest of the vocabulary (words and counts): part of a run's data fingerprint."""
+        return fingerprint(np.asarray(self.vocab.counts), np.frombuffer(
+            "\n".join(self.vocab.index_to_key).encode("utf-8", "surrogatepass"), dtype=np.uint8))
 
     # ------------------------------------------------------------------ what the model says
     def predict_output_word(self, context_words_list, topn=10):
