@@ -19,7 +19,7 @@ first checked against the measured rows per reconciliation on gcide.  Two exchan
 
 Usage::
 
-    python eval/cluster_scaling.py --bench bench.json [--gbit 10] [--threads 8] [--syncs 4]
+    python eval/cluster_scaling.py --bench bench.json [--gbit 10] [--threads 8] [--syncs 4 | --round-words 75000]
 
 Prints markdown tables (throughput in words/s and the share of time in the kernels).
 """
@@ -58,9 +58,10 @@ def union_rows(p, w, n):
     return rows_changed(p, w * n)
 
 
-def round_time(n, tokens, vocab, syncs, threads, speed, merge_cost, gbit, topology):
+def round_time(n, w, vocab, threads, speed, merge_cost, gbit, topology):
+    """Words/s, share of time in the kernels and bytes on the busiest link of a round in which each of ``n``
+    replicas trains ``w`` words."""
     p = zipf(vocab)
-    w = tokens / (n * syncs)
     one = sum(rows_changed(p, w))
     union = sum(union_rows(p, w, n))
     row_bytes = DIM * BYTES_PER_VALUE + 4
@@ -85,7 +86,10 @@ def main(argv=None):
     ap.add_argument("--bench", required=True, help="JSON of eval/bench_cluster.py --json")
     ap.add_argument("--gbit", type=float, default=10.0)
     ap.add_argument("--threads", type=int, default=8, help="kernel threads of one worker")
-    ap.add_argument("--syncs", type=int, default=4)
+    ap.add_argument("--syncs", type=int, default=4, help="reconciliations per epoch")
+    ap.add_argument("--round-words", type=float, default=None,
+                    help="instead of --syncs: words each replica trains per round (rounds short enough for "
+                         "one-process quality)")
     args = ap.parse_args(argv)
     with open(args.bench) as fh:
         rows = json.load(fh)
@@ -95,21 +99,24 @@ def main(argv=None):
     merge_cost = float(np.mean([r["merge_s"] / (r["rounds"] * r["rows_per_round"]) for r in two]))
     vocab = two[0]["vocabulary"]
     tokens = two[0]["words"] / 5          # in-vocabulary words of one epoch (5 epochs in the benchmark)
-    w = tokens / (2 * 4)
+    syncs = two[0]["rounds"] // 5
     p = zipf(vocab)
-    predicted = sum(union_rows(p, w, 2))
+    predicted = sum(union_rows(p, tokens / (2 * syncs), 2))
     print("measured: %.0f words/s per kernel thread, %.2g s of merging per row; gcide rows per reconciliation "
-          "(2 replicas, 4 per epoch): measured %.0f, Zipf model %.0f\n"
-          % (speed, merge_cost, np.mean([r["rows_per_round"] for r in two]), predicted))
+          "(2 replicas, %d per epoch): measured %.0f, Zipf model %.0f\n"
+          % (speed, merge_cost, syncs, np.mean([r["rows_per_round"] for r in two]), predicted))
     for name, (n_tokens, n_vocab) in CORPORA.items():
-        print("%s (%.3g tokens, %d words), %d threads per worker, %d reconciliations per epoch, %g Gbit/s:\n"
-              % (name, n_tokens, n_vocab, args.threads, args.syncs, args.gbit))
+        rounds = ("rounds of %.3g words per replica" % args.round_words if args.round_words
+                  else "%d reconciliations per epoch" % args.syncs)
+        print("%s (%.3g tokens, %d words), %d threads per worker, %s, %g Gbit/s:\n"
+              % (name, n_tokens, n_vocab, args.threads, rounds, args.gbit))
         print("| workers | MB per round (client link) | words/s, client relays | in kernels | "
               "words/s, tree reduce | in kernels |")
         print("|---:|---:|---:|---:|---:|---:|")
         for n in (1, 2, 4, 8, 16, 32, 64, 128):
-            a = round_time(n, n_tokens, n_vocab, args.syncs, args.threads, speed, merge_cost, args.gbit, "client")
-            b = round_time(n, n_tokens, n_vocab, args.syncs, args.threads, speed, merge_cost, args.gbit, "tree")
+            w = args.round_words or n_tokens / (n * args.syncs)
+            a = round_time(n, w, n_vocab, args.threads, speed, merge_cost, args.gbit, "client")
+            b = round_time(n, w, n_vocab, args.threads, speed, merge_cost, args.gbit, "tree")
             print("| %d | %.0f | %.3g | %.0f%% | %.3g | %.0f%% |" % (n, a[2] / 1e6, a[0], 100 * a[1], b[0],
                                                                    100 * b[1]))
         print()

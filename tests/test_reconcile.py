@@ -143,3 +143,16 @@ def test_block_momentum_moves_a_row_one_replica_trained_by_its_step_in_total():
     assert not table[0].any()
     with pytest.raises(ValueError, match="momentum"):
         merge(2, [], "momentum")
+
+
+def test_block_momentum_of_two_replicas_is_their_sum():
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal((20, 6)).astype(np.float32)
+    summed, moved = base.copy(), base.copy()
+    momentum = np.zeros_like(base)
+    for _ in range(3):
+        replicas = [summed + 1e-2 * rng.standard_normal(base.shape).astype(np.float32) for _ in range(2)]
+        deltas = [changed_rows(t, summed) for t in replicas]
+        merge(20, deltas, "sum", table=summed)
+        merge(20, deltas, "momentum", table=moved, momentum=momentum, replicas=2)
+        assert np.array_equal(summed, moved)

@@ -88,7 +88,7 @@ def finish(const float[:, ::1] total, const int32_t[::1] seen, bint average, uin
 
 def momentum_step(const float[:, ::1] total, float scale, float mu, float[:, ::1] momentum, uint16_t[:, ::1] values,
                   int32_t[::1] ids, float[:, ::1] table):
-    """Block momentum: ``momentum = mu * momentum + scale * total`` on every row, rounded to float16 (the
+    """Block momentum on every row: ``momentum = mu * momentum + scale * total``, rounded to float16 (the
     stored momentum is the rounded step, so that the client and the replicas add the same numbers), added to
     ``table``; the rows whose step is not zero are written to ``values`` / ``ids``.  Returns their number."""
     cdef Py_ssize_t n = total.shape[0], d = total.shape[1], i, j, k = 0

@@ -16,14 +16,17 @@ Three merges are offered (``mode``); with ``n`` replicas and ``d_i`` the delta o
 a row it did not change):
 
 * ``"momentum"`` (the default): block momentum over the rounds (Chen and Huo's blockwise model-update
-  filtering): the client keeps a momentum per row, ``m = (1 - 1/n) m + sum_i d_i / n``, and moves the row by
-  ``m``.  A row pulled the same way round after round moves by ``sum_i d_i`` per round (what one process
-  training all the replicas' data would do), a row only one replica trained moves by that replica's step in
-  total, and a row that every replica moved all the way to its target within the round (the most frequent
-  words) settles there instead of overshooting, for any ``n``.  The steps reach the rows over a few rounds.
+  filtering, with block learning rate 2): the client keeps a momentum per row,
+  ``m = (1 - 2/n) m + (2/n) sum_i d_i``, and moves the row by ``m``.  With 2 replicas this is ``"sum"``
+  exactly.  With more, a row pulled the same way round after round moves by ``sum_i d_i`` per round once
+  the momentum has built up (what one process training all the replicas' data would do), a row only one
+  replica trained moves by that replica's step in total, and a row that every replica moved all the way to
+  its target within the round (the most frequent words) settles there instead of overshooting: as a
+  heavy-ball iteration its step is at most twice the error, below the ``2 (1 + momentum)`` where it
+  would diverge.
 * ``"sum"``: the deltas are added, as when every replica's threads updated one shared table (embkit's own
   Hogwild threads); right while a round moves each row a little, but a row every replica moved all the way
-  takes ``n`` such steps: with 2 replicas it swings around its target, with 3 or more it diverges (4
+  takes ``n`` such steps: with 2 replicas it may swing around its target, with 3 or more it diverges (4
   replicas on gcide: NaN within the first epoch).
 * ``"average"``: the mean of the deltas of the replicas that changed the row (model averaging of the changed
   rows): never overshoots, but a row every replica trained moves by one replica's step, so a word of
@@ -38,6 +41,9 @@ from embkit._kernels import deltas as _kernel
 MODES = ("momentum", "sum", "average")
 #: the merge of a model that does not choose one (see the module docstring and CLUSTER.md)
 DEFAULT_MODE = "momentum"
+#: block learning rate of ``"momentum"``: with it a row every replica moved all the way to its target within
+#: a round settles for any number of replicas above 2, and 2 replicas merge as ``"sum"`` (module docstring)
+BLOCK_RATE = 2.0
 #: dtype of the deltas on the wire
 WIRE_DTYPE = np.float16
 
@@ -97,7 +103,7 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
         With ``"momentum"``: the table's momentum (float32, the table's shape, zeros at the start of a run),
         updated in place.
     replicas : int, optional
-        With ``"momentum"``: the number of replicas of the run (the momentum is ``1 - 1/replicas``).
+        With ``"momentum"``: the number of replicas ``n`` of the run (the momentum is ``1 - 2/n``).
 
     Returns
     -------
@@ -124,7 +130,8 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
     values = np.empty((n_rows, dim), dtype=np.uint16)
     ids = np.empty(n_rows, dtype=np.int32)
     if mode == "momentum":
-        count = _kernel.momentum_step(total, 1.0 / replicas, 1.0 - 1.0 / replicas, momentum, values, ids, table)
+        rate = min(BLOCK_RATE, replicas)
+        count = _kernel.momentum_step(total, rate / replicas, 1.0 - rate / replicas, momentum, values, ids, table)
     else:
         count = _kernel.finish(total, seen, mode == "average", values, ids, table)
     return _compact(values, ids, count)
