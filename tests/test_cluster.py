@@ -298,3 +298,18 @@ def test_item_embedding_trains_on_the_cluster(client, loss, sampler):
     assert _group_precision(model) >= 0.6
     with pytest.raises(ValueError, match="validation"):
         ItemEmbedding(vector_size=8, client=client, progress=False).fit(train, validation=train)
+
+
+def test_an_item_embedding_cluster_run_resumes_bit_identical(client, tmp_path):
+    from test_items import _planted
+    from embkit import ItemEmbedding
+    train = _planted(0)
+    params = dict(vector_size=16, epochs=3, workers=1, seed=1, progress=False, client=client, syncs_per_epoch=3)
+    reference = ItemEmbedding(**params).fit(train)
+    with pytest.raises(SystemError):
+        ItemEmbedding(checkpoint_dir=str(tmp_path), checkpoint_every="1 pairs", callbacks=[_After(5, _crash)],
+                      **params).fit(train)
+    resumed = ItemEmbedding.resume(str(tmp_path), train, client=client)
+    np.testing.assert_array_equal(resumed.W_in, reference.W_in)
+    np.testing.assert_array_equal(resumed.W_out, reference.W_out)
+    assert resumed.loss_history == reference.loss_history
