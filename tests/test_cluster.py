@@ -281,6 +281,26 @@ def test_cli_trains_on_the_scheduler(client, planted_shards, tmp_path, capsys):
     assert kv.vector_size == 16 and len(kv) == 50
 
 
+def test_cli_resumes_a_cluster_run(client, planted_shards, tmp_path, capsys):
+    # a checkpointed cluster run that the client lost resumes from the command line on the (given) scheduler
+    from embkit.cli import main
+    _, _, pattern = planted_shards
+    checkpoints = str(tmp_path / "run")
+    args = ["train", "--corpus", pattern, "--scheduler", client.scheduler.address, "--workers", "1", "--epochs",
+            "2", "--min-count", "1", "--vector-size", "16", "-q", "--no-eval", "--checkpoint-dir", checkpoints,
+            "--checkpoint-every", "1 words"]
+    assert main(args + ["-o", str(tmp_path / "first.txt"), "--format", "word2vec"]) == 0
+    complete = list_checkpoints(checkpoints)[0]
+    os.unlink(complete)                 # as if the client had died before the last checkpoint
+    assert main(["train", "--resume", checkpoints, "--scheduler", client.scheduler.address, "-q", "--no-eval",
+                 "-o", str(tmp_path / "resumed.txt"), "--format", "word2vec"]) == 0
+    assert "training:   2 epochs" in capsys.readouterr().out
+    from gensim.models import KeyedVectors
+    first = KeyedVectors.load_word2vec_format(str(tmp_path / "first.txt"))
+    resumed = KeyedVectors.load_word2vec_format(str(tmp_path / "resumed.txt"))
+    np.testing.assert_array_equal(resumed.vectors, first.vectors)
+
+
 # ----------------------------------------------------------------------------- ItemEmbedding
 
 

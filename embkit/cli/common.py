@@ -174,7 +174,8 @@ def count(value):
 #: the file in a checkpoint directory that records the command line of its run
 COMMAND_FILE = "command.json"
 #: options a resumed command may change: where the result goes, how it reports, threads
-RESUME_MAY_CHANGE = frozenset({"resume", "workers", "quiet", "verbose", "output", "overwrite", "format", "no_eval"})
+RESUME_MAY_CHANGE = frozenset({"resume", "workers", "quiet", "verbose", "output", "overwrite", "format", "no_eval",
+                               "scheduler"})
 
 
 def checkpoint_options(p):

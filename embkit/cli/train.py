@@ -101,8 +101,10 @@ def cmd_train(args, out):
     args = resumed_args(args)
     check_output(args)
     if args.resume:
-        with train_logging():
-            model = Word2Vec.resume(args.resume, workers=args.workers, progress=not args.quiet)
+        with cluster_client(getattr(args, "scheduler", None)) as client, train_logging():
+            cluster = {} if client is None else {"client": client}
+            model = Word2Vec.resume(args.resume, workers=args.workers, progress=not args.quiet, **cluster)
+            model.client = None
         corpus, report = getattr(model.corpus, "source", model.corpus), model.last_report
     else:
         Word2Vec(**_model_kwargs(args))  # validates the parameters before any reading
