@@ -15,7 +15,7 @@ A model given ``client=`` (a ``dask.distributed.Client``) trains like this:
 Every loss and sampler works: a replica builds them from the registry as a single-process run does, and
 adaptive samplers rebuild after each reconciliation.  With ``checkpoint_dir`` the client writes
 checkpoints of the reconciled tables (and the merge's momentum) between rounds; ``resume`` continues a run
-from its last one, on a cluster of any size.
+from its last one, on a cluster whose number of workers may differ.
 """
 import logging
 import time
@@ -32,8 +32,8 @@ from embkit.core.training import Position, _Bar, _fire
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "RECONCILE", "check_cluster_params", "check_client", "distributed_module", "group_shards",
-           "train_on_cluster", "ClusterStats"]
+__all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "RECONCILE", "check_cluster_params", "check_client",
+           "distributed_module", "group_shards", "train_on_cluster", "ClusterStats", "MomentumState"]
 
 #: model parameters of cluster training (runtime settings: not saved with a model)
 CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile"})
@@ -220,7 +220,7 @@ class _Run:
             for g, outcome in self.wait(futures).items():
                 if outcome is not None:
                     self.units[g] = outcome
-                if outcome is None:
+                else:
                     attempts[g] = attempts.get(g, 0) + 1
                     placements.append((g, self.replacement(g, attempts[g])))
             del data
