@@ -10,7 +10,7 @@ merging on the client, and analogy accuracy (restrict_vocab 30000), WS-353 and S
 
 Usage::
 
-    python eval/bench_cluster.py [--corpus FILE] [--epochs 5] [--seeds 1 2 3] [--clusters 1 2]
+    python eval/bench_cluster.py [--corpus FILE] [--epochs 5] [--alpha 0.05] [--seeds 1 2 3] [--clusters 1 2]
                                  [--syncs 16] [--reconcile momentum] [--interleave] [--json out.json]
 
 Nothing is asserted: it prints one line per run, a markdown table (mean ± spread over seeds) and the
@@ -52,7 +52,7 @@ def write_shards(corpus, directory, n, interleave=False):
 
 def params(args, seed):
     return dict(vector_size=100, window=5, negative=5, sample=1e-3, min_count=5, sg=1, epochs=args.epochs,
-                workers=1, seed=seed)
+                workers=1, seed=seed, alpha=args.alpha)
 
 
 def run_one(args, label, seed, corpus, client=None, n_workers=0):
@@ -104,6 +104,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", default=default_corpus())
     p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--alpha", type=float, default=0.05, help="initial learning rate (embkit's default)")
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     p.add_argument("--clusters", type=int, nargs="*", default=[1, 2], help="worker processes of each cluster run")
     p.add_argument("--no-single", action="store_true", help="skip the one-process run")
