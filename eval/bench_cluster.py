@@ -11,7 +11,7 @@ merging on the client, and analogy accuracy (restrict_vocab 30000), WS-353 and S
 Usage::
 
     python eval/bench_cluster.py [--corpus FILE] [--epochs 5] [--alpha 0.05] [--seeds 1 2 3] [--clusters 1 2]
-                                 [--syncs 16] [--reconcile momentum] [--interleave] [--json out.json]
+                                 [--syncs N] [--reconcile momentum] [--interleave] [--json out.json]
 
 Nothing is asserted: it prints one line per run, a markdown table (mean ± spread over seeds) and the
 command line.  Timings need the machine's cores to itself.
@@ -110,7 +110,8 @@ def main(argv=None):
     p.add_argument("--no-single", action="store_true", help="skip the one-process run")
     p.add_argument("--shards", type=int, default=8)
     p.add_argument("--interleave", action="store_true", help="deal the lines into the shards one by one")
-    p.add_argument("--syncs", type=int, default=SYNCS_PER_EPOCH, help="reconciliations per epoch")
+    p.add_argument("--syncs", type=int, default=SYNCS_PER_EPOCH,
+                   help="reconciliations per epoch (default: rounds of about 75,000 words per replica)")
     p.add_argument("--reconcile", default=RECONCILE, choices=MODES)
     p.add_argument("--json", default=None, metavar="FILE")
     args = p.parse_args(argv)

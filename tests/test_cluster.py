@@ -72,16 +72,16 @@ def test_replica_refreshes_an_adaptive_sampler_after_a_reconciliation(tmp_path, 
     _, sentences = planted
     paths = write_shards(tmp_path, sentences, 2)
     model = Word2Vec(sampler="lsh", **SMALL).build_vocab(sentences)
-    run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001, "rounds": 2, "mode": "average"}
+    run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001}
     key = "test-lsh-0"
     try:
         open_replica(key, (model._cluster_spec(), (model.W_in, model.W_out)), [TextShard(p, 1) for p in paths], run)
         replica = REPLICAS[key]
-        out = train_round(key, None, 0, 0, 0)
+        out = train_round(key, None, 0, 0, 0, 2)
         tables = np.array(replica.sampler.tables, copy=True)
         update = out["delta"]
         update[1].values[:] += 0.5          # the reconciled rows differ from the replica's own
-        train_round(key, update, 0, 1, 0)
+        train_round(key, update, 0, 1, 0, 2)
         assert not np.array_equal(tables, np.asarray(replica.sampler.tables))
     finally:
         close_replicas("test-lsh-")
@@ -115,9 +115,9 @@ def test_vocabulary_prunes_to_max_vocab_size_per_shard(client, tmp_path):
 
 def test_cluster_training_learns_and_gives_a_normal_model(client, planted_shards, purity, tmp_path):
     groups, _, pattern = planted_shards
-    model = Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, **dict(SMALL, syncs_per_epoch=3))
+    model = Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, **dict(SMALL, syncs_per_epoch=None))
     stats = model.last_cluster_stats
-    assert stats.replicas == 2 and stats.rounds == 3 * SMALL["epochs"]
+    assert stats.replicas == 2 and stats.rounds == SMALL["epochs"]     # a small corpus: one round an epoch
     assert stats.bytes_up > 0 and stats.bytes_down > 0
     assert model.last_report.words == SMALL["epochs"] * model.vocab.total_words
     assert purity(model.wv, groups)[0] >= 0.8
@@ -142,6 +142,12 @@ def test_every_loss_and_sampler_trains_on_the_cluster(client, planted_shards, pu
     assert np.isfinite(model.last_report.epoch_loss[-1])
     if sampler != "topk":       # hard negatives push a topic's own words apart (see test_word2vec.py)
         assert purity(model.wv, groups)[0] >= 0.7
+
+
+def test_rounds_default_to_a_fixed_size_per_replica():
+    assert cluster_mod.rounds_per_epoch(8, [10, 10**9]) == 8
+    assert cluster_mod.rounds_per_epoch(None, [10, 1000]) == 1
+    assert cluster_mod.rounds_per_epoch(None, [cluster_mod.ROUND_UNITS * 10, cluster_mod.ROUND_UNITS * 31.6]) == 32
 
 
 def test_every_reconcile_mode_trains(client, planted_shards, purity):

@@ -252,15 +252,16 @@ def _jsonable(value):
 # ------------------------------------------------------------------------------------------ cluster
 def cluster_options(p):
     """Add ``--scheduler``, ``--syncs-per-epoch`` and ``--reconcile`` (training on a Dask cluster)."""
-    from embkit.core.cluster import RECONCILE, SYNCS_PER_EPOCH
+    from embkit.core.cluster import RECONCILE, ROUND_UNITS
     from embkit.core.reconcile import MODES
     g = p.add_argument_group("cluster (needs the [cluster] extra)")
     g.add_argument("--scheduler", metavar="ADDRESS",
                    help="train on the Dask cluster of this scheduler (tcp://host:8786), or on a local one of N "
                         "worker processes with 'local:N'; the corpus may then be a glob or URL of files that every "
                         "worker can read (each reads its own)")
-    g.add_argument("--syncs-per-epoch", type=int, default=SYNCS_PER_EPOCH, metavar="N",
-                   help="reconciliations of the workers' tables per epoch (default: %d)" % SYNCS_PER_EPOCH)
+    g.add_argument("--syncs-per-epoch", type=int, default=None, metavar="N",
+                   help="reconciliations of the workers' tables per epoch (default: rounds of about %d words per "
+                        "worker)" % ROUND_UNITS)
     g.add_argument("--reconcile", choices=MODES, default=RECONCILE,
                    help="how the workers' steps of a row combine: add them (sum) or take their mean (average); "
                         "default: %s" % RECONCILE)

@@ -5,9 +5,9 @@ A model given ``client=`` (a ``dask.distributed.Client``) trains like this:
 1. its shards (files, or parts of an in-memory data set) are grouped, one group per worker, balanced by
    size; each worker opens a **replica**: the model built from the client's parameters and state, a copy
    of the tables, its own loss, sampler and kernel trainer, and its shards, which it reads itself;
-2. each epoch runs in ``syncs_per_epoch`` **rounds**: every replica trains the same fraction of its shards
-   with embkit's nogil kernel on its own threads (``workers``), then sends the rows it changed; the client
-   merges them (:mod:`embkit.core.reconcile`), keeps the reconciled tables (they are the model's
+2. each epoch runs in **rounds** (``syncs_per_epoch``, or rounds of about :data:`ROUND_UNITS` units per
+   replica): every replica trains the same fraction of its shards with embkit's nogil kernel on its own
+   threads (``workers``), then sends the rows it changed; the client merges them (:mod:`embkit.core.reconcile`), keeps the reconciled tables (they are the model's
    ``W_in`` / ``W_out`` at every moment) and broadcasts the changed rows to every replica;
 3. a replica whose worker is lost mid-round is opened again on a live worker from the reconciled tables
    and trains the same round again: the run goes on, and the result is the same kind of model.
@@ -32,13 +32,17 @@ from embkit.core.training import Position, _Bar, _fire
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "RECONCILE", "check_cluster_params", "check_client",
-           "distributed_module", "group_shards", "train_on_cluster", "ClusterStats", "MomentumState"]
+__all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "RECONCILE", "check_cluster_params",
+           "check_client", "distributed_module", "group_shards", "rounds_per_epoch", "train_on_cluster",
+           "ClusterStats", "MomentumState"]
 
 #: model parameters of cluster training (runtime settings: not saved with a model)
 CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile"})
-#: reconciliations per epoch of a model that does not choose (CLUSTER.md: the quality against the cost)
-SYNCS_PER_EPOCH = 16
+#: ``syncs_per_epoch`` of a model that does not choose: None, rounds of about :data:`ROUND_UNITS` units
+SYNCS_PER_EPOCH = None
+#: units (words, pairs) a replica trains per round when ``syncs_per_epoch`` is None: on gcide, rounds of
+#: 75,000 words per replica gave the one-process quality and rounds twice as long did not (CLUSTER.md)
+ROUND_UNITS = 75_000
 #: the merge of a model that does not choose
 RECONCILE = DEFAULT_MODE
 #: seconds a run waits for a first worker before it calls the cluster empty
@@ -65,7 +69,8 @@ def distributed_module():
 def check_cluster_params(model):
     """ValueError naming a bad ``syncs_per_epoch`` / ``reconcile``; TypeError for a ``client`` that is not
     a ``dask.distributed.Client``."""
-    check_param("syncs_per_epoch", model.syncs_per_epoch, *POSITIVE_INT)
+    if model.syncs_per_epoch is not None:
+        check_param("syncs_per_epoch", model.syncs_per_epoch, *POSITIVE_INT)
     if model.reconcile not in MODES:
         raise ValueError("reconcile must be one of %s, got %r" % (", ".join(MODES), model.reconcile))
     if model.client is not None:
@@ -289,8 +294,10 @@ class _Run:
 
     def round(self, update, epoch, r):
         """Train round ``r`` of ``epoch`` on every replica (reopening lost ones); returns their results."""
-        futures = {g: self.client.submit(train_round, self.keys[g], update, epoch, r, g, workers=[self.address[g]],
-                                         allow_other_workers=False, pure=False) for g in range(len(self.groups))}
+        rounds = self.run["rounds"]
+        futures = {g: self.client.submit(train_round, self.keys[g], update, epoch, r, g, rounds,
+                                         workers=[self.address[g]], allow_other_workers=False, pure=False)
+                   for g in range(len(self.groups))}
         results = {}
         attempt = 0
         while futures:
@@ -302,7 +309,7 @@ class _Run:
                 attempt += 1
                 self.open([(g, self.replacement(g, attempt)) for g in lost])
                 # the reopened replicas hold the reconciled tables already: no update to apply
-                futures = {g: self.client.submit(train_round, self.keys[g], None, epoch, r, g,
+                futures = {g: self.client.submit(train_round, self.keys[g], None, epoch, r, g, rounds,
                                                  workers=[self.address[g]], allow_other_workers=False, pure=False)
                            for g in lost}
         return [results[g] for g in range(len(self.groups))]
@@ -329,6 +336,14 @@ class _Run:
             self.client.run(close_replicas, self.prefix, on_error="ignore")
         except Exception as exc:    # a closing client must not hide the run's own error
             logger.debug("closing the replicas failed: %s", exc)
+
+
+def rounds_per_epoch(syncs_per_epoch, units):
+    """Rounds of an epoch: ``syncs_per_epoch``, or when it is None enough for the largest replica (``units``
+    per epoch of each) to train about :data:`ROUND_UNITS` per round."""
+    if syncs_per_epoch is not None:
+        return int(syncs_per_epoch)
+    return max(1, int(round(max(units, default=0) / ROUND_UNITS)))
 
 
 def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=False, desc="cluster", run_args=None,
@@ -360,13 +375,14 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
     """
     if not shards:
         raise ValueError("no shards to train on")
-    rounds = int(model.syncs_per_epoch)
-    run = {"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha), "rounds": rounds,
-           "mode": model.reconcile}
+    run = {"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha), "mode": model.reconcile}
     job = _Run(model, client, shards, run)
     model.last_cluster_stats = job.stats
     try:
         units_per_epoch = sum(job.units.values())
+        rounds = run["rounds"] = rounds_per_epoch(model.syncs_per_epoch, job.units.values())
+        logger.info("%d replicas, %d rounds an epoch (about %.0f %s per replica and round)", len(job.groups),
+                    rounds, max(job.units.values()) / rounds, model.unit)
         record = {"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha),
                   "units_per_epoch": units_per_epoch, "args": dict(run_args or {}), "fingerprint": fingerprint,
                   "cluster": {"syncs_per_epoch": rounds, "reconcile": model.reconcile}}

@@ -77,19 +77,19 @@ class Replica:
         else:
             self.sampler.refresh(progress)
 
-    def bounds(self, units, epoch_round):
-        """Units of a shard trained before round ``epoch_round`` of an epoch (rounds cut it evenly)."""
-        return units * epoch_round // self.run["rounds"]
+    @staticmethod
+    def bounds(units, epoch_round, rounds):
+        """Units of a shard trained before round ``epoch_round`` of an epoch of ``rounds`` (cut evenly)."""
+        return units * epoch_round // rounds
 
-    def train_round(self, update, epoch, round_index, group):
-        """Apply the last reconciliation's ``update`` (or None), train round ``round_index`` of ``epoch``
-        on every shard, and return what changed (see :func:`train_round`)."""
+    def train_round(self, update, epoch, round_index, group, rounds):
+        """Apply the last reconciliation's ``update`` (or None), train round ``round_index`` of the ``rounds``
+        of ``epoch`` on every shard, and return what changed (see :func:`train_round`)."""
         model, run = self.model, self.run
         if update is not None:
             adopt_update(update[0], model.W_in, self.base_in)
             adopt_update(update[1], model.W_out, self.base_out)
-        rounds = run["rounds"]
-        done = epoch * self.total + sum(self.bounds(u, round_index) for u in self.units)
+        done = epoch * self.total + sum(self.bounds(u, round_index, rounds) for u in self.units)
         fraction = done / max(1, self.total * run["epochs"])
         if update is not None:
             self.refresh_sampler(fraction)
@@ -99,7 +99,7 @@ class Replica:
         index = 0
         min_per_thread = getattr(model, "batch_words", None)
         for shard, units in zip(self.shards, self.units):
-            start, stop = self.bounds(units, round_index), self.bounds(units, round_index + 1)
+            start, stop = self.bounds(units, round_index, rounds), self.bounds(units, round_index + 1, rounds)
             for chunk in shard.chunks(model, start, stop):
                 seed = ((epoch * rounds + round_index) * 1000003 + index) * 65537 + group
                 self.trainer.before_chunk(done / max(1, self.total * run["epochs"]))
@@ -129,7 +129,7 @@ def open_replica(key, data, shards, run):
     """Task: build the replica ``key`` on this worker and read its ``shards``.
 
     ``data`` is ``(spec, (W_in, W_out))``: the spec ``(model class, parameters, state)`` and the reconciled
-    tables; ``run`` holds ``epochs``, ``alpha``, ``min_alpha`` and ``rounds`` (reconciliations per epoch).
+    tables; ``run`` holds ``epochs``, ``alpha`` and ``min_alpha``.
     Returns the replica's units per epoch.
     """
     old = REPLICAS.pop(key, None)
@@ -141,8 +141,8 @@ def open_replica(key, data, shards, run):
     return replica.total
 
 
-def train_round(key, update, epoch, round_index, group):
-    """Task: one round of the replica ``key``.
+def train_round(key, update, epoch, round_index, group, rounds):
+    """Task: round ``round_index`` (of ``rounds`` per epoch) of the replica ``key``.
 
     Returns a dict with the round's ``loss`` (sum), ``examples``, ``words`` (units), ``raw_words``,
     ``seconds``, ``worker`` and ``delta``: the :class:`~embkit.core.reconcile.RowDelta` of ``W_in`` and
@@ -151,7 +151,7 @@ def train_round(key, update, epoch, round_index, group):
     replica = REPLICAS.get(key)
     if replica is None:
         raise ReplicaLost("worker %s holds no replica %s (restarted?)" % (worker_name(), key))
-    return replica.train_round(update, epoch, round_index, group)
+    return replica.train_round(update, epoch, round_index, group, rounds)
 
 
 def close_replicas(prefix):

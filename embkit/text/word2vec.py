@@ -122,10 +122,10 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         Train on the workers of this Dask cluster (the ``[cluster]`` extra): ``corpus_file`` is then a path,
         glob or list of files on any fsspec filesystem, every file a shard read by one worker; each worker
         trains a replica of the tables with ``workers`` threads (see :mod:`embkit.core.cluster`).  Not saved.
-    syncs_per_epoch : int
-        With ``client``: reconciliations of the replicas per epoch (default 16).  Fewer cost less exchange;
-        quality stays that of one process while a round trains up to about 150k words per replica
-        (CLUSTER.md).
+    syncs_per_epoch : int or None
+        With ``client``: reconciliations of the replicas per epoch.  None (the default): as many as make each
+        replica train about 75,000 words per round, the longest rounds that kept one process's quality on
+        gcide; fewer cost less exchange and lose quality (CLUSTER.md).
     reconcile : {"momentum", "sum", "average"}
         With ``client``: how the replicas' changed rows are merged (see :mod:`embkit.core.reconcile`).
     """
