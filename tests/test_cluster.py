@@ -121,7 +121,9 @@ def test_cluster_training_learns_and_gives_a_normal_model(client, planted_shards
     assert stats.bytes_up > 0 and stats.bytes_down > 0
     assert model.last_report.words == SMALL["epochs"] * model.vocab.total_words
     assert purity(model.wv, groups)[0] >= 0.8
-    assert model.loss_history[-1] < model.loss_history[0]
+    # well below the untrained loss (6 log 2 with 5 negatives); it need not fall every epoch: with one round
+    # an epoch on a 50-word corpus every row saturates within a round, and two replicas' steps add up
+    assert model.loss_history[-1] < 0.75 * 6 * np.log(2)
     path = str(tmp_path / "model.embkit")
     model.save(path)
     loaded = Word2Vec.load(path)

@@ -43,7 +43,7 @@ MODES = ("momentum", "sum", "average")
 DEFAULT_MODE = "momentum"
 #: block learning rate of ``"momentum"``: with it a row every replica moved all the way to its target within
 #: a round settles for any number of replicas above 2, and 2 replicas merge as ``"sum"`` (module docstring)
-BLOCK_RATE = 1.5
+BLOCK_RATE = 2.0
 #: dtype of the deltas on the wire
 WIRE_DTYPE = np.float16
 
