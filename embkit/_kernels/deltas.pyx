@@ -113,26 +113,22 @@ def momentum_step(const float[:, ::1] total, float scale, float mu, float[:, ::1
     return k
 
 
-def add_rows(float[:, ::1] table, const int32_t[::1] ids, const uint16_t[:, ::1] values):
-    """``table[ids] += values`` (float16 steps widened to float32)."""
+def add_rows(float[:, ::1] table, const int32_t[::1] ids, const uint16_t[:, ::1] values, float[:, ::1] base=None):
+    """``table[ids] += values`` (float16 steps widened to float32).  With ``base`` (a replica adopting the
+    reconciled rows): ``base[ids] += values`` and ``table[ids] = base[ids]``."""
     cdef Py_ssize_t m = ids.shape[0], d = table.shape[1], k, j
     cdef int32_t i
+    cdef bint adopt = base is not None
     _check_rows(ids, table.shape[0], "an update")
+    if adopt and (base.shape[0] != table.shape[0] or base.shape[1] != d):
+        raise ValueError("add_rows: the base has shape %s, the table %s"
+                         % ((base.shape[0], base.shape[1]), (table.shape[0], d)))
     with nogil:
         for k in range(m):
             i = ids[k]
             for j in range(d):
-                table[i, j] += f16_to_f32(values[k, j])
-
-
-def adopt_rows(float[:, ::1] table, float[:, ::1] base, const int32_t[::1] ids, const uint16_t[:, ::1] values):
-    """``base[ids] += values`` and ``table[ids] = base[ids]``: a replica takes the reconciled rows."""
-    cdef Py_ssize_t m = ids.shape[0], d = table.shape[1], k, j
-    cdef int32_t i
-    _check_rows(ids, table.shape[0], "an update")
-    with nogil:
-        for k in range(m):
-            i = ids[k]
-            for j in range(d):
-                base[i, j] += f16_to_f32(values[k, j])
-                table[i, j] = base[i, j]
+                if adopt:
+                    base[i, j] += f16_to_f32(values[k, j])
+                    table[i, j] = base[i, j]
+                else:
+                    table[i, j] += f16_to_f32(values[k, j])

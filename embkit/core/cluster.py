@@ -27,8 +27,7 @@ import numpy as np
 from embkit.core.checks import POSITIVE_INT, check_param
 from embkit.core.reconcile import DEFAULT_MODE, MODES, merge
 from embkit.core.replica import ReplicaLost, close_replicas, open_replica, train_round
-from embkit.core.interrupts import TrainingInterrupted, stop_on_sigint
-from embkit.core.training import Position, _Bar, _fire
+from embkit.core.training import run_steps
 
 logger = logging.getLogger(__name__)
 
@@ -400,67 +399,23 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
 
 
 def _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progress, desc):
-    """The epochs and rounds of a cluster run, from ``start`` (a Position: the next round is its ``chunk``)."""
-    epochs, rounds = run["epochs"], run["rounds"]
-    total_units = units_per_epoch * epochs
-    callbacks = model.callbacks
-    first = 0 if start is None else start.epoch * units_per_epoch + start.units_done
-    bar = _Bar(total_units, desc, progress, model.unit, initial=min(first, total_units))
-    clock = time.perf_counter()
-    seconds_before = report.seconds
-    try:
-        with stop_on_sigint() as stop:
-            _fire(callbacks, "on_train_begin", model)
-            update = None
-            for epoch in range(0 if start is None else start.epoch, epochs):
-                resumed = start is not None and epoch == start.epoch
-                _fire(callbacks, "on_epoch_begin", model)
-                epoch_start = time.perf_counter() - (start.epoch_seconds if resumed else 0.0)
-                epoch_loss = start.epoch_loss if resumed else 0.0
-                epoch_examples = start.epoch_examples if resumed else 0
-                epoch_words = int(start.units_done) if resumed else 0
-                for r in range(start.chunk if resumed else 0, rounds):
-                    _fire(callbacks, "on_batch_begin", model)
-                    round_start = time.perf_counter()
-                    shared = None if update is None else job.share(update, set(job.address.values()))
-                    results = job.round(shared, epoch, r)
-                    del shared
-                    update = job.reconcile(results)
-                    job.stats.round_seconds += time.perf_counter() - round_start
-                    job.stats.train_seconds += max(res["seconds"] for res in results)
-                    loss = sum(res["loss"] for res in results)
-                    examples = sum(res["examples"] for res in results)
-                    words = sum(res["words"] for res in results)
-                    epoch_loss += loss
-                    epoch_examples += examples
-                    epoch_words += words
-                    report.raw_words += sum(res["raw_words"] for res in results)
-                    report.examples += examples
-                    report.seconds = seconds_before + time.perf_counter() - clock
-                    bar.update(words, loss / max(examples, 1))
-                    _fire(callbacks, "on_batch_end", model)
-                    units = epoch * units_per_epoch + epoch_words
-                    if stop.requested or (checkpointer is not None and checkpointer.due(units)):
-                        here = Position(epoch, r + 1, epoch_words, epoch_loss, epoch_examples,
-                                        time.perf_counter() - epoch_start)
-                        path = checkpointer.write(here, units) if checkpointer is not None else None
-                        if stop.requested:
-                            raise TrainingInterrupted(
-                                "training interrupted in epoch %d of %d at %.1f%% of the run"
-                                % (epoch + 1, epochs, 100.0 * units / max(1, total_units)), checkpoint=path)
-                report.words += epoch_words
-                report.epochs += 1
-                report.epoch_loss.append(epoch_loss / max(epoch_examples, 1))
-                report.epoch_examples.append(epoch_examples)
-                report.epoch_seconds.append(time.perf_counter() - epoch_start)
-                report.seconds = seconds_before + time.perf_counter() - clock
-                logger.info("epoch %d/%d on %d replicas: loss %.4f, %d %s, %.0f %s/s", epoch + 1, epochs,
-                            len(job.groups), report.epoch_loss[-1], epoch_words, model.unit,
-                            report.words / max(report.seconds, 1e-9), model.unit)
-                _fire(callbacks, "on_epoch_end", model)
-            if checkpointer is not None:
-                checkpointer.write(Position(epochs, 0, 0.0, finished=True), total_units)
-            _fire(callbacks, "on_train_end", model)
-    finally:
-        report.seconds = seconds_before + time.perf_counter() - clock
-        bar.close()
+    """The epochs and rounds of a cluster run (:func:`~embkit.core.training.run_steps`, a round a step)."""
+    update = None
+
+    def round_steps(epoch, first):
+        for r in range(first, run["rounds"]):
+            yield lambda units_before, r=r: one_round(epoch, r)
+
+    def one_round(epoch, r):
+        nonlocal update
+        round_start = time.perf_counter()
+        shared = None if update is None else job.share(update, set(job.address.values()))
+        results = job.round(shared, epoch, r)
+        del shared
+        update = job.reconcile(results)
+        job.stats.round_seconds += time.perf_counter() - round_start
+        job.stats.train_seconds += max(res["seconds"] for res in results)
+        return tuple(sum(res[key] for res in results) for key in ("loss", "examples", "words", "raw_words"))
+
+    run_steps(round_steps, units_per_epoch, run["epochs"], progress=progress, desc=desc, unit=model.unit,
+              callbacks=model.callbacks, model=model, report=report, start=start, checkpointer=checkpointer)

@@ -147,4 +147,4 @@ def adopt_update(update, table, base):
     """Make a replica's ``table`` and ``base`` the reconciled table: ``base`` takes the merged steps (as
     the client's table did) and ``table`` copies the changed rows from it."""
     if len(update):
-        _kernel.adopt_rows(table, base, update.ids, _bits(update.values))
+        _kernel.add_rows(table, update.ids, _bits(update.values), base)

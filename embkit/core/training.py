@@ -178,12 +178,51 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
     FloatingPointError
         When the loss becomes NaN or infinite (divergence).
     """
+    pool = chunk_pool(workers)
+    total_units = words_per_epoch * epochs
+
+    def chunk_steps(epoch, first):
+        for index, chunk in enumerate(chunk_epochs(epoch)):
+            if index >= first:
+                yield _chunk_step(trainer, chunk, epoch, index, total_units, workers, pool, alpha,
+                                  min_chunk_per_thread)
+
+    try:
+        return run_steps(chunk_steps, words_per_epoch, epochs, progress=progress, desc=desc, unit=unit,
+                         on_epoch=on_epoch, callbacks=callbacks, model=model, report=report, start=start,
+                         checkpointer=checkpointer)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+
+
+def _chunk_step(trainer, chunk, epoch, index, total_units, workers, pool, alpha, min_chunk_per_thread):
+    """One chunk as a step of :func:`run_steps`."""
+    def step(units_before):
+        seed = epoch * 1000003 + index
+        trainer.before_chunk(units_before / max(1, total_units))
+        loss, examples, words = train_chunk(trainer, chunk, units_before, seed, workers, pool,
+                                            min_chunk_per_thread)
+        check_finite(loss, epoch, units_before / max(1, total_units), alpha)
+        return loss, examples, words, chunk.raw_words
+    return step
+
+
+def run_steps(steps, units_per_epoch, epochs, progress=True, desc="train", unit="w", on_epoch=None, callbacks=(),
+              model=None, report=None, start=None, checkpointer=None):
+    """The epochs of a training run, as steps (a chunk, or a round of a cluster), with its report, progress
+    bar, callbacks, checkpoints and Ctrl-C.
+
+    ``steps(epoch, first)`` yields the steps of an epoch from index ``first`` on: callables
+    ``step(units_before)`` (the run's units trained before it) that train and return ``(loss_sum, examples,
+    units, raw_units)``.  The other parameters, the return value and the exceptions are those of
+    :func:`run_epochs`; a checkpoint's position counts steps.
+    """
     report = TrainingReport() if report is None else report
     start = Position() if start is None else start
-    total_units = words_per_epoch * epochs
-    first_units = start.epoch * words_per_epoch + start.units_done
+    total_units = units_per_epoch * epochs
+    first_units = start.epoch * units_per_epoch + start.units_done
     bar = _Bar(total_units, desc, progress, unit, initial=min(first_units, total_units))
-    pool = chunk_pool(workers)
     clock = time.perf_counter()
     seconds_before = report.seconds
     try:
@@ -195,42 +234,36 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
                 epoch_start = time.perf_counter() - (start.epoch_seconds if resumed else 0.0)
                 epoch_loss = start.epoch_loss if resumed else 0.0
                 epoch_examples = start.epoch_examples if resumed else 0
-                words_done = start.units_done if resumed else 0
-                for index, chunk in enumerate(chunk_epochs(epoch)):
-                    if resumed and index < start.chunk:
-                        continue
+                units_done = start.units_done if resumed else 0
+                first = start.chunk if resumed else 0
+                for index, step in enumerate(steps(epoch, first), first):
                     _fire(callbacks, "on_batch_begin", model)
-                    words_before = epoch * words_per_epoch + words_done
-                    seed = epoch * 1000003 + index
-                    trainer.before_chunk(words_before / max(1, total_units))
-                    loss, examples, words = train_chunk(trainer, chunk, words_before, seed, workers, pool,
-                                                        min_chunk_per_thread)
-                    check_finite(loss, epoch, words_before / max(1, total_units), alpha)
+                    loss, examples, units, raw = step(epoch * units_per_epoch + units_done)
                     epoch_loss += loss
                     epoch_examples += examples
-                    words_done += words
-                    report.raw_words += chunk.raw_words
+                    units_done += units
+                    report.raw_words += raw
                     report.examples += examples
                     report.seconds = seconds_before + time.perf_counter() - clock
-                    bar.update(words, loss / max(examples, 1))
+                    bar.update(units, loss / max(examples, 1))
                     _fire(callbacks, "on_batch_end", model)
-                    units = epoch * words_per_epoch + words_done
-                    if stop.requested or (checkpointer is not None and checkpointer.due(units)):
-                        here = Position(epoch, index + 1, words_done, epoch_loss, epoch_examples,
+                    done = epoch * units_per_epoch + units_done
+                    if stop.requested or (checkpointer is not None and checkpointer.due(done)):
+                        here = Position(epoch, index + 1, units_done, epoch_loss, epoch_examples,
                                         time.perf_counter() - epoch_start)
-                        path = checkpointer.write(here, units) if checkpointer is not None else None
+                        path = checkpointer.write(here, done) if checkpointer is not None else None
                         if stop.requested:
                             raise TrainingInterrupted(
                                 "training interrupted in epoch %d of %d at %.1f%% of the run"
-                                % (epoch + 1, epochs, 100.0 * units / max(1, total_units)), checkpoint=path)
-                report.words += words_done
+                                % (epoch + 1, epochs, 100.0 * done / max(1, total_units)), checkpoint=path)
+                report.words += units_done
                 report.epochs += 1
                 mean = epoch_loss / max(epoch_examples, 1)
                 report.epoch_loss.append(mean)
                 report.epoch_examples.append(epoch_examples)
                 report.epoch_seconds.append(time.perf_counter() - epoch_start)
                 report.seconds = seconds_before + time.perf_counter() - clock
-                logger.info("epoch %d/%d: loss %.4f, %d %s, %.0f %s/s", epoch + 1, epochs, mean, words_done, unit,
+                logger.info("epoch %d/%d: loss %.4f, %d %s, %.0f %s/s", epoch + 1, epochs, mean, units_done, unit,
                             report.words / max(report.seconds, 1e-9), unit)
                 stopping = on_epoch is not None and on_epoch(epoch, report)
                 _fire(callbacks, "on_epoch_end", model)
@@ -243,6 +276,4 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
     finally:
         report.seconds = seconds_before + time.perf_counter() - clock
         bar.close()
-        if pool is not None:
-            pool.shutdown()
     return report
