@@ -28,6 +28,9 @@ The plan of each set (``PLANS``; the costs were measured on the shared 2-core ma
   some metric on seed 1's validation.  The sweep plot of GCIDE is seed 1.
 * full, the check of the sampler: UBS and PBS on ml-100k with the exact sampler, seed 1, every T (last, so
   a cut run loses it first); the page puts it beside the Metropolis-Hastings rows.
+
+MLE (the costliest) runs after every other run of every set, so a run cut short loses it first;
+``--resume`` continues an interrupted run from its JSON.
 """
 import numpy as np
 
@@ -93,7 +96,7 @@ def configs(Ts, boltzmann, methods=METHODS):
 
 
 def seed_configs(plan, seed, Ts, runs):
-    """The configurations but MLE that seed ``seed`` runs under ``plan`` (``runs``: the earlier seeds')."""
+    """``(seed, method, T, keywords)`` but MLE that ``seed`` runs under ``plan`` (``runs``: earlier seeds')."""
     todo = []
     for method, T, kw in configs(Ts, plan["boltzmann"], plan.get("methods", METHODS)):
         if method == "MLE":
@@ -127,43 +130,54 @@ def train_one(train, val, test, epochs, seed, workers, kw, every_epoch=True):
 
 
 def run(args, rec):
-    from bench_items import run_peers
     mode = PLANS[args.quick]
     rec.add("setup", dict(sets=[p.get("key", p["name"]) for p in mode["sets"]], gcide_words=mode["words"],
                           gcide_vocab=mode["vocab"], window=3, dim=100, alpha=0.025, T=mode["T"],
                           seeds=args.seeds or mode["seeds"], mle="batch_size=256", mh=MH,
                           plans=mode["sets"]))
     loaded = {}
-    for plan in mode["sets"]:
-        name, key = plan["name"], plan.get("key", plan["name"])
-        if name not in loaded:
-            loaded[name] = load(name, mode)
-        n_items, (train, val, test) = loaded[name]
-        say("table2 %s: %d items, pairs %d / %d / %d" % (key, n_items, train.total, val.total, test.total))
-        result = rec.get(key) or dict(items=n_items, pairs=[train.total, val.total, test.total],
-                                      epochs=plan["epochs"], boltzmann=plan["boltzmann"], runs=[], peers=[])
-        done = {(r["method"], r["T"], r["seed"]) for r in result["runs"]}
-        n_seeds = plan.get("seeds", args.seeds or mode["seeds"])
-        mle = [(seed, m, T, kw) for m, T, kw in configs(mode["T"], plan["boltzmann"], plan.get("methods", METHODS))
-               if m == "MLE" for seed in range(1, min(plan["mle_seeds"], n_seeds) + 1)]
-        for last in range(1, n_seeds + 1):
-            # MLE, the costliest, after the last seed: a run cut short loses it first
-            todo = seed_configs(plan, last, mode["T"], result["runs"]) + (mle if last == n_seeds else [])
-            for seed, method, T, kw in todo:
-                if (method, T, seed) in done:
-                    continue
-                val_m, test_m, seconds, best_epoch = train_one(train, val, test, plan["epochs"], seed,
-                                                               args.workers, kw, plan.get("validate") != "last")
-                result["runs"].append(dict(method=method, T=T, seed=seed, validation=val_m, test=test_m,
-                                           seconds=seconds, best_epoch=best_epoch))
-                rec.add(key, result)
-                say("table2 %s seed %d %-3s T=%-4s: MPR %.2f P@50 %.2f P@5 %.2f (%.0fs)"
-                    % (key, seed, method, T, 100 * test_m["mpr"], 100 * test_m["prec50"], 100 * test_m["prec5"],
-                       seconds))
-        if plan.get("peers", True) and not result["peers"]:
-            result["peers"] = run_peers(train, test, _Args(100, args.workers, 1))
-        result["summary"] = summarise(result["runs"])
-        rec.add(key, result)
+    # every set's runs but MLE, then the MLE runs: the costliest last, so a run cut short loses them first
+    for mle in (False, True):
+        for plan in mode["sets"]:
+            run_plan(plan, mode, args, rec, loaded, mle)
+
+
+def run_plan(plan, mode, args, rec, loaded, mle):
+    """The MLE runs (``mle``) or all the others of one plan that ``rec`` lacks, then the summary."""
+    from bench_items import run_peers
+    name, key = plan["name"], plan.get("key", plan["name"])
+    n_seeds = plan.get("seeds", args.seeds or mode["seeds"])
+    if mle and not (plan["mle_seeds"] and "MLE" in plan.get("methods", METHODS)):
+        return
+    if name not in loaded:
+        loaded[name] = load(name, mode)
+    n_items, (train, val, test) = loaded[name]
+    say("table2 %s%s: %d items, pairs %d / %d / %d" % (key, " MLE" if mle else "", n_items, train.total,
+                                                     val.total, test.total))
+    result = rec.get(key) or dict(items=n_items, pairs=[train.total, val.total, test.total],
+                                  epochs=plan["epochs"], boltzmann=plan["boltzmann"], runs=[], peers=[])
+    done = {(r["method"], r["T"], r["seed"]) for r in result["runs"]}
+    for last in range(1, n_seeds + 1):
+        if mle:
+            todo = [(last, m, T, kw) for m, T, kw in configs(mode["T"], plan["boltzmann"], ("MLE",))
+                    if last <= plan["mle_seeds"]]
+        else:
+            todo = seed_configs(plan, last, mode["T"], result["runs"])
+        for seed, method, T, kw in todo:
+            if (method, T, seed) in done:
+                continue
+            val_m, test_m, seconds, best_epoch = train_one(train, val, test, plan["epochs"], seed,
+                                                           args.workers, kw, plan.get("validate") != "last")
+            result["runs"].append(dict(method=method, T=T, seed=seed, validation=val_m, test=test_m,
+                                       seconds=seconds, best_epoch=best_epoch))
+            rec.add(key, result)
+            say("table2 %s seed %d %-3s T=%-4s: MPR %.2f P@50 %.2f P@5 %.2f (%.0fs)"
+                % (key, seed, method, T, 100 * test_m["mpr"], 100 * test_m["prec50"], 100 * test_m["prec5"],
+                   seconds))
+    if not mle and plan.get("peers", True) and not result["peers"]:
+        result["peers"] = run_peers(train, test, _Args(100, args.workers, 1))
+    result["summary"] = summarise(result["runs"])
+    rec.add(key, result)
 
 
 def grid_seeds(runs):
@@ -238,7 +252,7 @@ def plot(data, path):
                 if rows:
                     ax.plot([r[0] for r in rows], [100 * r[1] for r in rows], style[0] + ":", mfc="none",
                             label="%s (exact, seed 1)" % method)
-            for method, color in (("MLE", "k"), ("US", "C2"), ("PS", "C3")):
+            for method, color in (("MLE", "k"), ("SS", "C4"), ("US", "C2"), ("PS", "C3")):
                 vals = [r["test"][metric] for r in runs if r["method"] == method]
                 if vals:
                     ax.axhline(100 * np.mean(vals), color=color, ls="--", lw=1, label=method)
@@ -257,15 +271,17 @@ def markdown(data):
     """Per set: embkit's test value at T* (mean ± sd over seeds), implicit's, and the paper's MovieLens/Text8 row."""
     out = []
     results = data["results"]
+    plans = {p.get("key", p["name"]): p for p in PLANS[data["quick"]]["sets"]}
     for name, res in results.items():
         if not (isinstance(res, dict) and "runs" in res):
             continue
         if name.endswith(CHECK):
             out += _check_table(name, res, results.get(name[:-len(CHECK)], {}).get("runs", []))
             continue
+        plan = dict(plans.get(name, {}), **res)       # files written before the plans were recorded
         out.append("**%s** (%d items; pairs train/validation/test %s; %s epochs; Boltzmann sampler: %s)\n" % (
-            name, res["items"], " / ".join(str(p) for p in res["pairs"]), res.get("epochs", "?"),
-            MH if res.get("boltzmann") == "mh" else res.get("boltzmann", "?")))
+            name, res["items"], " / ".join(str(p) for p in res["pairs"]), plan.get("epochs", "?"),
+            MH if plan.get("boltzmann") == "mh" else plan.get("boltzmann", "?")))
         out += _method_table(name, res)
         out.append("")
     return "\n".join(out)

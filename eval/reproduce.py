@@ -67,9 +67,11 @@ def run_one(name, args, argv):
         if args.plot_only:
             module.plot(data, stem + ".png")
         if args.markdown:
-            print("### %s%s\n\n`%s` (%s, wall %.0f s%s)\n\n%s\n" % (
-                name, " (quick)" if data["quick"] else "", data["command"], data["machine"], data["wall_seconds"],
-                "" if data["complete"] else ", INTERRUPTED: partial", module.markdown(data)))
+            parts = ["`%s` (wall %.0f s), resumed by " % (r["command"], r["wall_seconds"])
+                     for r in data.get("resumed_from", [])]
+            print("### %s%s\n\n%s`%s` (%s, wall %.0f s%s)\n\n%s\n" % (
+                name, " (quick)" if data["quick"] else "", "".join(parts), data["command"], data["machine"],
+                data["wall_seconds"], "" if data["complete"] else ", INTERRUPTED: partial", module.markdown(data)))
         return
     rec = Record(stem + ".json", name, args.quick, argv, resume=args.resume)
     t0 = time.perf_counter()
