@@ -22,7 +22,7 @@ The plan of each set (``PLANS``; the costs were measured on the shared 2-core ma
 * full, GCIDE 15k words (0.9M training pairs): 3 epochs, the final tables validated once (a validation pass
   over 15k x 15k scores costs about 5 s, most of a cheap run): with SS, 5 epochs reach 0.4 point more
   validation MPR than 3 (91.1 against 90.7%; 2 epochs 90.4), so every method trains a slightly short schedule.
-  MLE costs about 300 s per epoch (three float32 products of 256 x 15k x 100 per batch, BLAS-bound: batch 1024
+  MLE costs 250-300 s per epoch (three float32 products of 256 x 15k x 100 per batch, BLAS-bound: batch 1024
   is no faster and gives the same validation metrics after one epoch) and runs with seed 1 only.  The T grid
   runs with seed 1; seeds 2 and 3 rerun the static methods and, per Boltzmann method, only the T that is T* of
   some metric on seed 1's validation.  The sweep plot of GCIDE is seed 1.
@@ -242,16 +242,16 @@ def plot(data, path):
         seeds = grid_seeds([r for r in runs if r["method"] in BOLTZMANN])
         for j, metric in enumerate(metrics):
             ax = axes[i][j]
-            for method, style in (("UBS", "o-"), ("PBS", "s-")):
+            for method, style, color in (("UBS", "o-", "C0"), ("PBS", "s-", "C1")):
                 rows = sweep(runs, method, metric)
                 if rows:
                     ax.errorbar([r[0] for r in rows], [100 * r[1] for r in rows], [100 * r[2] for r in rows],
-                                fmt=style, label="%s (%s)" % (method, results[name].get("boltzmann", "")),
-                                capsize=2)
+                                fmt=style, color=color, capsize=2,
+                                label="%s (%s)" % (method, results[name].get("boltzmann", "")))
                 rows = sweep(check, method, metric)
                 if rows:
                     ax.plot([r[0] for r in rows], [100 * r[1] for r in rows], style[0] + ":", mfc="none",
-                            label="%s (exact, seed 1)" % method)
+                            color=color, label="%s (exact, seed 1)" % method)
             for method, color in (("MLE", "k"), ("SS", "C4"), ("US", "C2"), ("PS", "C3")):
                 vals = [r["test"][metric] for r in runs if r["method"] == method]
                 if vals:

@@ -67,7 +67,7 @@ def run_one(name, args, argv):
         if args.plot_only:
             module.plot(data, stem + ".png")
         if args.markdown:
-            parts = ["`%s` (wall %.0f s), resumed by " % (r["command"], r["wall_seconds"])
+            parts = ["`%s` (stopped after %.0f s of wall time), resumed by " % (r["command"], r["wall_seconds"])
                      for r in data.get("resumed_from", [])]
             print("### %s%s\n\n%s`%s` (%s, wall %.0f s%s)\n\n%s\n" % (
                 name, " (quick)" if data["quick"] else "", "".join(parts), data["command"], data["machine"],
