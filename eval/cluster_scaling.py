@@ -4,6 +4,8 @@ One round of a replica (see embkit/core/cluster.py) = train ``w = N / (n R)`` wo
 up, receive the reconciled rows.  Its time::
 
     t_round = w / (threads * v)                     kernels (v: measured words/s of one kernel thread)
+            + rows * replica_cost                    a replica finding, sending and adopting rows (measured
+                                                     per row on the 1-worker run, loopback transfer included)
             + bytes on the busiest link / bandwidth   exchange
             + n * rows * merge_cost                  merging on the client (measured seconds per row)
             + latency                                scheduling a round (a constant)
@@ -58,7 +60,7 @@ def union_rows(p, w, n):
     return rows_changed(p, w * n)
 
 
-def round_time(n, w, vocab, threads, speed, merge_cost, gbit, topology):
+def round_time(n, w, vocab, threads, speed, merge_cost, replica_cost, gbit, topology):
     """Words/s, share of time in the kernels and bytes on the busiest link of a round in which each of ``n``
     replicas trains ``w`` words."""
     p = zipf(vocab)
@@ -77,7 +79,7 @@ def round_time(n, w, vocab, threads, speed, merge_cost, gbit, topology):
         merge = n * one * merge_cost             # the client adds every replica's rows
     else:
         merge = np.log2(n) * union * merge_cost  # each level of the tree adds two row sets
-    total = compute + exchange + merge + LATENCY
+    total = compute + one * replica_cost + exchange + merge + LATENCY
     return w * n / total, compute / total, link
 
 
@@ -97,14 +99,16 @@ def main(argv=None):
     two = [r for r in rows if r.get("workers") == 2]
     speed = float(np.mean([r["words"] / r["kernel_s"] for r in one]))
     merge_cost = float(np.mean([r["merge_s"] / (r["rounds"] * r["rows_per_round"]) for r in two]))
+    replica_cost = float(np.mean([(r["train_s"] - r["kernel_s"] - r["merge_s"]) / (r["rounds"] * r["rows_per_round"])
+                                  for r in one]))
     vocab = two[0]["vocabulary"]
     tokens = two[0]["words"] / 5          # in-vocabulary words of one epoch (5 epochs in the benchmark)
     syncs = two[0]["rounds"] // 5
     p = zipf(vocab)
     predicted = sum(union_rows(p, tokens / (2 * syncs), 2))
-    print("measured: %.0f words/s per kernel thread, %.2g s of merging per row; gcide rows per reconciliation "
-          "(2 replicas, %d per epoch): measured %.0f, Zipf model %.0f\n"
-          % (speed, merge_cost, syncs, np.mean([r["rows_per_round"] for r in two]), predicted))
+    print("measured: %.0f words/s per kernel thread, %.2g s of merging and %.2g s of a replica's work per row; "
+          "gcide rows per reconciliation (2 replicas, %d per epoch): measured %.0f, Zipf model %.0f\n"
+          % (speed, merge_cost, replica_cost, syncs, np.mean([r["rows_per_round"] for r in two]), predicted))
     for name, (n_tokens, n_vocab) in CORPORA.items():
         rounds = ("rounds of %.3g words per replica" % args.round_words if args.round_words
                   else "%d reconciliations per epoch" % args.syncs)
@@ -115,8 +119,8 @@ def main(argv=None):
         print("|---:|---:|---:|---:|---:|---:|")
         for n in (1, 2, 4, 8, 16, 32, 64, 128):
             w = args.round_words or n_tokens / (n * args.syncs)
-            a = round_time(n, w, n_vocab, args.threads, speed, merge_cost, args.gbit, "client")
-            b = round_time(n, w, n_vocab, args.threads, speed, merge_cost, args.gbit, "tree")
+            a = round_time(n, w, n_vocab, args.threads, speed, merge_cost, replica_cost, args.gbit, "client")
+            b = round_time(n, w, n_vocab, args.threads, speed, merge_cost, replica_cost, args.gbit, "tree")
             print("| %d | %.0f | %.3g | %.0f%% | %.3g | %.0f%% |" % (n, a[2] / 1e6, a[0], 100 * a[1], b[0],
                                                                    100 * b[1]))
         print()
