@@ -1,15 +1,25 @@
 """LSH negative sampling (Daghaghi et al. 2021): P@1 against wall-clock time and epochs, time per epoch, speed-up.
 
 Every method trains an ExtremeClassifier with the configuration pinned here (so changes of the library's
-defaults do not move it): dim 128, hidden and class vectors normalised, tau 0.1, alpha 0.1 decaying to 1e-4, 50
-negatives, raw feature values (no tf-idf, no row normalisation), 2 workers; full softmax is the per-example
-kernel on Bibtex and Delicious and the batched BLAS trainer (batch 64) on the synthetic sets; uniform and log-
-uniform proposals with the sampled softmax; LSH Label / LSH Embedding: SimHash, K 8, L 16, bins of 8, tables
+defaults do not move it): dim 128, hidden and class vectors normalised, tau 0.1, alpha 0.1 decaying linearly to
+1e-4 over the run, 50 negatives, raw feature values (no tf-idf, no row normalisation), 2 workers; uniform and
+log-uniform proposals with the sampled softmax; LSH Label / LSH Embedding: SimHash, K 8, L 16, bins of 8, tables
 rebuilt on the 0.01 x 1.5^k schedule. After every epoch P@1 on the test set is measured (not counted in the
 time). Sets: Bibtex and Delicious (train/test files of the Extreme Classification Repository) and the synthetic
-planted-signature sets (``embkit.xc.synthetic.make_xc``, Zipf label law) at 1e5 and 1e6 labels. At 1e5 labels
-full softmax trains until P@1 gains less than 0.5 point in an epoch (at most 8 epochs) so the gap to it is
-measured, not extrapolated; at 1e6 it is not run (hours per epoch here).
+planted-signature sets (``embkit.xc.synthetic.make_xc``, Zipf label law, 1000 test points) at 1e5 and 1e6 labels.
+
+Full softmax per set (``SETS``): on Bibtex the per-example kernel at alpha 0.1; on Delicious and at 1e5 labels
+the batched BLAS trainer (``batch_size=256``), because the per-example kernel costs 17-39 s an epoch on
+Delicious (19 labels a point) and about half an hour an epoch at 1e5 labels. On Delicious it runs at alpha
+0.01: every method oscillates there at alpha 0.1 until the rate has decayed (full softmax ended 10 epochs at
+P@1 53.5 with alpha 0.1, 55.5 with 0.03, 57.8 with 0.01, one seed each). At 1e5 labels it runs 4 epochs at
+alpha 0.1: in a screen of 4 epochs its P@1 reached a plateau (31.3, 35.6, 36.6, 35.9 at alpha 0.1; 31.2, 32.0,
+35.5, 35.6 at alpha 0.03) while its training loss kept falling, so the last epochs decide the comparison
+rather than extrapolate it. At 1e6 labels it is not run (about ten times the 1e5 cost per epoch).
+
+Seeds: 3 on Bibtex and Delicious (methods within 2 points of each other); one on the synthetic sets, where
+the methods differ by far more than the seed spread and full softmax costs minutes per epoch.
+Cost (full mode, 2 shared cores): about 25 minutes, most of it full softmax at 1e5 labels and Delicious.
 """
 import time
 
@@ -27,15 +37,16 @@ METHODS = {
     "LSH Label": dict(loss="sampled_softmax", sampler="lsh", sampler_params=dict(LSH, query="label")),
     "LSH Embedding": dict(loss="sampled_softmax", sampler="lsh", sampler_params=dict(LSH, query="embedding")),
 }
-#: name -> (quick, full): epochs of the sampled methods, epochs of full softmax, synthetic sizes
+#: name -> (quick, full): epochs of the sampled methods, of full softmax, its batched trainer's batch size and
+#: learning rate (see the docstring), seeds, synthetic sizes
 SETS = {
     "bibtex": ({"epochs": 5}, {"epochs": 20}),
-    "delicious": (None, {"epochs": 10}),
-    "synthetic-1e5": ({"epochs": 2, "full_epochs": 2, "full_batch": 64, "labels": 100_000, "train": 5_000,
-                       "features": 50_000},
-                      {"epochs": 5, "full_epochs": 8, "full_batch": 64, "labels": 100_000, "train": 20_000,
-                       "features": 200_000}),
-    "synthetic-1e6": (None, {"epochs": 2, "full_epochs": 0, "labels": 1_000_000, "train": 20_000,
+    "delicious": (None, {"epochs": 10, "full_batch": 256, "full_alpha": 0.01}),
+    "synthetic-1e5": ({"epochs": 2, "full_epochs": 2, "full_batch": 256, "seeds": 1, "labels": 100_000,
+                       "train": 5_000, "features": 50_000},
+                      {"epochs": 5, "full_epochs": 4, "full_batch": 256, "seeds": 1, "labels": 100_000,
+                       "train": 20_000, "features": 200_000}),
+    "synthetic-1e6": (None, {"epochs": 2, "full_epochs": 0, "seeds": 1, "labels": 1_000_000, "train": 20_000,
                              "features": 1_000_000}),
 }
 
@@ -49,22 +60,29 @@ def load(name, spec):
     return load_xc_dataset(name, need("extreme-classification"))
 
 
-def train_curve(method, train, test, epochs, workers, seed, stop_gain=None, batch_size=None):
-    """P@1 after every epoch: ``[(epoch, cumulative training seconds, P@1)]``."""
+def full_softmax_params(spec):
+    """The set's full-softmax trainer: the batched BLAS path (``full_batch``) and its own ``full_alpha``, if set."""
+    out = {"batch_size": spec["full_batch"]} if spec.get("full_batch") else {}
+    if spec.get("full_alpha"):
+        out["alpha"] = spec["full_alpha"]
+    return out
+
+
+def train_curve(method, train, test, epochs, workers, seed, extra=None):
+    """P@1 after every epoch and the training loss: ``([(epoch, cumulative training seconds, P@1)], [loss])``."""
     from embkit import ExtremeClassifier
-    extra = {"batch_size": batch_size} if method == "full softmax" and batch_size else {}
-    model = ExtremeClassifier(epochs=epochs, workers=workers, seed=seed, progress=False, **COMMON, **METHODS[method],
-                              **extra)
+    model = ExtremeClassifier(epochs=epochs, workers=workers, seed=seed, progress=False,
+                              **dict(COMMON, **METHODS[method], **(extra or {})))
     curve = []
 
     def on_epoch(epoch, report):
         p1 = float(model.evaluate(test.X, test.Y, ks=(1,)).precision[1])
         curve.append((epoch + 1, float(sum(report.epoch_seconds)), p1))
-        say("  %s epoch %d: %.1fs, P@1 %.2f" % (method, epoch + 1, curve[-1][1], 100 * p1))
-        return stop_gain is not None and len(curve) > 1 and p1 - curve[-2][2] < stop_gain
+        say("  %s seed %d epoch %d: %.1fs, loss %.3f, P@1 %.2f" % (method, seed, epoch + 1, curve[-1][1],
+                                                                  report.epoch_loss[-1], 100 * p1))
 
     model.fit(train.X, train.Y, on_epoch=on_epoch)
-    return curve
+    return curve, [float(x) for x in model.last_report.epoch_loss]
 
 
 def run(args, rec):
@@ -81,16 +99,17 @@ def run(args, rec):
         t0 = time.perf_counter()
         train, test = load(name, spec)
         say("lsh %s: %r (%.0fs to load)" % (name, train, time.perf_counter() - t0))
-        result = {"curves": {}}
+        result = {"curves": {}, "train_loss": {}}
         for method in METHODS:
-            epochs = spec.get("full_epochs", spec["epochs"]) if method == "full softmax" else spec["epochs"]
+            full = method == "full softmax"
+            epochs = spec.get("full_epochs", spec["epochs"]) if full else spec["epochs"]
             if epochs == 0:
                 continue
-            stop = 0.005 if method == "full softmax" and name == "synthetic-1e5" and not args.quick else None
-            n_seeds = 1 if name.startswith("synthetic") else seeds     # the synthetic sets: one seed (cost)
-            result["curves"][method] = [train_curve(method, train, test, epochs, args.workers, seed, stop,
-                                                    spec.get("full_batch"))
-                                        for seed in range(1, n_seeds + 1)]
+            n_seeds = min(seeds, spec.get("seeds", seeds))
+            runs = [train_curve(method, train, test, epochs, args.workers, seed,
+                                full_softmax_params(spec) if full else None) for seed in range(1, n_seeds + 1)]
+            result["curves"][method] = [c for c, _ in runs]
+            result["train_loss"][method] = [loss for _, loss in runs]
             rec.add(name, result)
         result["table"] = table(result["curves"])
         rec.add(name, result)

@@ -7,10 +7,13 @@ D and nu.
    of the tree sampler's distribution from the softmax.
 2. Table 2: the time of one draw call of 10 samples (the paper's m = 10, d = 64) from the kernel sampler's
    tree, for n from 1e3 to 1e6 classes (1e5 in quick mode), D = 128.
-3. Effect of D and nu on training: ExtremeClassifier with the sampled softmax and the kernel sampler on
-   Bibtex (and Delicious in full mode), the configuration of ``repro_lsh`` (pinned there), P@1 on the test
-   set after the last epoch, for each D at nu = 4 and each nu at D = 128; uniform negatives and the full
-   softmax as reference rows.
+3. Effect of D and nu on training: ExtremeClassifier with the sampled softmax and the kernel sampler, the
+   configuration of ``repro_lsh`` (pinned there), P@1 on the test set after the last epoch, for each D at
+   nu = 4 and each nu at D = 128 (``SWEEPS``), 3 seeds each; uniform negatives and full softmax (trained as
+   ``repro_lsh`` trains it on the same set) as reference rows. Bibtex: 20 epochs, D 32..1024, nu 0.5..11.1.
+   Delicious (full mode only): 3 epochs, D 32/128/512, nu 1/4/11.1 -- its epoch has 20x Bibtex's label steps
+   and the kernel sampler costs 4-15 s an epoch there, so more would not fit the ten minutes this
+   reproduction may take on two cores.
 """
 import types
 
@@ -26,11 +29,15 @@ PAPER_TIME_MS = {"500,000": {"Exp": 32.3, "Quadratic": 8.2, "Rff D=50": 1.6, "Rf
                              "Rff D=1000": 2.4},
                  "smaller n": {"Exp": 1.4, "Quadratic": 6.5, "Rff D=50": 0.5, "Rff D=200": 0.6, "Rff D=500": 1.2,
                                "Rff D=1000": 1.4}}
+#: per training set: epochs, D swept at nu = 4, nu swept at D = 128 (Delicious is 20x Bibtex's label steps
+#: per epoch and the kernel sampler costs 4-15 s an epoch there, so it gets fewer epochs and settings)
+SWEEPS = {True: {"bibtex": dict(epochs=5, D=[32, 128, 512], nu=[1.0, 4.0, 11.1])},
+          False: {"bibtex": dict(epochs=20, D=[32, 128, 512, 1024], nu=[0.5, 1.0, 2.0, 4.0, 11.1]),
+                  "delicious": dict(epochs=3, D=[32, 128, 512], nu=[1.0, 4.0, 11.1])}}
 SETTINGS = {True: dict(classes=2000, queries=50, D=[64, 128, 256, 1024], sizes=[1000, 10_000, 100_000],
-                       draw_queries=500, sets=["bibtex"], epochs=5, train_D=[32, 128, 512], nus=[1.0, 4.0, 11.1]),
+                       draw_queries=500),
             False: dict(classes=10_000, queries=100, D=[64, 128, 256, 512, 1024, 2048],
-                        sizes=[1000, 10_000, 100_000, 1_000_000], draw_queries=2000, sets=["bibtex", "delicious"],
-                        epochs=20, train_D=[32, 128, 512, 1024], nus=[0.5, 1.0, 2.0, 4.0, 11.1])}
+                        sizes=[1000, 10_000, 100_000, 1_000_000], draw_queries=2000)}
 
 
 def _floats(row):
@@ -46,7 +53,8 @@ def _floats(row):
 def run(args, rec):
     import bench_kernel_sampler as bks
     s = SETTINGS[args.quick]
-    rec.add("setup", dict(s, nu_table=4.0, dim_table=256, draw_dim=64, draw_k=10, draw_D=128, bucket=16))
+    rec.add("setup", dict(s, sweeps=SWEEPS[args.quick], nu_table=4.0, dim_table=256, draw_dim=64, draw_k=10,
+                          draw_D=128, bucket=16))
     ns = types.SimpleNamespace(seed=0, table_classes=s["classes"], table_queries=s["queries"], table_dim=256,
                                table_D=s["D"], bucket=16)
     header, rows = bks.table1_rows(ns, 4.0, "isotropic")
@@ -58,43 +66,52 @@ def run(args, rec):
     rec.add("sampling_time", dict(header=header, rows=[_floats(r) for r in rows], notes=notes))
     say("rf: sampling time table done")
     training = {}
-    for name in s["sets"]:
-        training[name] = train_sweep(name, s, args)
+    for name, sweep in SWEEPS[args.quick].items():
+        training[name] = train_sweep(name, sweep, args)
         rec.add("training", training)
 
 
-def train_sweep(name, s, args):
-    """P@1 (mean and spread over the seeds) for every D and nu, and the reference rows."""
+def train_sweep(name, sweep, args):
+    """P@1 (mean and spread over the seeds) for every D and nu of ``sweep``, and the reference rows.
+
+    Full softmax is trained as in ``repro_lsh`` for the same set (its trainer and learning rate).
+    """
     from embkit import ExtremeClassifier
     from embkit.xc.datasets import load_xc_dataset
-    from repro_lsh import COMMON
+    from repro_lsh import COMMON, SETS, full_softmax_params
     train, test = load_xc_dataset(name, need("extreme-classification"))
     seeds = args.seeds or 3
-    out = {"D": [], "nu": [], "reference": [], "seeds": seeds}
+    out = {"D": [], "nu": [], "reference": [], "seeds": seeds, "epochs": sweep["epochs"]}
+    done = {}
 
     def fit(kw):
         """Mean and spread of the test P@1 over the seeds, mean training seconds."""
         p1, sec = [], []
         for seed in range(1, seeds + 1):
-            model = ExtremeClassifier(epochs=s["epochs"], workers=args.workers, seed=seed, progress=False, **COMMON,
-                                      **kw)
+            model = ExtremeClassifier(epochs=sweep["epochs"], workers=args.workers, seed=seed, progress=False,
+                                      **dict(COMMON, **kw))
             model.fit(train.X, train.Y)
             p1.append(float(model.evaluate(test.X, test.Y, ks=(1,)).precision[1]))
             sec.append(float(model.last_report.seconds))
         mean, spread = mean_spread(p1)
         return mean, spread, float(np.mean(sec))
 
-    for label, kw in (("uniform", dict(loss="sampled_softmax", sampler="uniform")),
-                      ("full softmax", dict(loss="full_softmax"))):
+    full = dict(loss="full_softmax", **full_softmax_params(SETS[name][0 if args.quick else 1] or {}))
+    for label, kw in (("uniform", dict(loss="sampled_softmax", sampler="uniform")), ("full softmax", full)):
         p1, sd, sec = fit(kw)
         out["reference"].append(dict(method=label, p1=p1, p1_spread=sd, seconds=sec))
         say("rf %s %s: P@1 %.2f (%.0fs)" % (name, label, 100 * p1, sec))
-    for key, values in (("D", s["train_D"]), ("nu", s["nus"])):
+    for key, values in (("D", sweep["D"]), ("nu", sweep["nu"])):
         for v in values:
             params = dict(kernel="rff", D=v if key == "D" else 128, nu=v if key == "nu" else 4.0, bucket=16, seed=1)
-            p1, sd, sec = fit(dict(loss="sampled_softmax", sampler="kernel", sampler_params=params))
+            if (params["D"], params["nu"]) not in done:         # D = 128, nu = 4 is in both sweeps
+                done[params["D"], params["nu"]] = fit(dict(loss="sampled_softmax", sampler="kernel",
+                                                           sampler_params=params))
+                say("rf %s kernel D=%d nu=%g: P@1 %.2f (%.0fs)" % (name, params["D"], params["nu"],
+                                                                  100 * done[params["D"], params["nu"]][0],
+                                                                  done[params["D"], params["nu"]][2]))
+            p1, sd, sec = done[params["D"], params["nu"]]
             out[key].append(dict(D=params["D"], nu=params["nu"], p1=p1, p1_spread=sd, seconds=sec))
-            say("rf %s kernel D=%d nu=%g: P@1 %.2f (%.0fs)" % (name, params["D"], params["nu"], 100 * p1, sec))
     return out
 
 
