@@ -247,6 +247,26 @@ def test_mini_batches_learn_the_planted_labels(planted):
     assert _p1(model, Xt, Yt) >= 0.9
 
 
+@pytest.mark.parametrize("normalize, tau", [(False, 1.0), (True, 0.1)])
+def test_a_feature_shared_by_a_batch_moves_by_the_mean_of_its_steps(normalize, tau):
+    # b copies of one example: each feature row moves as far as one example's step would move it (the mean
+    # of the b equal steps, not their sum, which overshoots the rows that many examples of a batch share),
+    # while the class rows still take the summed step
+    from embkit.xc.full_batch import batch_step
+    rng = np.random.default_rng(3)
+    X = sp.csr_matrix(np.array([[1.0, 0.0, 1.0, 1.0, 0.0]], np.float32))
+    Y = sp.csr_matrix(np.array([[0.0, 1.0, 0.0, 1.0]]))
+    W_in = rng.standard_normal((5, 6)).astype(np.float32)
+    W_out = rng.standard_normal((4, 6)).astype(np.float32)
+    one_in, one_out = W_in.copy(), W_out.copy()
+    batch_step(X, Y, one_in, one_out, 0.05, normalize, tau)
+    b = 8
+    many_in, many_out = W_in.copy(), W_out.copy()
+    batch_step(sp.vstack([X] * b).tocsr(), sp.vstack([Y] * b).tocsr(), many_in, many_out, 0.05, normalize, tau)
+    np.testing.assert_allclose(many_in - W_in, one_in - W_in, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(many_out - W_out, b * (one_out - W_out), rtol=1e-4, atol=1e-5)
+
+
 def test_batch_size_needs_full_softmax():
     with pytest.raises(ValueError, match="batch_size"):
         ExtremeClassifier(loss="sgns", batch_size=8)

@@ -3,9 +3,14 @@
 The per-example kernel reads and writes every class row once per label step, which is memory-bound when
 the classes do not fit in cache (at 1e5+ labels).  Here a batch of ``b`` examples is scored at once
 (``S = H W_out^T``), the softmax gradient of every positive label is summed, and the class rows are updated
-with one product (``W_out -= lr G^T H``), so each class row is read and written once per batch.  Updates are
-per-example SGD steps applied together at the end of the batch (the gradient of the batch's summed loss),
-with the same learning-rate schedule, normalisation and temperature as the kernel.
+with one product (``W_out -= lr G^T H``), so each class row is read and written once per batch.  The class
+rows take the sum of the examples' SGD steps (the gradient of the batch's summed loss); a feature row takes
+the *mean* of the steps of the batch's examples that contain it.  With the sum, a feature that most examples
+share (a frequent word) moved up to ``b`` per-example steps at once in one stale direction and training
+oscillated (P@1 22.7 / 19.1 / 49.2 over 3 epochs on a synthetic set with 1e4 labels, against 50.1 / 67.3 /
+76.4 for the per-example kernel and 66.6 / 69.2 / 70.3 with the mean; batch 64, alpha 0.03); a feature
+seen once in the batch still moves by its one example's step.  With ``b = 1`` a step is the per-example
+kernel's step (single-label rows), with the same learning-rate schedule, normalisation and temperature.
 The softmax step itself is :func:`embkit.core.full_batch.softmax_step`, shared with the other drivers.
 """
 import numpy as np
@@ -29,7 +34,8 @@ def _hidden(X_rows, W_in, normalize, tau):
 def batch_step(X_rows, Y_rows, W_in, W_out, lr, normalize, tau, normalize_classes=False):
     """One mini-batch step on the examples ``X_rows`` (csr) with labels ``Y_rows`` (csr); returns the loss sum.
 
-    ``lr`` is a scalar or one learning rate per example.  Updates ``W_in`` and ``W_out`` in place.
+    ``lr`` is a scalar or one learning rate per example.  Updates ``W_in`` and ``W_out`` in place: a class row
+    by the sum of the examples' steps, a feature row by the mean of the steps of the examples that contain it.
     """
     H, scale = _hidden(X_rows, W_in, normalize, tau)
     loss, dH = softmax_step(H, W_out, lr, label_rows=Y_rows, normalize_classes=normalize_classes)
@@ -37,9 +43,9 @@ def batch_step(X_rows, Y_rows, W_in, W_out, lr, normalize, tau, normalize_classe
         u = H * np.float32(tau)                      # unit hidden vectors
         dH -= u * np.einsum("ij,ij->i", u, dH)[:, None]
     dH *= scale[:, None]
-    used = np.unique(X_rows.indices)
+    used, counts = np.unique(X_rows.indices, return_counts=True)
     sub = X_rows[:, used]
-    W_in[used] += np.asarray(sub.T @ dH, dtype=np.float32)
+    W_in[used] += np.asarray(sub.T @ dH, dtype=np.float32) / counts.astype(np.float32)[:, None]
     return loss
 
 
