@@ -137,9 +137,9 @@ def plot(data, path):
     fig, axes = plt.subplots(2, max(len(sets), 1), figsize=(3.6 * max(len(sets), 1), 5.6), squeeze=False)
     for j, name in enumerate(sets):
         for method, runs in data["results"][name]["curves"].items():
-            c = runs[0]
-            axes[0][j].plot([t for _, t, _ in c], [100 * p for _, _, p in c], "o-", ms=3, label=method)
-            axes[1][j].plot([e for e, _, _ in c], [100 * p for _, _, p in c], "o-", ms=3, label=method)
+            c, color = runs[0], "C%d" % list(METHODS).index(method)     # a method keeps its colour in every panel
+            axes[0][j].plot([t for _, t, _ in c], [100 * p for _, _, p in c], "o-", ms=3, color=color, label=method)
+            axes[1][j].plot([e for e, _, _ in c], [100 * p for _, _, p in c], "o-", ms=3, color=color, label=method)
         axes[0][j].set_xscale("log")
         axes[0][j].set_xlabel("training seconds")
         axes[1][j].set_xlabel("epoch")

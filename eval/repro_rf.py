@@ -179,7 +179,8 @@ def markdown(data):
         out.append("\nPaper (whole sampled-softmax loss, batch 10, m = 10, d = 64; ms): %s.\n" % "; ".join(
             "n = %s: %s" % (n, ", ".join("%s %.1f" % kv for kv in v.items())) for n, v in PAPER_TIME_MS.items()))
     for name, tr in res.get("training", {}).items():
-        out.append("P@1 on %s (%%), sampled softmax with the kernel sampler:\n" % name)
+        out.append("P@1 on %s (%%) after %s epochs, sampled softmax with the kernel sampler:\n"
+                   % (name, tr.get("epochs", "the")))
         out.append("| setting | P@1 (mean ± sd over %d seeds) | train s |" % tr.get("seeds", 1))
         out.append("|---|---:|---:|")
         rows = [(r["method"], r) for r in tr["reference"]]
