@@ -10,6 +10,9 @@ import pytest
 pytest.importorskip("distributed")
 pytest.importorskip("fsspec")
 
+#: a cluster test that waits on a dead worker fails after this long instead of stalling the suite
+pytestmark = pytest.mark.timeout(300)
+
 from distributed import Client, LocalCluster, fire_and_forget  # noqa: E402
 
 from _cases import pairings, refused  # noqa: E402

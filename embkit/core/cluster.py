@@ -18,6 +18,7 @@ checkpoints of the reconciled tables (and the merge's momentum) between rounds; 
 from its last one, on a cluster whose number of workers may differ.
 """
 import logging
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -51,7 +52,7 @@ POLL_SECONDS = 0.25
 #: times one shard group may be reopened within one round before the run gives up
 MAX_REOPEN = 3
 #: deadline of sending data to the workers: this many seconds plus its bytes at SHARE_BYTES_PER_SECOND
-SHARE_SECONDS = 30.0
+SHARE_SECONDS = 10.0
 SHARE_BYTES_PER_SECOND = 20e6
 
 
@@ -159,6 +160,26 @@ class ClusterStats:
                 "reopened": list(self.reopened)}
 
 
+def _with_deadline(call, seconds):
+    """``call()`` on a thread of its own, given up (TimeoutError) after ``seconds``: a call to a worker that
+    died meanwhile can outlast Dask's own timeouts."""
+    box = {}
+
+    def run():
+        try:
+            box["value"] = call()
+        except Exception as exc:    # handed to the caller
+            box["error"] = exc
+    thread = threading.Thread(target=run, name="embkit-cluster-call", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise TimeoutError("no answer within %.0f s" % seconds)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 class MomentumState:
     """The client's block momentum of ``W_in`` and ``W_out`` (``"momentum"`` merges), as checkpoints keep it."""
 
@@ -232,19 +253,27 @@ class _Run:
     def share(self, data, targets):
         """A future of ``data`` held by every live worker of ``targets`` (None if none is live).
 
-        A worker that dies during the transfer would stall it: the transfer has a deadline, and is
-        retried without the workers that are gone."""
-        seconds = SHARE_SECONDS + sum(getattr(a, "nbytes", 0) for a in _arrays(data)) / SHARE_BYTES_PER_SECOND
+        A worker that dies during the transfer can stall it past Dask's own timeout: each attempt has a
+        deadline of its own, and is retried, after the scheduler has had a moment to notice, without the
+        workers that are gone."""
+        mb = sum(getattr(a, "nbytes", 0) for a in _arrays(data)) / 1e6
+        seconds = SHARE_SECONDS + mb * 1e6 / SHARE_BYTES_PER_SECOND
         for _ in range(MAX_REOPEN + 1):
             live = sorted(set(targets) & set(self.client.nthreads()))
             if not live:
                 return None
             try:
-                return self.client.scatter(data, workers=live, broadcast=True, hash=False, timeout=seconds)
+                return self._scatter(data, live, seconds)
             except Exception as exc:    # a timeout, or a closed connection to a lost worker
                 logger.warning("sending %.0f MB to %s failed (%s): retrying with the workers still there",
-                               sum(getattr(a, "nbytes", 0) for a in _arrays(data)) / 1e6, ", ".join(live), exc)
+                               mb, ", ".join(live), exc)
+                time.sleep(4 * POLL_SECONDS)
         raise RuntimeError("could not send the tables to the workers %s" % ", ".join(sorted(targets)))
+
+    def _scatter(self, data, live, seconds):
+        """``client.scatter`` to ``live``, given up after ``seconds``."""
+        return _with_deadline(lambda: self.client.scatter(data, workers=live, broadcast=True, hash=False,
+                                                          timeout=seconds), seconds)
 
     def replacement(self, group, attempt):
         """A live worker for a lost replica (the one holding fewest replicas)."""
@@ -332,7 +361,7 @@ class _Run:
     def close(self):
         self.pool.shutdown()
         try:
-            self.client.run(close_replicas, self.prefix, on_error="ignore")
+            _with_deadline(lambda: self.client.run(close_replicas, self.prefix, on_error="ignore"), SHARE_SECONDS)
         except Exception as exc:    # a closing client must not hide the run's own error
             logger.debug("closing the replicas failed: %s", exc)
 
