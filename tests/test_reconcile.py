@@ -156,3 +156,13 @@ def test_block_momentum_of_two_replicas_is_their_sum():
         merge(20, deltas, "sum", table=summed)
         merge(20, deltas, "momentum", table=moved, momentum=momentum, replicas=2)
         assert np.array_equal(summed, moved)
+
+
+def test_block_momentum_of_one_replica_applies_its_delta():
+    base = np.arange(12, dtype=np.float32).reshape(4, 3)
+    trained = base.copy()
+    trained[[1, 3]] += 0.25
+    delta = changed_rows(trained, base)
+    table, momentum = base.copy(), np.zeros_like(base)
+    update = merge(4, [delta], "momentum", table=table, momentum=momentum, replicas=1)
+    assert update is delta and np.array_equal(table, trained)

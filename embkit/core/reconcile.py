@@ -115,7 +115,7 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
     if mode == "momentum" and (table is None or momentum is None or not replicas):
         raise ValueError('mode="momentum" needs the table, its momentum and the number of replicas')
     deltas = [d for d in deltas if len(d)]
-    if mode != "momentum":
+    if mode != "momentum" or replicas == 1:      # one replica's momentum is 0: its step is its delta
         if not deltas:
             return RowDelta(np.zeros(0, np.int32), np.zeros((0, 0), WIRE_DTYPE))
         if len(deltas) == 1:
