@@ -47,13 +47,15 @@ class Record:
     """The numbers of one reproduction, written to ``path`` (atomically) after every addition.
 
     An interrupted run keeps what finished: every ``add`` rewrites the file.  With ``resume`` the results of
-    an existing file are kept (a reproduction then runs only what they lack) and its wall time is carried on.
+    an existing file are kept (a reproduction then runs only what they lack) and its wall and CPU times are
+    carried on.  ``cpu_seconds`` is the process's CPU time (every thread; more than the wall time when the
+    kernels use both cores, less when the machine is shared).
     """
 
     def __init__(self, path, name, quick, argv, resume=False):
         self.path = path
-        self.start = time.perf_counter()
-        self.before = 0.0
+        self.start, self.cpu_start = time.perf_counter(), time.process_time()
+        self.before = self.cpu_before = 0.0
         self.data = {"reproduction": name, "quick": quick, "command": "python eval/reproduce.py " + " ".join(argv),
                      "machine": "%s, %d cores (shared VM)" % (platform.processor() or platform.machine(),
                                                              os.cpu_count()),
@@ -62,6 +64,7 @@ class Record:
             with open(path) as fh:
                 old = json.load(fh)
             self.before = old.get("wall_seconds", 0.0)
+            self.cpu_before = old.get("cpu_seconds", 0.0)
             self.data["results"] = old.get("results", {})
             self.data["resumed_from"] = old.get("resumed_from", []) + [
                 {"command": old.get("command"), "wall_seconds": self.before}]
@@ -80,6 +83,7 @@ class Record:
 
     def save(self):
         self.data["wall_seconds"] = round(self.before + time.perf_counter() - self.start, 1)
+        self.data["cpu_seconds"] = round(self.cpu_before + time.process_time() - self.cpu_start, 1)
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         with atomic_path(self.path) as tmp:
             with open(tmp, "w") as fh:

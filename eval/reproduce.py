@@ -13,8 +13,9 @@ Reproductions (each module's docstring gives its exact setup; RESULTS.md the num
 ``all``        every one of them, in this order
 =============  ==========================================================================================
 
-``--quick`` runs smaller data, fewer epochs and one seed (the whole set in about ten minutes on two cores);
-without it the full setups run (about two hours).  Each writes ``OUT/NAME.json`` after every finished run
+``--quick`` runs smaller data and fewer epochs, settings and seeds (each module's docstring says which; the
+whole set in about four minutes on two idle cores); without it the full setups run (under two hours; RESULTS.md
+gives the measured times).  Each writes ``OUT/NAME.json`` after every finished run
 (an interrupted run keeps what finished) and ``OUT/NAME.png`` at the end (``python eval/reproduce.py NAME
 --plot-only`` redraws it from the JSON).  The plots need matplotlib (``pip install 'embkit[plots]'``).
 
@@ -43,9 +44,9 @@ def build_parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("name", choices=sorted(REPRODUCTIONS) + ["all"])
-    p.add_argument("--quick", action="store_true", help="small data, one seed: minutes instead of hours")
+    p.add_argument("--quick", action="store_true", help="small data, fewer epochs and seeds: minutes instead of hours")
     p.add_argument("--out", default=os.path.join(HERE, "results"), help="folder of the JSON and PNG files")
-    p.add_argument("--seeds", type=int, default=None, help="seeds per method (default: 1 quick, 3 full)")
+    p.add_argument("--seeds", type=int, default=None, help="seeds per method (default: each reproduction's own, 3 for most)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--corpus", default=None, help="table1: a text8-style corpus instead of gcide")
     p.add_argument("--sets", nargs="+", default=None,
@@ -89,6 +90,7 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     names = list(REPRODUCTIONS) if args.name == "all" else [args.name]
     failed = []
+    t0 = time.perf_counter()
     for name in names:
         say("== %s%s" % (name, " (quick)" if args.quick else ""))
         try:
@@ -96,6 +98,8 @@ def main(argv=None):
         except MissingData as exc:
             print("%s: %s" % (name, exc), file=sys.stderr)
             failed.append(name)
+    if len(names) > 1:
+        say("%s: %.0f s of wall time in all" % (args.name, time.perf_counter() - t0))
     if failed:
         print("not run (missing data): %s" % ", ".join(failed), file=sys.stderr)
         return 2
