@@ -7,13 +7,37 @@ from embkit._kernels import deltas
 from embkit.core.reconcile import WIRE_DTYPE, adopt_update, apply_update, changed_rows, merge
 
 
-def test_float16_steps_round_as_numpy_does():
+def _awkward_floats():
+    """200k float32 of every magnitude and the values where rounding to float16 is delicate."""
     rng = np.random.default_rng(3)
     magnitudes = 10.0 ** rng.integers(-10, 7, 200_000)
     special = [np.inf, -np.inf, np.nan, 65504, 65519.99, 65520, 1e6, 2.0 ** -14, 2.0 ** -24, 2.0 ** -25,
                2.0 ** -25 * 1.0000001, 3 * 2.0 ** -26, 6e-8, 1e-8, -5.96e-8, 1.5 * 2.0 ** -24]
-    values = np.concatenate([rng.standard_normal(200_000) * magnitudes, special]).astype(np.float32)
-    table = values.reshape(-1, 4 if len(values) % 4 == 0 else 1)
+    # the special values land in every lane of the 8-wide F16C conversion
+    return np.concatenate([rng.standard_normal(200_000) * magnitudes] + [special] * 9).astype(np.float32)
+
+
+def test_both_float16_paths_give_numpys_bits():
+    values = _awkward_floats()
+    with np.errstate(over="ignore"):
+        expected = values.astype(np.float16).view(np.uint16)
+    assert np.array_equal(deltas.to_half(values, f16c=False), expected)
+    assert np.array_equal(deltas.to_half(values), expected)     # F16C where the CPU has it
+    bits = np.arange(65536, dtype=np.uint16)
+    wide = bits.view(np.float16).astype(np.float32).view(np.uint32)
+    assert np.array_equal(deltas.from_half(bits, f16c=False).view(np.uint32), wide)
+    # F16C quiets a signalling NaN as it widens it (numpy keeps the signal bit): NaN either way
+    signalling = ((bits & 0x7e00) == 0x7c00) & ((bits & 0x3ff) != 0)
+    fast = deltas.from_half(bits).view(np.uint32)
+    assert np.array_equal(fast[~signalling], wide[~signalling])
+    assert np.isnan(fast[signalling].view(np.float32)).all()
+
+
+@pytest.mark.parametrize("width", [4, 100])
+def test_float16_steps_round_as_numpy_does(width):
+    values = _awkward_floats()
+    values = values[:len(values) // width * width]
+    table = values.reshape(-1, width)
     delta = changed_rows(table, np.zeros_like(table))
     changed = np.flatnonzero((table != 0).any(axis=1))
     assert np.array_equal(delta.ids, changed)

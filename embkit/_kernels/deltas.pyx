@@ -1,14 +1,52 @@
 """Row deltas of table replicas, each in one pass over the rows (used by :mod:`embkit.core.reconcile`).
 
 Deltas are float16 on the wire; here they are ``uint16`` arrays holding the float16 bits (``half.h``
-converts, rounding to nearest even as numpy does), so that every function runs without the GIL and
-without temporary float32 tables.  Ids are ``int32``; within one delta they are increasing and unique.
+converts a row at a time, with the CPU's F16C instructions where it has them, rounding to nearest even as
+numpy does), so that every function runs without the GIL and without temporary float32 tables (one row of
+scratch).  Ids are ``int32``; within one delta they are increasing and unique.
 """
+import numpy as np
+
 from libc.stdint cimport int32_t, uint16_t
+from libc.stdlib cimport free, malloc
 
 cdef extern from "half.h" nogil:
-    uint16_t f32_to_f16(float value)
-    float f16_to_f32(uint16_t bits)
+    void halves_from_floats(const float *src, uint16_t *dst, long n, int use_f16c)
+    void floats_from_halves(const uint16_t *src, float *dst, long n, int use_f16c)
+    int half_f16c()
+
+
+def has_f16c():
+    """Whether the conversions run on the CPU's F16C instructions (else portable C, with the same bits)."""
+    return bool(half_f16c())
+
+
+def to_half(const float[::1] values, bint f16c=True):
+    """``values`` as float16 bits (``uint16``); ``f16c=False`` forces the portable conversion (for tests)."""
+    out = np.empty(values.shape[0], dtype=np.uint16)
+    cdef uint16_t[::1] view = out
+    if values.shape[0]:
+        with nogil:
+            halves_from_floats(&values[0], &view[0], values.shape[0], f16c)
+    return out
+
+
+def from_half(const uint16_t[::1] bits, bint f16c=True):
+    """float16 ``bits`` widened to float32; ``f16c=False`` forces the portable conversion (for tests)."""
+    out = np.empty(bits.shape[0], dtype=np.float32)
+    cdef float[::1] view = out
+    if bits.shape[0]:
+        with nogil:
+            floats_from_halves(&bits[0], &view[0], bits.shape[0], f16c)
+    return out
+
+
+cdef float *_scratch(Py_ssize_t d) except NULL:
+    """One row of float32 scratch (freed by the caller)."""
+    cdef float *row = <float *>malloc(max(d, 1) * sizeof(float))
+    if row == NULL:
+        raise MemoryError()
+    return row
 
 
 def _check_rows(const int32_t[::1] ids, Py_ssize_t n_rows, str what):
@@ -30,6 +68,9 @@ def changed_rows(const float[:, ::1] table, const float[:, ::1] base, uint16_t[:
         raise ValueError("changed_rows: table %s, base %s, values %s and ids %s do not fit"
                          % ((n, d), (base.shape[0], base.shape[1]), (values.shape[0], values.shape[1]),
                             ids.shape[0]))
+    if d == 0:
+        return 0
+    cdef float *row = _scratch(d)
     with nogil:
         for i in range(n):
             changed = False
@@ -39,9 +80,11 @@ def changed_rows(const float[:, ::1] table, const float[:, ::1] base, uint16_t[:
                     break
             if changed:
                 for j in range(d):
-                    values[k, j] = f32_to_f16(table[i, j] - base[i, j])
+                    row[j] = table[i, j] - base[i, j]
+                halves_from_floats(row, &values[k, 0], d, 1)
                 ids[k] = <int32_t>i
                 k += 1
+    free(row)
     return k
 
 
@@ -52,12 +95,17 @@ def accumulate(float[:, ::1] total, int32_t[::1] seen, const int32_t[::1] ids, c
     if values.shape[0] != m or (m and values.shape[1] != d):
         raise ValueError("accumulate: %d ids for %d rows of values" % (m, values.shape[0]))
     _check_rows(ids, total.shape[0], "a delta")
+    if m == 0 or d == 0:
+        return
+    cdef float *row = _scratch(d)
     with nogil:
         for k in range(m):
             i = ids[k]
             seen[i] += 1
+            floats_from_halves(&values[k, 0], row, d, 1)
             for j in range(d):
-                total[i, j] += f16_to_f32(values[k, j])
+                total[i, j] += row[j]
+    free(row)
 
 
 def finish(const float[:, ::1] total, const int32_t[::1] seen, bint average, uint16_t[:, ::1] values,
@@ -67,22 +115,27 @@ def finish(const float[:, ::1] total, const int32_t[::1] seen, bint average, uin
     room for every row; returns the number written."""
     cdef Py_ssize_t n = total.shape[0], d = total.shape[1], i, j, k = 0
     cdef float scale
-    cdef uint16_t bits
     cdef bint apply = table is not None
     if apply and (table.shape[0] != n or table.shape[1] != d):
         raise ValueError("finish: the table has shape %s, the merge %s" % ((table.shape[0], table.shape[1]), (n, d)))
+    if d == 0:
+        return 0
+    cdef float *row = _scratch(d)
     with nogil:
         for i in range(n):
             if seen[i] == 0:
                 continue
             scale = 1.0 / seen[i] if average else 1.0
             for j in range(d):
-                bits = f32_to_f16(total[i, j] * scale)
-                values[k, j] = bits
-                if apply:
-                    table[i, j] += f16_to_f32(bits)
+                row[j] = total[i, j] * scale
+            halves_from_floats(row, &values[k, 0], d, 1)
+            if apply:
+                floats_from_halves(&values[k, 0], row, d, 1)
+                for j in range(d):
+                    table[i, j] += row[j]
             ids[k] = <int32_t>i
             k += 1
+    free(row)
     return k
 
 
@@ -92,24 +145,29 @@ def momentum_step(const float[:, ::1] total, float scale, float mu, float[:, ::1
     stored momentum is the rounded step, so that the client and the replicas add the same numbers), added to
     ``table``; the rows whose step is not zero are written to ``values`` / ``ids``.  Returns their number."""
     cdef Py_ssize_t n = total.shape[0], d = total.shape[1], i, j, k = 0
-    cdef uint16_t bits
     cdef bint moved
     if momentum.shape[0] != n or momentum.shape[1] != d or table.shape[0] != n or table.shape[1] != d:
         raise ValueError("momentum_step: total %s, momentum %s and table %s differ"
                          % ((n, d), (momentum.shape[0], momentum.shape[1]), (table.shape[0], table.shape[1])))
+    if d == 0:
+        return 0
+    cdef float *row = _scratch(d)
     with nogil:
         for i in range(n):
+            for j in range(d):
+                row[j] = mu * momentum[i, j] + scale * total[i, j]
+            halves_from_floats(row, &values[k, 0], d, 1)
+            floats_from_halves(&values[k, 0], row, d, 1)
             moved = False
             for j in range(d):
-                bits = f32_to_f16(mu * momentum[i, j] + scale * total[i, j])
-                momentum[i, j] = f16_to_f32(bits)
-                table[i, j] += momentum[i, j]
-                values[k, j] = bits
-                if bits & 0x7fff:
+                momentum[i, j] = row[j]
+                table[i, j] += row[j]
+                if values[k, j] & 0x7fff:
                     moved = True
             if moved:
                 ids[k] = <int32_t>i
                 k += 1
+    free(row)
     return k
 
 
@@ -123,12 +181,18 @@ def add_rows(float[:, ::1] table, const int32_t[::1] ids, const uint16_t[:, ::1]
     if adopt and (base.shape[0] != table.shape[0] or base.shape[1] != d):
         raise ValueError("add_rows: the base has shape %s, the table %s"
                          % ((base.shape[0], base.shape[1]), (table.shape[0], d)))
+    if m == 0 or d == 0:
+        return
+    cdef float *row = _scratch(d)
     with nogil:
         for k in range(m):
             i = ids[k]
-            for j in range(d):
-                if adopt:
-                    base[i, j] += f16_to_f32(values[k, j])
+            floats_from_halves(&values[k, 0], row, d, 1)
+            if adopt:
+                for j in range(d):
+                    base[i, j] += row[j]
                     table[i, j] = base[i, j]
-                else:
-                    table[i, j] += f16_to_f32(values[k, j])
+            else:
+                for j in range(d):
+                    table[i, j] += row[j]
+    free(row)
