@@ -29,12 +29,19 @@ The plan of each set (``PLANS``; the costs were measured on the shared 2-core ma
 * full, the check of the sampler: UBS and PBS on ml-100k with the exact sampler, seed 1, every T (last, so
   a cut run loses it first); the page puts it beside the Metropolis-Hastings rows.
 
+* on request (``--sets ml-1m`` or ``--sets ml-20m``, in either mode; the file is then
+  ``table2[-quick]-ml-1m.json``): the larger MovieLens sets, read from ``$EMBKIT_SHARED_DATA/movielens/NAME``
+  or else embkit's cache (downloaded once).  ml-1m: 3 epochs, T grid with seed 1, MLE seed 1; ml-20m: one epoch,
+  no MLE (27k items), the final tables validated.  Neither is in the default run: ml-1m alone would cost about
+  as much as the rest of the full mode (about 10x ml-100k's pairs, and MLE over 3.7k items), and the ratings of
+  neither are in the shared data (so neither has run here).
+
 MLE (the costliest) runs after every other run of every set, so a run cut short loses it first;
 ``--resume`` continues an interrupted run from its JSON.
 """
 import numpy as np
 
-from repro_common import by_method, mean_spread, need, pyplot, save_figure, say
+from repro_common import MissingData, by_method, mean_spread, need, pyplot, save_figure, say
 
 METHODS = ("MLE", "SS", "US", "UBS", "PS", "PBS")
 BOLTZMANN = ("UBS", "PBS")
@@ -43,7 +50,8 @@ GRID = [0.5, 1, 3, 6, 12, 36]
 #: per mode: the GCIDE corpus, the T grid, and the plan of every set, run in this order.  A plan: epochs,
 #: seeds of MLE, the Boltzmann sampler ('exact' or 'mh'), the seeds above 1 rerun every T ('all') or only the
 #: T* of seed 1 ('best'); ``validate='last'`` validates the final tables only (else every epoch, keeping the
-#: best); ``methods`` limits a plan to some methods, ``key`` names its entry in the JSON.
+#: best); ``methods`` limits a plan to some methods, ``key`` names its entry in the JSON.  ``extra``: the
+#: larger MovieLens sets, which run only when named with ``--sets`` (see ``ON_REQUEST``).
 PLANS = {
     True: dict(words=100_000, vocab=2_000, seeds=3, T=[1, 6, 36], sets=[
         dict(name="ml-100k", epochs=3, mle_seeds=3, boltzmann="exact", sweep="all"),
@@ -54,6 +62,12 @@ PLANS = {
         dict(name="gcide", epochs=3, mle_seeds=1, boltzmann="mh", sweep="best", validate="last"),
         dict(name="ml-100k", key="ml-100k exact check", epochs=5, mle_seeds=0, boltzmann="exact", sweep="all",
              seeds=1, methods=BOLTZMANN, peers=False)]),
+}
+#: the sets that run only when ``--sets`` names them (in either mode), with their plans: ml-1m is about
+#: 10x ml-100k's pairs (MLE over 3.7k items), ml-20m 200x (MLE over 27k items is left out)
+ON_REQUEST = {
+    "ml-1m": dict(name="ml-1m", epochs=3, mle_seeds=1, boltzmann="mh", sweep="best"),
+    "ml-20m": dict(name="ml-20m", epochs=1, mle_seeds=0, boltzmann="mh", sweep="best", validate="last"),
 }
 MH = "Metropolis-Hastings (burn-in 50, 3 steps)"
 
@@ -74,8 +88,14 @@ def load(name, mode):
                                       vocab_size=mode["vocab"], window=3)
         return counts.n_items, counts.split((0.7, 0.1, 0.2), seed=0)
     from bench_items import load_split
-    need("movielens/" + name)
-    counts, split = load_split(name, 3)
+    if name not in ON_REQUEST:
+        need("movielens/" + name)
+    try:        # a set named with --sets: the shared folder, else the embkit cache (downloaded once)
+        counts, split = load_split(name, 3)
+    except OSError as exc:
+        raise MissingData("%s: %s\n  unzip %s.zip of https://files.grouplens.org/datasets/movielens/ into "
+                          "$EMBKIT_SHARED_DATA/movielens/, or let embkit download it once (network access)"
+                          % (name, exc, name)) from None
     return counts.n_items, split
 
 
@@ -129,8 +149,22 @@ def train_one(train, val, test, epochs, seed, workers, kw, every_epoch=True):
     return val_m, test_m, model.last_report.seconds, kept
 
 
+def chosen_plans(mode, names):
+    """The plans of ``mode`` (a ``PLANS`` entry) to run: all of its sets, or those ``names`` (``--sets``), which
+    may include the :data:`ON_REQUEST` sets; ValueError for an unknown name."""
+    if not names:
+        return mode["sets"]
+    plans = {p.get("key", p["name"]): p for p in mode["sets"]}
+    plans.update({k: v for k, v in ON_REQUEST.items() if k not in plans})
+    unknown = [n for n in names if n not in plans]
+    if unknown:
+        raise ValueError("table2 has no set %s; its sets: %s" % (", ".join(unknown), ", ".join(plans)))
+    return [plans[n] for n in names]
+
+
 def run(args, rec):
-    mode = PLANS[args.quick]
+    mode = dict(PLANS[args.quick])
+    mode["sets"] = chosen_plans(mode, getattr(args, "sets", None))
     rec.add("setup", dict(sets=[p.get("key", p["name"]) for p in mode["sets"]], gcide_words=mode["words"],
                           gcide_vocab=mode["vocab"], window=3, dim=100, alpha=0.025, T=mode["T"],
                           seeds=args.seeds or mode["seeds"], mle="batch_size=256", mh=MH,
@@ -271,7 +305,7 @@ def markdown(data):
     """Per set: embkit's test value at T* (mean ± sd over seeds), implicit's, and the paper's MovieLens/Text8 row."""
     out = []
     results = data["results"]
-    plans = {p.get("key", p["name"]): p for p in PLANS[data["quick"]]["sets"]}
+    plans = dict(ON_REQUEST, **{p.get("key", p["name"]): p for p in PLANS[data["quick"]]["sets"]})
     for name, res in results.items():
         if not (isinstance(res, dict) and "runs" in res):
             continue

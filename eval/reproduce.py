@@ -50,7 +50,8 @@ def build_parser():
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--corpus", default=None, help="table1: a text8-style corpus instead of gcide")
     p.add_argument("--sets", nargs="+", default=None,
-                   help="lsh: run only these sets (bibtex delicious synthetic-1e5 synthetic-1e6); the files are "
+                   help="lsh: run only these sets (bibtex delicious synthetic-1e5 synthetic-1e6); table2: only these "
+                        "(ml-100k ml-latest-small gcide, and ml-1m ml-20m, which run only when named); the files are "
                         "named after them")
     p.add_argument("--resume", action="store_true",
                    help="table2: keep the runs of an existing JSON and run only what it lacks")

@@ -3,6 +3,7 @@ import json
 import os
 import sys
 
+import numpy as np
 import pytest
 
 EVAL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "eval")
@@ -110,3 +111,30 @@ def test_table2_reruns_only_the_best_T_with_more_seeds(tmp_path, monkeypatch, sh
     runs = again.get("gcide")["runs"]
     assert runs[:-1] == kept and runs[-1]["method"] == "MLE" and len(runs) == len(main["runs"])
     assert again.data["resumed_from"][0]["wall_seconds"] == data["wall_seconds"] <= again.data["wall_seconds"]
+
+
+def test_table2_runs_a_larger_movielens_set_only_when_named(tmp_path, monkeypatch):
+    pytest.importorskip("implicit")
+    import repro_items
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "movielens" / "ml-1m"
+    folder.mkdir(parents=True)
+    lines = []
+    for user in range(1, 121):          # 120 users, each liking 25 of 40 items, in the items' cyclic order
+        for t, item in enumerate((rng.integers(40) + np.arange(25)) % 40 + 1):
+            lines.append("%d::%d::%d::%d" % (user, item, rng.integers(4, 6), 978300000 + 60 * t))
+    (folder / "ratings.dat").write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv("EMBKIT_SHARED_DATA", str(tmp_path))
+    assert [p["name"] for p in repro_items.chosen_plans(repro_items.PLANS[False], None)].count("ml-1m") == 0
+    with pytest.raises(ValueError, match="no set ml-2m; its sets: ml-100k, ml-latest-small, gcide"):
+        repro_items.chosen_plans(repro_items.PLANS[False], ["ml-2m"])
+    out = tmp_path / "out"
+    assert reproduce.main(["table2", "--quick", "--sets", "ml-1m", "--seeds", "1", "--workers", "1",
+                           "--out", str(out)]) == 0
+    data = json.loads((out / "table2-quick-ml-1m.json").read_text())
+    assert data["complete"] and list(data["results"]) == ["setup", "ml-1m"]
+    runs = data["results"]["ml-1m"]["runs"]
+    assert {r["method"] for r in runs} == set(repro_items.METHODS)
+    assert {r["T"] for r in runs if r["method"] == "UBS"} == set(repro_items.PLANS[True]["T"])
+    assert all(0.9 < r["test"]["mpr"] <= 1.0 for r in runs)     # the cyclic order is learned by every method
+    assert "**ml-1m** (40 items" in repro_items.markdown(data)
