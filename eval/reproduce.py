@@ -54,7 +54,7 @@ def build_parser():
                         "(ml-100k ml-latest-small gcide, and ml-1m ml-20m, which run only when named); the files are "
                         "named after them")
     p.add_argument("--resume", action="store_true",
-                   help="table2: keep the runs of an existing JSON and run only what it lacks")
+                   help="table1, table2: keep the runs of an existing JSON and run only what it lacks")
     p.add_argument("--plot-only", action="store_true", help="redraw the plot from the JSON")
     p.add_argument("--markdown", action="store_true", help="print the results tables from the JSON")
     return p
@@ -69,7 +69,7 @@ def run_one(name, args, argv):
         if args.plot_only:
             module.plot(data, stem + ".png")
         if args.markdown:
-            parts = ["`%s` (stopped after %.0f s of wall time), resumed by " % (r["command"], r["wall_seconds"])
+            parts = ["`%s` (%.0f s of wall time), resumed by " % (r["command"], r["wall_seconds"])
                      for r in data.get("resumed_from", [])]
             print("### %s%s\n\n%s`%s` (%s, wall %.0f s%s)\n\n%s\n" % (
                 name, " (quick)" if data["quick"] else "", "".join(parts), data["command"], data["machine"],
