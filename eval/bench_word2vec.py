@@ -5,7 +5,7 @@ sample 1e-3, min_count 5, 5 epochs, 2 workers by default) and reads the same pla
 corpus: a compressed corpus is decompressed once to a temporary file before any timing (gensim's
 ``corpus_file`` mode and fastText need plain text).  Each trainer runs alone, one after the other, in its
 own child process (``python eval/bench_word2vec.py --child embkit ...``), so its peak memory is its own
-(``ru_maxrss`` of the child, read right after training, before the evaluation); the child prints its
+(the child's resident high-water mark, read right after training, before the evaluation); the child prints its
 measurements as one JSON line on stdout.
 
 Measured per trainer
@@ -17,7 +17,9 @@ Measured per trainer
     raw words/s   corpus tokens (out-of-vocabulary ones included) x epochs / train s: embkit's report,
                   gensim's ``corpus_total_words`` x epochs (``train``'s returned raw count is kept in the
                   JSON as ``raw_words_reported``), the parent's token count x epochs for fastText
-    peak MB       ``ru_maxrss`` of the child after training
+    peak MB       the child's resident high-water mark after training: ``VmHWM`` of ``/proc/self/status``
+                  (``ru_maxrss`` where there is no ``/proc``: on Linux it keeps the parent's peak across the
+                  child's exec, so a parent that has grown, as in ``eval/reproduce.py all``, would show)
     quality       Google analogies (``KeyedVectors.evaluate_word_analogies`` of gensim, restrict_vocab
                   30000; ``--analogy-impl embkit`` uses embkit's faster equivalent), WS-353 and SimLex-999
                   Spearman (``embkit.evaluation.evaluate_similarity``); the same code for every trainer
@@ -143,6 +145,13 @@ def build_parser():
 
 # ----------------------------------------------------------------------------------------- child side
 def _peak_mb():
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0     # kB
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # kilobytes on Linux
 
 
