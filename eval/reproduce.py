@@ -71,9 +71,10 @@ def run_one(name, args, argv):
         if args.markdown:
             parts = ["`%s` (%.0f s of wall time), resumed by " % (r["command"], r["wall_seconds"])
                      for r in data.get("resumed_from", [])]
-            print("### %s%s\n\n%s`%s` (%s, wall %.0f s%s)\n\n%s\n" % (
+            cpu = "; %.0f s of CPU" % data["cpu_seconds"] if data.get("cpu_seconds", 0) > 1 else ""
+            print("### %s%s\n\n%s`%s` (%s, wall %.0f s%s%s)\n\n%s\n" % (
                 name, " (quick)" if data["quick"] else "", "".join(parts), data["command"], data["machine"],
-                data["wall_seconds"], "" if data["complete"] else ", INTERRUPTED: partial", module.markdown(data)))
+                data["wall_seconds"], cpu, "" if data["complete"] else ", INTERRUPTED: partial", module.markdown(data)))
         return
     rec = Record(stem + ".json", name, args.quick, argv, resume=args.resume)
     t0 = time.perf_counter()
