@@ -43,18 +43,24 @@ def need(relative):
     return path
 
 
+def _cpu_seconds():
+    """User and system CPU seconds of this process and of its finished children."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 class Record:
     """The numbers of one reproduction, written to ``path`` (atomically) after every addition.
 
     An interrupted run keeps what finished: every ``add`` rewrites the file.  With ``resume`` the results of
     an existing file are kept (a reproduction then runs only what they lack) and its wall and CPU times are
-    carried on.  ``cpu_seconds`` is the process's CPU time (every thread; more than the wall time when the
-    kernels use both cores, less when the machine is shared).
+    carried on.  ``cpu_seconds`` is the CPU time of the process and of the child processes it waited for (every
+    thread; more than the wall time when the kernels use both cores, less when the machine is shared).
     """
 
     def __init__(self, path, name, quick, argv, resume=False):
         self.path = path
-        self.start, self.cpu_start = time.perf_counter(), time.process_time()
+        self.start, self.cpu_start = time.perf_counter(), _cpu_seconds()
         self.before = self.cpu_before = 0.0
         self.data = {"reproduction": name, "quick": quick, "command": "python eval/reproduce.py " + " ".join(argv),
                      "machine": "%s, %d cores (shared VM)" % (platform.processor() or platform.machine(),
@@ -83,7 +89,7 @@ class Record:
 
     def save(self):
         self.data["wall_seconds"] = round(self.before + time.perf_counter() - self.start, 1)
-        self.data["cpu_seconds"] = round(self.cpu_before + time.process_time() - self.cpu_start, 1)
+        self.data["cpu_seconds"] = round(self.cpu_before + _cpu_seconds() - self.cpu_start, 1)
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         with atomic_path(self.path) as tmp:
             with open(tmp, "w") as fh:
