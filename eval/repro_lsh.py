@@ -133,6 +133,7 @@ def table(curves):
 
 def plot(data, path):
     plt = pyplot()
+    from matplotlib.ticker import NullFormatter
     sets = [k for k in SETS if k in data["results"]]
     fig, axes = plt.subplots(2, max(len(sets), 1), figsize=(3.6 * max(len(sets), 1), 5.6), squeeze=False)
     for j, name in enumerate(sets):
@@ -141,6 +142,7 @@ def plot(data, path):
             axes[0][j].plot([t for _, t, _ in c], [100 * p for _, _, p in c], "o-", ms=3, color=color, label=method)
             axes[1][j].plot([e for e, _, _ in c], [100 * p for _, _, p in c], "o-", ms=3, color=color, label=method)
         axes[0][j].set_xscale("log")
+        axes[0][j].xaxis.set_minor_formatter(NullFormatter())     # a narrow span labels its minor ticks, overlapping
         axes[0][j].set_xlabel("training seconds")
         axes[1][j].set_xlabel("epoch")
         axes[0][j].set_title(name)

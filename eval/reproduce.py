@@ -14,8 +14,8 @@ Reproductions (each module's docstring gives its exact setup; RESULTS.md the num
 =============  ==========================================================================================
 
 ``--quick`` runs smaller data and fewer epochs, settings and seeds (each module's docstring says which; the
-whole set in about four minutes on two idle cores); without it the full setups run (under two hours; RESULTS.md
-gives the measured times).  Each writes ``OUT/NAME.json`` after every finished run
+whole set in about four minutes on two idle cores); without it the full setups run (about 80 minutes on
+two idle cores; RESULTS.md gives the measured times).  Each writes ``OUT/NAME.json`` after every finished run
 (an interrupted run keeps what finished) and ``OUT/NAME.png`` at the end (``python eval/reproduce.py NAME
 --plot-only`` redraws it from the JSON).  The plots need matplotlib (``pip install 'embkit[plots]'``).
 
