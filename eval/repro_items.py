@@ -22,10 +22,11 @@ The plan of each set (``PLANS``; the costs were measured on the shared 2-core ma
 * full, GCIDE 15k words (0.9M training pairs): 3 epochs, the final tables validated once (a validation pass
   over 15k x 15k scores costs about 5 s, most of a cheap run): with SS, 5 epochs reach 0.4 point more
   validation MPR than 3 (91.1 against 90.7%; 2 epochs 90.4), so every method trains a slightly short schedule.
-  MLE costs 250-300 s per epoch (three float32 products of 256 x 15k x 100 per batch, BLAS-bound: batch 1024
-  is no faster and gives the same validation metrics after one epoch); it runs 3 seeds as the others.  The T grid
-  runs with seed 1; seeds 2 and 3 rerun the static methods and, per Boltzmann method, only the T that is T* of
-  some metric on seed 1's validation.  The sweep plot of GCIDE is seed 1.
+  MLE costs about 80 s per epoch with the machine to itself, 250-300 s under load (three float32 products of
+  256 x 15k x 100 per batch, BLAS-bound: batch 1024 is no faster and gives the same validation metrics after
+  one epoch); it runs 3 seeds as the others.  The T grid runs with seed 1; seeds 2 and 3 rerun the static
+  methods and, per Boltzmann method, only the T that is T* of some metric on seed 1's validation.  The sweep
+  plot of GCIDE is seed 1.
 * full, the check of the sampler: UBS and PBS on ml-100k with the exact sampler, seed 1, every T (last, so
   a cut run loses it first); the page puts it beside the Metropolis-Hastings rows.
 
@@ -50,8 +51,8 @@ GRID = [0.5, 1, 3, 6, 12, 36]
 #: per mode: the GCIDE corpus, the T grid, and the plan of every set, run in this order.  A plan: epochs,
 #: seeds of MLE, the Boltzmann sampler ('exact' or 'mh'), the seeds above 1 rerun every T ('all') or only the
 #: T* of seed 1 ('best'); ``validate='last'`` validates the final tables only (else every epoch, keeping the
-#: best); ``methods`` limits a plan to some methods, ``key`` names its entry in the JSON.  ``extra``: the
-#: larger MovieLens sets, which run only when named with ``--sets`` (see ``ON_REQUEST``).
+#: best); ``methods`` limits a plan to some methods, ``key`` names its entry in the JSON.  The larger
+#: MovieLens sets run only when named with ``--sets`` (``ON_REQUEST``).
 PLANS = {
     True: dict(words=100_000, vocab=2_000, seeds=3, T=[1, 6, 36], sets=[
         dict(name="ml-100k", epochs=3, mle_seeds=3, boltzmann="exact", sweep="all"),

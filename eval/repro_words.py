@@ -11,8 +11,8 @@ and PBS (popularity degeneracy, T = 1).  The Boltzmann sampler that runs is the 
 slow as MLE).  Similarity: WS-353, SimLex-999, Rare Words, MEN, MTurk-287, Pearson (the paper's) and
 Spearman; analogy: Google semantic and syntactic Prec@1/5/15 over the vocabulary.
 
-Every method runs 3 seeds in both modes (MLE, which costs about twelve minutes a seed in full mode on two
-idle cores, one seed in quick mode); MLE runs after all the others, so a run cut short loses it first, and
+Every method runs 3 seeds in both modes (MLE, which costs about ten minutes a seed in full mode on two idle
+cores, one seed in quick mode); MLE runs after all the others, so a run cut short loses it first, and
 ``--resume`` runs only what the JSON lacks.
 """
 import gzip
