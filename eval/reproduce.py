@@ -46,7 +46,8 @@ def build_parser():
     p.add_argument("name", choices=sorted(REPRODUCTIONS) + ["all"])
     p.add_argument("--quick", action="store_true", help="small data, fewer epochs and seeds: minutes instead of hours")
     p.add_argument("--out", default=os.path.join(HERE, "results"), help="folder of the JSON and PNG files")
-    p.add_argument("--seeds", type=int, default=None, help="seeds per method (default: each reproduction's own, 3 for most)")
+    p.add_argument("--seeds", type=int, default=None,
+                   help="seeds per method (default: each reproduction's own, 3 for most)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--corpus", default=None, help="table1: a text8-style corpus instead of gcide")
     p.add_argument("--sets", nargs="+", default=None,
