@@ -13,8 +13,9 @@ def _awkward_floats():
     magnitudes = 10.0 ** rng.integers(-10, 7, 200_000)
     special = [np.inf, -np.inf, np.nan, 65504, 65519.99, 65520, 1e6, 2.0 ** -14, 2.0 ** -24, 2.0 ** -25,
                2.0 ** -25 * 1.0000001, 3 * 2.0 ** -26, 6e-8, 1e-8, -5.96e-8, 1.5 * 2.0 ** -24]
-    # the special values land in every lane of the 8-wide F16C conversion
-    return np.concatenate([rng.standard_normal(200_000) * magnitudes] + [special] * 9).astype(np.float32)
+    # 17 values a copy: each copy shifts them by one lane, so every special value meets every lane of the
+    # 8-wide F16C conversion
+    return np.concatenate([rng.standard_normal(200_000) * magnitudes] + [special + [1.0]] * 9).astype(np.float32)
 
 
 def test_both_float16_paths_give_numpys_bits():
