@@ -22,6 +22,7 @@ from embkit.core.checkpoint import CheckpointError, list_checkpoints  # noqa: E4
 from embkit.core.interrupts import TrainingInterrupted  # noqa: E402
 from embkit.core.reconcile import MODES  # noqa: E402
 from embkit.core.replica import REPLICAS, ShardReadError, close_replicas, open_replica, train_round  # noqa: E402
+from embkit.text import shards as shards_mod  # noqa: E402
 from embkit.text.shards import TextShard, resolve_files  # noqa: E402
 
 SMALL = dict(vector_size=16, min_count=1, window=3, epochs=3, sample=0, workers=1, syncs_per_epoch=4)
@@ -114,6 +115,21 @@ def test_vocabulary_prunes_to_max_vocab_size_per_shard(client, tmp_path):
         corpus_file=str(tmp_path / "part-*.txt"))
     assert model.vocab.index_to_key == ["a", "b"]
     assert model.vocab.counts.tolist() == [200, 200]
+
+
+def test_one_large_plain_file_trains_on_every_worker(client, planted, purity, tmp_path, monkeypatch):
+    # read as byte ranges: counted in parallel to the local vocabulary, and trained by two replicas
+    groups, sentences = planted
+    path = write_shards(tmp_path, sentences, 1)[0]
+    monkeypatch.setattr(shards_mod, "SPLIT_BYTES", os.path.getsize(path) // 5 + 1)
+    local = Word2Vec(**SMALL).build_vocab(sentences)
+    model = Word2Vec(corpus_file=path, client=client, sg=1, seed=2, **SMALL)
+    assert len(model.corpus.shards()) == 5
+    assert dict(zip(model.vocab.index_to_key, model.vocab.counts.tolist())) == \
+        dict(zip(local.vocab.index_to_key, local.vocab.counts.tolist()))
+    assert model.last_cluster_stats.replicas == 2
+    assert model.last_report.words == SMALL["epochs"] * model.vocab.total_words
+    assert purity(model.wv, groups)[0] >= 0.8
 
 
 def test_cluster_training_learns_and_gives_a_normal_model(client, planted_shards, purity, tmp_path):
@@ -327,8 +343,30 @@ def test_item_embedding_trains_on_the_cluster(client, loss, sampler):
     assert model.last_report.words == 4 * int(train.sum())
     assert np.all(np.isfinite(model.context_vectors)) and np.all(np.isfinite(model.target_vectors))
     assert _group_precision(model) >= 0.6
-    with pytest.raises(ValueError, match="validation"):
-        ItemEmbedding(vector_size=8, client=client, progress=False).fit(train, validation=train)
+
+
+def test_item_embedding_validation_on_the_cluster_keeps_the_best_epoch(client, tmp_path):
+    # the reconciled tables are scored on the client after each epoch; a crashed run resumes with its history
+    from test_items import _planted
+    from embkit import ItemEmbedding
+    train, test = _planted(0), _planted(1, n_pairs=5000)
+    params = dict(vector_size=8, epochs=5, alpha=0.05, workers=1, seed=3, progress=False, client=client,
+                  syncs_per_epoch=2)
+    fit = dict(validation=test, metric="mpr_approx", patience=2)
+    model = ItemEmbedding(**params).fit(train, **fit)
+    assert 1 <= len(model.history) <= 5
+    assert [row["epoch"] for row in model.history] == list(range(1, len(model.history) + 1))
+    assert model.last_cluster_stats.rounds == 2 * len(model.history)
+    best = max(model.history, key=lambda r: r["mpr_approx"])
+    assert model.best_epoch == best["epoch"]
+    assert model.evaluate(test).mpr_approx == pytest.approx(best["mpr_approx"], abs=1e-9)
+    with pytest.raises(SystemError):
+        ItemEmbedding(checkpoint_dir=str(tmp_path), checkpoint_every="1 pairs", callbacks=[_After(5, _crash)],
+                      **params).fit(train, **fit)
+    resumed = ItemEmbedding.resume(str(tmp_path), train, validation=test, client=client)
+    assert resumed.history == model.history and resumed.best_epoch == model.best_epoch
+    np.testing.assert_array_equal(resumed.W_in, model.W_in)
+    np.testing.assert_array_equal(resumed.W_out, model.W_out)
 
 
 def test_an_item_embedding_cluster_run_resumes_bit_identical(client, tmp_path):

@@ -375,7 +375,7 @@ def rounds_per_epoch(syncs_per_epoch, units):
 
 
 def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=False, desc="cluster", run_args=None,
-                     fingerprint=None):
+                     fingerprint=None, on_epoch=None):
     """Train ``model`` on the workers of ``client`` (see the module docstring).
 
     Parameters
@@ -395,6 +395,10 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
         The JSON-able arguments of the training call, kept in checkpoints.
     fingerprint : str, optional
         A digest of the training data; a resumed run refuses data with another one.
+    on_epoch : callable, optional
+        ``on_epoch(epoch, report)`` on the client after each epoch's last reconciliation (the model's
+        tables are the reconciled ones); True stops.  With ``get_state`` / ``set_state`` its state goes
+        into checkpoints (as :meth:`EmbeddingModel._train`'s).
 
     Returns
     -------
@@ -414,12 +418,13 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
         record = {"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha),
                   "units_per_epoch": units_per_epoch, "args": dict(run_args or {}), "fingerprint": fingerprint,
                   "cluster": {"syncs_per_epoch": rounds, "reconcile": model.reconcile}}
-        history_before, start, report, checkpointer = model._begin_run(record, {"merge": MomentumState(job.momentum)})
+        history_before, start, report, checkpointer = model._begin_run(
+            record, {"merge": MomentumState(job.momentum), "tracker": on_epoch})
         if start is not None and start.finished:
             return report
         with model._interruption_hint():
             try:
-                _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progress, desc)
+                _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progress, desc, on_epoch)
             finally:
                 model.loss_history = history_before + report.epoch_loss
     finally:
@@ -427,7 +432,7 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
     return report
 
 
-def _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progress, desc):
+def _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progress, desc, on_epoch):
     """The epochs and rounds of a cluster run (:func:`~embkit.core.training.run_steps`, a round a step)."""
     update = None
 
@@ -447,4 +452,5 @@ def _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progr
         return tuple(sum(res[key] for res in results) for key in ("loss", "examples", "words", "raw_words"))
 
     run_steps(round_steps, units_per_epoch, run["epochs"], progress=progress, desc=desc, unit=model.unit,
-              callbacks=model.callbacks, model=model, report=report, start=start, checkpointer=checkpointer)
+              on_epoch=on_epoch, callbacks=model.callbacks, model=model, report=report, start=start,
+              checkpointer=checkpointer)

@@ -141,8 +141,8 @@ class ItemEmbedding(EmbeddingModel):
         Show a progress bar.
     client, syncs_per_epoch, reconcile :
         Train on a Dask cluster, as ``Word2Vec``'s parameters of the same names: the matrix's entries are
-        dealt into one shard per worker (see :mod:`embkit.items.pair_shards`); ``validation`` is then
-        unavailable.
+        dealt into one shard per worker (see :mod:`embkit.items.pair_shards`); ``validation`` scores the
+        reconciled tables on the client after each epoch, as in one process.
 
     Attributes
     ----------
@@ -260,23 +260,20 @@ class ItemEmbedding(EmbeddingModel):
 
         run_args = {"metric": metric, "patience": patience, "n_negatives": n_negatives}
         digest = fingerprint(coo.row, coo.col, coo.data, None if val is None else val)
-        if self.client is not None:
-            if val is not None:
-                raise ValueError("validation is not available with client= (a cluster run has no per-epoch hook)")
-            shards = pair_shards(coo, len(check_client(self.client)))
-            train_on_cluster(self, self.client, shards, self.epochs, self.alpha, self.min_alpha,
-                             progress=self.progress, desc="items %s on a cluster" % self.loss, run_args=run_args,
-                             fingerprint=digest)
-            self.history, self.best_epoch = [], None
-            return self
         tracker = None
         if val is not None:
             def score(epoch, report):
                 return dict(loss=report.epoch_loss[-1], **_metrics_of(self.evaluate(val, n_negatives=n_negatives)))
             tracker = BestEpoch(self, score, metric, patience)
         try:
-            self._train(chunks, pairs_per_epoch, self.counts, n, on_epoch=tracker, desc="items %s" % self.loss,
-                        run_args=run_args, fingerprint=digest)
+            if self.client is not None:
+                shards = pair_shards(coo, len(check_client(self.client)))
+                train_on_cluster(self, self.client, shards, self.epochs, self.alpha, self.min_alpha,
+                                 progress=self.progress, desc="items %s on a cluster" % self.loss, run_args=run_args,
+                                 fingerprint=digest, on_epoch=tracker)
+            else:
+                self._train(chunks, pairs_per_epoch, self.counts, n, on_epoch=tracker, desc="items %s" % self.loss,
+                            run_args=run_args, fingerprint=digest)
         finally:
             self._pairs = None
         self.history = tracker.history if tracker else []

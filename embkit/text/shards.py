@@ -3,9 +3,12 @@ counted per shard on the workers, and the shards a replica reads.
 
 A corpus for ``Word2Vec(corpus_file=..., client=...)`` is a path, a glob (``s3://bucket/corpus/*.txt.gz``),
 a directory (its files) or a list of them, on any filesystem fsspec knows (local, ``s3://``, ``gs://``,
-``hdfs://``, ``memory://``, ...; compression inferred from the name).  Every file is one shard: split a big
-corpus into at least as many files as there are workers.  Files are listed on the client; only the workers
-read them, each its own.
+``hdfs://``, ``memory://``, ...; compression inferred from the name).  Every compressed file is one shard;
+a plain-text file larger than :data:`SPLIT_BYTES` is read as several shards, byte ranges of about that size
+each cut just after an ASCII blank (so no token is split; a line cut in two is two sentences, as gensim's
+``corpus_file`` mode does).  A corpus of one big compressed file trains on one worker: split it into at
+least as many files as there are workers, or decompress it.  Files are listed on the client; only the
+workers read them, each its own shards.
 
 Vocabulary: every shard is counted on a worker (``max_vocab_size`` bounds what it holds: whenever it counts
 more distinct words, the rarest are pruned, word2vec.c's rule, so a rare word's count can come out lower);
@@ -14,8 +17,10 @@ client chooses the vocabulary from the merged counts (``min_count``, ``max_final
 sends it once to every worker.
 """
 import glob as _glob
+import io
 import logging
 import os
+import re
 from collections import Counter
 
 import numpy as np
@@ -28,8 +33,13 @@ from embkit.text.vocab import EncodedChunk, Vocab, keep_word
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ShardedCorpus", "TextShard", "ShardCorpus", "resolve_files", "count_shard", "merge_counts",
-           "cluster_vocab"]
+__all__ = ["ShardedCorpus", "TextShard", "ShardCorpus", "resolve_files", "split_ranges", "count_shard",
+           "merge_counts", "cluster_vocab", "SPLIT_BYTES"]
+
+#: plain-text files larger than this many bytes are read as several shards (byte ranges of about this size)
+SPLIT_BYTES = 32 << 20
+#: ASCII blanks: a byte range starts just after one (UTF-8 never has these bytes inside a character)
+_BLANK_BYTE = re.compile(rb"[ \t\n\r\x0b\x0c]")
 
 
 def _fsspec():
@@ -73,33 +83,103 @@ def resolve_files(spec):
     return found
 
 
-class ShardCorpus(TextCorpus):
-    """One file of a sharded corpus, read through fsspec (a :class:`~embkit.text.corpus.TextCorpus`)."""
+def split_ranges(path, size, split_bytes=None):
+    """Byte ranges ``[(start, stop)]`` of at most ``split_bytes`` (default :data:`SPLIT_BYTES`) covering a
+    plain-text file of ``size`` bytes (``[(0, None)]``, the whole file, for a compressed or small one);
+    :class:`ShardCorpus` moves each cut to just after a blank."""
+    from fsspec.utils import infer_compression
+    split_bytes = SPLIT_BYTES if split_bytes is None else split_bytes
+    if size <= split_bytes or infer_compression(path) is not None:
+        return [(0, None)]
+    n = -(-size // split_bytes)
+    return [(size * k // n, size * (k + 1) // n) for k in range(n)]
 
-    def __init__(self, path, max_sentence_length=MAX_SENTENCE_LENGTH):
+
+def range_name(path, start, stop):
+    """How errors and logs name a shard: the file, and its byte range when it is one."""
+    return str(path) if stop is None else "%s [bytes %d-%d)" % (path, start, stop)
+
+
+class _ByteRange(io.RawIOBase):
+    """The bytes ``[start, stop)`` of a binary file, as a stream."""
+
+    def __init__(self, fh, start, stop):
+        super().__init__()
+        self.fh, self.left = fh, stop - start
+        fh.seek(start)
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        data = self.fh.read(min(len(buffer), self.left))
+        buffer[:len(data)] = data
+        self.left -= len(data)
+        return len(data)
+
+    def close(self):
+        self.fh.close()
+        super().close()
+
+
+def _after_blank(fh, offset, size):
+    """The first position at or after ``offset`` just after an ASCII blank (0 and ``size`` as they are):
+    where a byte range cut at ``offset`` really starts."""
+    if offset <= 0 or offset >= size:
+        return min(max(offset, 0), size)
+    fh.seek(offset - 1)
+    pos = offset - 1
+    while True:
+        block = fh.read(1 << 16)
+        if not block:
+            return size
+        blank = _BLANK_BYTE.search(block)
+        if blank is not None:
+            return pos + blank.start() + 1
+        pos += len(block)
+
+
+class ShardCorpus(TextCorpus):
+    """One shard of a sharded corpus, read through fsspec (a :class:`~embkit.text.corpus.TextCorpus`): a
+    whole file, or with ``stop`` the tokens starting in its bytes ``[start, stop)`` (each end moved to just
+    after a blank, so the ranges of a file read every token once)."""
+
+    def __init__(self, path, max_sentence_length=MAX_SENTENCE_LENGTH, start=0, stop=None, size=None):
         # not TextCorpus.__init__: the file is not local, and the worker's open reports a missing one
         self.source = str(path)
         self.files = [self.source]
         self.max_sentence_length = max_sentence_length
+        self.start, self.stop, self.size = start, stop, size
         self.stats = ReadStats()
 
     def _open(self, path):
         fsspec = _fsspec()
-        return fsspec.open(path, "rt", compression="infer", encoding="utf-8", errors="replace").open()
+        if self.stop is None:
+            return fsspec.open(path, "rt", compression="infer", encoding="utf-8", errors="replace").open()
+        fh = fsspec.open(path, "rb").open()
+        try:
+            size = fh.size if self.size is None else self.size
+            start, stop = _after_blank(fh, self.start, size), _after_blank(fh, self.stop, size)
+            raw = _ByteRange(fh, start, max(start, stop))
+        except BaseException:
+            fh.close()
+            raise
+        return io.TextIOWrapper(io.BufferedReader(raw), encoding="utf-8", errors="replace")
 
 
 def _read_error(path, exc):
     return ShardReadError("worker %s cannot read the shard %s: %s" % (worker_name(), path, exc))
 
 
-def count_shard(path, max_vocab_size=None, trim_rule=None, max_sentence_length=MAX_SENTENCE_LENGTH):
-    """Task: ``(words, counts, raw_words, sentences)`` of one shard (see :meth:`Vocab.count`)."""
+def count_shard(shard, max_vocab_size=None, trim_rule=None, max_sentence_length=MAX_SENTENCE_LENGTH):
+    """Task: ``(words, counts, raw_words, sentences)`` of one shard, a :class:`TextShard` (see
+    :meth:`Vocab.count`)."""
     try:
-        return Vocab.count(ShardCorpus(path, max_sentence_length), max_vocab_size, trim_rule)
+        return Vocab.count(shard.corpus(max_sentence_length), max_vocab_size, trim_rule)
     except (OSError, ValueError, EOFError, UnicodeError) as exc:
         if "is empty" in str(exc):      # an empty shard counts nothing; the corpus may still have words
             return [], np.zeros(0, np.int64), 0, 0
-        raise _read_error(path, exc) from None
+        raise _read_error(shard.name, exc) from None
 
 
 def _prune(counter, max_vocab_size, trim_rule):
@@ -130,16 +210,21 @@ class ShardedCorpus:
         self.files = [f for f, _ in self.files_sizes]
         self.source = spec if isinstance(spec, str) else [os.fspath(s) for s in spec]
         self.max_sentence_length = max_sentence_length
+        self.ranges = [(f, size, split_ranges(f, size)) for f, size in self.files_sizes]
 
     def __repr__(self):
-        return "ShardedCorpus(%d files)" % len(self.files)
+        return "ShardedCorpus(%d files, %d shards)" % (len(self.files), sum(len(r) for _, _, r in self.ranges))
 
     def shards(self):
-        return [TextShard(f, size, self.max_sentence_length) for f, size in self.files_sizes]
+        """A :class:`TextShard` per file, or per byte range of a large plain-text file."""
+        return [TextShard(f, size, self.max_sentence_length, start, stop)
+                for f, size, ranges in self.ranges for start, stop in ranges]
 
     def digest(self):
-        """A digest of the file names and sizes (what a resumed run checks; the contents stay unread)."""
-        listing = "\n".join("%s\t%d" % (f, size) for f, size in self.files_sizes)
+        """A digest of the file names and sizes, and of the byte ranges of the files read in several shards
+        (what a resumed run checks; the contents stay unread)."""
+        listing = "\n".join("%s\t%d" % (f, size) + "".join("\t%d-%d" % r for r in ranges if r[1] is not None)
+                            for f, size, ranges in self.ranges)
         return fingerprint(np.frombuffer(listing.encode("utf-8", "surrogatepass"), dtype=np.uint8))
 
 
@@ -148,8 +233,8 @@ def cluster_vocab(client, corpus, model, trim_rule=None):
     :class:`Vocab` chosen with the model's ``min_count``, ``max_final_vocab`` and ``sorted_vocab``."""
     from embkit.core.cluster import check_client
     check_client(client)
-    futures = [client.submit(count_shard, f, model.max_vocab_size, trim_rule, corpus.max_sentence_length,
-                             pure=False) for f in corpus.files]
+    futures = [client.submit(count_shard, shard, model.max_vocab_size, trim_rule, corpus.max_sentence_length,
+                             pure=False) for shard in corpus.shards()]
     while len(futures) > 1:
         merged = [client.submit(merge_counts, futures[i], futures[i + 1], model.max_vocab_size, trim_rule,
                                 pure=False) for i in range(0, len(futures) - 1, 2)]
@@ -166,13 +251,22 @@ def cluster_vocab(client, corpus, model, trim_rule=None):
 
 
 class TextShard:
-    """One corpus file as a replica's shard: encoded with the vocabulary into a chunk cache on the worker."""
+    """A corpus file, or its bytes ``[start, stop)``, as a replica's shard: encoded with the vocabulary into a
+    chunk cache on the worker."""
 
-    def __init__(self, path, size, max_sentence_length=MAX_SENTENCE_LENGTH):
-        self.name = self.path = path
-        self.size = size
+    def __init__(self, path, size, max_sentence_length=MAX_SENTENCE_LENGTH, start=0, stop=None):
+        self.path = path
+        self.file_size = size
+        self.size = size if stop is None else stop - start
+        self.start, self.stop = start, stop
+        self.name = range_name(path, start, stop)
         self.max_sentence_length = max_sentence_length
         self.cache = None
+
+    def corpus(self, max_sentence_length=None):
+        """The shard's :class:`ShardCorpus`."""
+        return ShardCorpus(self.path, max_sentence_length or self.max_sentence_length, self.start, self.stop,
+                           self.file_size)
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -182,7 +276,7 @@ class TextShard:
     def open(self, model):
         """Read and encode the file; returns its in-vocabulary tokens (the units of one epoch)."""
         self.cache = ChunkCache()
-        for chunk in model.vocab.encode(ShardCorpus(self.path, self.max_sentence_length), model.chunk_tokens):
+        for chunk in model.vocab.encode(self.corpus(), model.chunk_tokens):
             self.cache.append(chunk)
         self.cache.complete = True
         return self.cache.tokens

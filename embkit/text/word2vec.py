@@ -120,8 +120,9 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         Show a progress bar.
     client : dask.distributed.Client, optional
         Train on the workers of this Dask cluster (the ``[cluster]`` extra): ``corpus_file`` is then a path,
-        glob or list of files on any fsspec filesystem, every file a shard read by one worker; each worker
-        trains a replica of the tables with ``workers`` threads (see :mod:`embkit.core.cluster`).  Not saved.
+        glob or list of files on any fsspec filesystem, every file (every 32 MiB of a plain-text one) a shard
+        read by one worker (:mod:`embkit.text.shards`); each worker trains a replica of the tables with
+        ``workers`` threads (see :mod:`embkit.core.cluster`).  Not saved.
     syncs_per_epoch : int or None
         With ``client``: reconciliations of the replicas per epoch.  None (the default): as many as make each
         replica train about 75,000 words per round, the longest rounds that kept one process's quality on

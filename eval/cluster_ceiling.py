@@ -1,0 +1,180 @@
+"""How fast two single-thread workers can train against one on this machine, whatever carries the exchange.
+
+Two measurements bound the speed-up of cluster training before a byte moves:
+
+1. **Replicas without an exchange.** gcide cut into ``--shards`` files (as ``eval/bench_cluster.py``); the
+   one-worker replica (every shard) runs alone in a process, the two replicas of a two-worker run (half the
+   shards each) run at once in two processes.  Each is embkit's own replica (``embkit.core.replica``)
+   running ``--rounds`` rounds an epoch for ``--epochs`` epochs, and doing in each round only what every
+   design that reconciles rows does on a replica: train, find the rows it changed, take in the merged
+   rows (here its own, as one replica's merge is).  No Dask, no transfer, no merge of another replica's
+   rows: the two-worker run's speed-up here is above anything a real exchange can give.
+2. **What Dask spends on a round.**  On a ``LocalCluster`` of two single-thread worker processes: the wall
+   and CPU time (all its processes: client, scheduler, nannies, workers) of one round trip of two tasks,
+   carrying no data, and carrying ``--payload-mb`` down (scattered to both, as the merged rows are) and up
+   from each (as a replica's rows are); and the CPU time of the cluster doing nothing.
+
+The bounds printed for each ``--rounds`` (``n`` round trips in the run, ``w`` / ``c`` a round trip's wall /
+CPU time, ``i`` the idle CPU per second; ``T1`` / ``T2`` the no-exchange times of one / two workers):
+
+* rounds that wait for their exchange take at least ``T1 + n w`` and ``T2 + n w``;
+* rounds that overlap their exchange with training: one worker's spare core can hide Dask's work, so it takes
+  at least ``T1``; two workers keep both cores busy, so every CPU second Dask spends delays them by at least
+  half a second: ``T2 + (n c + T2 i) / 2``.
+
+"At most" is the larger of the two speed-ups: no design that moves each round through Dask tasks gets above it.
+
+Nothing is asserted; timings need the machine to itself.
+
+Usage::
+
+    python eval/cluster_ceiling.py [--corpus FILE] [--shards 8] [--epochs 5] [--rounds 32 16 4 1] [--repeat 3]
+                                   [--payload-mb 1]
+"""
+import argparse
+import glob
+import multiprocessing
+import os
+import shlex
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from repro_common import need
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def replica_rounds(spec, files, rounds, epochs, start):
+    """Run one replica over ``files``: ``(seconds, kernel seconds, words)`` after ``start`` (a barrier)."""
+    from embkit.core.reconcile import merge
+    from embkit.core.replica import Replica, worker_name
+    from embkit.text.shards import TextShard
+    worker_name()       # imports what a replica's result names, before the clock
+    W_in, W_out = spec[3]
+    replica = Replica(spec[:3], [TextShard(f, 0) for f in files], W_in, W_out,
+                      {"epochs": epochs, "alpha": 0.05, "min_alpha": 0.0001, "mode": "sum"})
+    start.wait()
+    clock = time.perf_counter()
+    kernel, words, update = 0.0, 0, None
+    for epoch in range(epochs):
+        for r in range(rounds):
+            result = replica.train_round(update, epoch, r, 0, rounds)
+            kernel += result["seconds"]
+            words += result["words"]
+            update = tuple(merge(0, [delta], "sum") for delta in result["delta"])
+    replica.close()
+    return time.perf_counter() - clock, kernel, words
+
+
+def _child(spec, files, rounds, epochs, start, out):
+    out.put(replica_rounds(spec, files, rounds, epochs, start))
+
+
+def run_replicas(spec, groups, rounds, epochs):
+    """The replicas of ``groups`` (lists of files) at once, one process each; their results."""
+    ctx = multiprocessing.get_context("spawn")
+    start, out = ctx.Barrier(len(groups)), ctx.Queue()
+    procs = [ctx.Process(target=_child, args=(spec, files, rounds, epochs, start, out)) for files in groups]
+    for p in procs:
+        p.start()
+    results = [out.get() for _ in procs]
+    for p in procs:
+        p.join()
+    return results
+
+
+def _echo(data, n_bytes):
+    """Task: ``n_bytes`` made on the worker, to bring back."""
+    return np.ones(n_bytes, np.uint8)
+
+
+def cluster_costs(payloads_mb, round_trips, idle_seconds):
+    """A two-worker LocalCluster's idle CPU per second, and ``{payload MB: (wall, CPU)}`` of a round trip of
+    two tasks that get the payload (scattered to both) and return one each."""
+    import psutil
+    from distributed import Client, LocalCluster
+
+    def cpu():
+        me = psutil.Process()
+        return sum(sum(p.cpu_times()[:2]) for p in [me] + me.children(recursive=True))
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        workers = sorted(client.nthreads())
+        client.gather([client.submit(_echo, None, 0, workers=[w], pure=False) for w in workers])
+        time.sleep(2)
+        used = cpu()
+        time.sleep(idle_seconds)
+        idle = (cpu() - used) / idle_seconds
+        costs = {}
+        for mb in payloads_mb:
+            n_bytes = int(mb * 1e6)
+            used, clock = cpu(), time.perf_counter()
+            for _ in range(round_trips):
+                data = client.scatter(np.ones(n_bytes, np.uint8), workers=workers, broadcast=True, hash=False) \
+                    if n_bytes else None
+                client.gather([client.submit(_echo, data, n_bytes, workers=[w], pure=False) for w in workers])
+                del data
+            costs[mb] = ((time.perf_counter() - clock) / round_trips, (cpu() - used) / round_trips)
+    return idle, costs
+
+
+def bound(t1, t2, n, wall, cpu, idle):
+    """The larger speed-up of a design waiting for its ``n`` round trips and one overlapping them."""
+    return max((t1 + n * wall) / (t2 + n * wall), t1 / (t2 + (n * cpu + t2 * idle) / 2))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--corpus", default=None, help="default: the shared data's corpora/gcide.txt.gz")
+    p.add_argument("--shards", type=int, default=8)
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--rounds", type=int, nargs="+", default=[32, 16, 4, 1])
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--round-trips", type=int, default=100)
+    p.add_argument("--payload-mb", type=float, default=1.0,
+                   help="data a round trip carries down to both workers and up from each (MB)")
+    args = p.parse_args(argv)
+    sys.path.insert(0, HERE)
+    from bench_cluster import params, write_shards
+    from embkit import Word2Vec
+
+    corpus = args.corpus or need("corpora/gcide.txt.gz")
+    idle, costs = cluster_costs([0.0, args.payload_mb], args.round_trips, 5.0)
+    dask = "Dask, LocalCluster of 2 single-thread workers: idle %.0f ms CPU per second; a round trip of two tasks %s" % (
+        1e3 * idle, "; ".join("carrying %g MB: %.1f ms wall, %.1f ms CPU" % (mb, 1e3 * w, 1e3 * c)
+                              for mb, (w, c) in costs.items()))
+    print(dask, flush=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="embkit-ceiling-") as tmp:
+        files = sorted(glob.glob(write_shards(corpus, tmp, args.shards)))
+        model = Word2Vec(**dict(params(argparse.Namespace(epochs=args.epochs, alpha=0.05), 1), progress=False))
+        model.build_vocab(corpus_file=corpus)
+        spec = model._cluster_spec() + ((model.W_in, model.W_out),)
+        half = len(files) // 2
+        for rounds in args.rounds:
+            for rep in range(args.repeat):
+                (t1, k1, _), = run_replicas(spec, [files], rounds, args.epochs)
+                two = run_replicas(spec, [files[:half], files[half:]], rounds, args.epochs)
+                t2, k2 = max(r[0] for r in two), max(r[1] for r in two)
+                n = rounds * args.epochs
+                limits = [bound(t1, t2, n, wall, cpu, idle) for wall, cpu in costs.values()]
+                row = (rounds, rep + 1, t1, k1, t2, k2, t1 / t2, k1 / k2) + tuple(limits)
+                rows.append(row)
+                print("  %d rounds an epoch, run %d: 1 worker %.2f s (kernels %.2f), 2 workers %.2f s (kernels %.2f): "
+                      "%.2fx (kernels %.2fx); through Dask at most %.2fx (no data), %.2fx (%g MB)"
+                      % (row + (args.payload_mb,)), flush=True)
+    print("\n| rounds an epoch | run | 1 worker: s (kernels) | 2 workers: s (kernels) | speed-up without exchange "
+          "(kernels alone) | at most, Dask round trips with no data | with %g MB each way |" % args.payload_mb)
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print("| %d | %d | %.2f (%.2f) | %.2f (%.2f) | %.2fx (%.2fx) | %.2fx | %.2fx |" % r)
+    print("\n" + dask)
+    print("\nCommand: python eval/cluster_ceiling.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Shards of a corpus for cluster training read on their own, without a cluster: a large plain-text file
+read as byte ranges gives every token once, in order.  Skipped without fsspec (the [cluster] extra)."""
+import gzip
+import os
+import random
+
+import pytest
+
+pytest.importorskip("fsspec")
+
+from embkit.text import shards as shards_mod  # noqa: E402
+from embkit.text.shards import ShardCorpus, ShardedCorpus, TextShard, count_shard, split_ranges  # noqa: E402
+
+
+def awkward_text(lines=80, one_line=False):
+    """Words of 1-12 characters, some of them several UTF-8 bytes a character, between runs of mixed blanks."""
+    rng = random.Random(5)
+    alphabet = "abcxyz\u00e9\u00df\u4e2d\u6587\U0001f600"
+    blanks = [" ", "  ", "\t", " \t ", "\r\n" if not one_line else " "]
+    out = []
+    for _ in range(lines):
+        words = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12))) for _ in range(rng.randint(0, 30))]
+        line = ""
+        for w in words:
+            line += w + rng.choice(blanks)
+        out.append(rng.choice(["", " "]) + line)
+    return (" " if one_line else "\n").join(out)
+
+
+def ranged_tokens(path, split_bytes):
+    size = os.path.getsize(path)
+    ranges = split_ranges(path, size, split_bytes)
+    tokens = []
+    for start, stop in ranges:
+        tokens += [t for sentence in ShardCorpus(path, 10_000, start, stop, size) for t in sentence]
+    return ranges, tokens
+
+
+@pytest.mark.parametrize("one_line", [False, True], ids=["lines", "one line"])
+@pytest.mark.parametrize("split_bytes", [1, 3, 64, 1000])
+def test_byte_ranges_read_every_token_once_in_order(tmp_path, one_line, split_bytes):
+    text = awkward_text(one_line=one_line)
+    path = str(tmp_path / "corpus.txt")
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+    ranges, tokens = ranged_tokens(path, split_bytes)
+    assert len(ranges) == -(-os.path.getsize(path) // split_bytes)
+    assert tokens == text.split()
+
+
+def test_small_and_compressed_files_are_one_shard(tmp_path):
+    text = awkward_text()
+    plain, packed = str(tmp_path / "a.txt"), str(tmp_path / "b.txt.gz")
+    with open(plain, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    with gzip.open(packed, "wt", encoding="utf-8") as fh:
+        fh.write(text * 50)
+    assert split_ranges(plain, os.path.getsize(plain)) == [(0, None)]        # below SPLIT_BYTES
+    assert split_ranges(packed, 10 * os.path.getsize(packed), 16) == [(0, None)]
+    assert len(split_ranges(plain, os.path.getsize(plain), 100)) > 1
+
+
+def test_a_sharded_corpus_splits_large_plain_files_and_counts_each_range(tmp_path, monkeypatch):
+    text = awkward_text()
+    path = tmp_path / "big.txt"
+    path.write_text(text, encoding="utf-8")
+    monkeypatch.setattr(shards_mod, "SPLIT_BYTES", 500)
+    corpus = ShardedCorpus(str(path))
+    shards = corpus.shards()
+    assert len(shards) == -(-os.path.getsize(path) // 500)
+    assert all(isinstance(s, TextShard) and "[bytes " in s.name for s in shards)
+    assert sum(s.size for s in shards) == os.path.getsize(path)
+    counts = {}
+    for shard in shards:
+        words, freq, raw, _ = count_shard(shard)
+        for w, c in zip(words, freq.tolist()):
+            counts[w] = counts.get(w, 0) + c
+    expected = {}
+    for w in text.split():
+        expected[w] = expected.get(w, 0) + 1
+    assert counts == expected
+    # the ranges take part in the corpus's digest (a resumed run checks it); an unsplit corpus keeps its own
+    monkeypatch.setattr(shards_mod, "SPLIT_BYTES", 1000)
+    assert ShardedCorpus(str(path)).digest() != corpus.digest()
+    monkeypatch.setattr(shards_mod, "SPLIT_BYTES", 1 << 30)
+    whole = ShardedCorpus(str(path))
+    assert len(whole.shards()) == 1 and whole.shards()[0].name == str(path)
