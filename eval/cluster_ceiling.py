@@ -10,9 +10,11 @@ Two measurements bound the speed-up of cluster training before a byte moves:
    rows (here its own, as one replica's merge is).  No Dask, no transfer, no merge of another replica's
    rows: the two-worker run's speed-up here is above anything a real exchange can give.
 2. **What Dask spends on a round.**  On a ``LocalCluster`` of two single-thread worker processes: the wall
-   and CPU time (all its processes: client, scheduler, nannies, workers) of one round trip of two tasks,
-   carrying no data, and carrying ``--payload-mb`` down (scattered to both, as the merged rows are) and up
-   from each (as a replica's rows are); and the CPU time of the cluster doing nothing.
+   and CPU time (all its processes: client, scheduler, nannies, workers) of one round, carrying no data and
+   carrying ``--payload-mb`` each way, in two ways: a round trip of two tasks from the client (the payload
+   scattered to both workers, as the merged rows are, and one returned by each, as a replica's rows are:
+   embkit's exchange), and both workers calling an actor at once from long-running tasks (a parameter
+   server's or a peer's mailbox); and the CPU time of the cluster doing nothing.
 
 The bounds printed for each ``--rounds`` (``n`` round trips in the run, ``w`` / ``c`` a round trip's wall /
 CPU time, ``i`` the idle CPU per second; ``T1`` / ``T2`` the no-exchange times of one / two workers):
@@ -22,7 +24,7 @@ CPU time, ``i`` the idle CPU per second; ``T1`` / ``T2`` the no-exchange times o
   at least ``T1``; two workers keep both cores busy, so every CPU second Dask spends delays them by at least
   half a second: ``T2 + (n c + T2 i) / 2``.
 
-"At most" is the larger of the two speed-ups: no design that moves each round through Dask tasks gets above it.
+"At most" is the larger of the two speed-ups: no design that moves each round that way gets above it.
 
 Nothing is asserted; timings need the machine to itself.
 
@@ -91,9 +93,25 @@ def _echo(data, n_bytes):
     return np.ones(n_bytes, np.uint8)
 
 
+class Mailbox:
+    """An actor that answers every call with ``n_bytes`` (a parameter server's or a peer's side of a round)."""
+
+    def exchange(self, data, n_bytes):
+        return np.ones(n_bytes, np.uint8)
+
+
+def _call_actor(actor, n_bytes, calls):
+    """Task: ``calls`` synchronous calls of ``actor.exchange`` carrying ``n_bytes`` each way."""
+    payload = np.ones(n_bytes, np.uint8) if n_bytes else None
+    for _ in range(calls):
+        actor.exchange(payload, n_bytes).result()
+    return calls
+
+
 def cluster_costs(payloads_mb, round_trips, idle_seconds):
-    """A two-worker LocalCluster's idle CPU per second, and ``{payload MB: (wall, CPU)}`` of a round trip of
-    two tasks that get the payload (scattered to both) and return one each."""
+    """A two-worker LocalCluster's idle CPU per second, and ``{(kind, payload MB): (wall, CPU)}`` of one round:
+    kind "tasks", a round trip of two tasks that get the payload (scattered to both) and return one each;
+    kind "actor", both workers calling an actor (on the first of them) at once, the payload each way."""
     import psutil
     from distributed import Client, LocalCluster
 
@@ -105,6 +123,7 @@ def cluster_costs(payloads_mb, round_trips, idle_seconds):
             Client(cluster) as client:
         workers = sorted(client.nthreads())
         client.gather([client.submit(_echo, None, 0, workers=[w], pure=False) for w in workers])
+        actor = client.submit(Mailbox, workers=[workers[0]], actor=True).result()
         time.sleep(2)
         used = cpu()
         time.sleep(idle_seconds)
@@ -118,7 +137,12 @@ def cluster_costs(payloads_mb, round_trips, idle_seconds):
                     if n_bytes else None
                 client.gather([client.submit(_echo, data, n_bytes, workers=[w], pure=False) for w in workers])
                 del data
-            costs[mb] = ((time.perf_counter() - clock) / round_trips, (cpu() - used) / round_trips)
+            costs["tasks", mb] = ((time.perf_counter() - clock) / round_trips, (cpu() - used) / round_trips)
+        for mb in payloads_mb:
+            used, clock = cpu(), time.perf_counter()
+            client.gather([client.submit(_call_actor, actor, int(mb * 1e6), round_trips, workers=[w], pure=False)
+                           for w in workers])
+            costs["actor", mb] = ((time.perf_counter() - clock) / round_trips, (cpu() - used) / round_trips)
     return idle, costs
 
 
@@ -144,9 +168,9 @@ def main(argv=None):
 
     corpus = args.corpus or need("corpora/gcide.txt.gz")
     idle, costs = cluster_costs([0.0, args.payload_mb], args.round_trips, 5.0)
-    dask = "Dask, LocalCluster of 2 single-thread workers: idle %.0f ms CPU per second; a round trip of two tasks %s" % (
-        1e3 * idle, "; ".join("carrying %g MB: %.1f ms wall, %.1f ms CPU" % (mb, 1e3 * w, 1e3 * c)
-                              for mb, (w, c) in costs.items()))
+    dask = "Dask, LocalCluster of 2 single-thread workers: idle %.0f ms CPU per second; a round %s" % (
+        1e3 * idle, "; ".join("through %s carrying %g MB: %.1f ms wall, %.1f ms CPU"
+                              % (kind, mb, 1e3 * w, 1e3 * c) for (kind, mb), (w, c) in costs.items()))
     print(dask, flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="embkit-ceiling-") as tmp:
@@ -165,13 +189,15 @@ def main(argv=None):
                 row = (rounds, rep + 1, t1, k1, t2, k2, t1 / t2, k1 / k2) + tuple(limits)
                 rows.append(row)
                 print("  %d rounds an epoch, run %d: 1 worker %.2f s (kernels %.2f), 2 workers %.2f s (kernels %.2f): "
-                      "%.2fx (kernels %.2fx); through Dask at most %.2fx (no data), %.2fx (%g MB)"
-                      % (row + (args.payload_mb,)), flush=True)
+                      "%.2fx (kernels %.2fx); at most " % row[:8]
+                      + ", ".join("%.2fx (%s, %g MB)" % (b, kind, mb) for b, (kind, mb) in zip(limits, costs)),
+                      flush=True)
     print("\n| rounds an epoch | run | 1 worker: s (kernels) | 2 workers: s (kernels) | speed-up without exchange "
-          "(kernels alone) | at most, Dask round trips with no data | with %g MB each way |" % args.payload_mb)
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+          "(kernels alone) | " + " | ".join("at most: %s, %g MB" % key for key in costs) + " |")
+    print("|---:|---:|---:|---:|---:|" + "---:|" * len(costs))
     for r in rows:
-        print("| %d | %d | %.2f (%.2f) | %.2f (%.2f) | %.2fx (%.2fx) | %.2fx | %.2fx |" % r)
+        print("| %d | %d | %.2f (%.2f) | %.2f (%.2f) | %.2fx (%.2fx) | " % r[:8]
+              + " | ".join("%.2fx" % b for b in r[8:]) + " |")
     print("\n" + dask)
     print("\nCommand: python eval/cluster_ceiling.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])))
 

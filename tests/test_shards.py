@@ -48,6 +48,24 @@ def test_byte_ranges_read_every_token_once_in_order(tmp_path, one_line, split_by
     assert tokens == text.split()
 
 
+def test_byte_ranges_of_a_file_on_another_filesystem(tmp_path):
+    # fsspec's in-memory filesystem stands for s3/gcs/hdfs: the ranges are read through fsspec's file objects
+    import fsspec
+    text = awkward_text()
+    url = "memory://embkit-test/corpus.txt"
+    with fsspec.open(url, "wb") as fh:
+        fh.write(text.encode("utf-8"))
+    try:
+        corpus = ShardedCorpus(url)
+        size = corpus.files_sizes[0][1]
+        tokens = []
+        for start, stop in split_ranges(url, size, 97):
+            tokens += [t for sentence in ShardCorpus(url, 10_000, start, stop, size) for t in sentence]
+        assert tokens == text.split()
+    finally:
+        fsspec.filesystem("memory").rm("/embkit-test", recursive=True)
+
+
 def test_small_and_compressed_files_are_one_shard(tmp_path):
     text = awkward_text()
     plain, packed = str(tmp_path / "a.txt"), str(tmp_path / "b.txt.gz")
@@ -85,3 +103,14 @@ def test_a_sharded_corpus_splits_large_plain_files_and_counts_each_range(tmp_pat
     monkeypatch.setattr(shards_mod, "SPLIT_BYTES", 1 << 30)
     whole = ShardedCorpus(str(path))
     assert len(whole.shards()) == 1 and whole.shards()[0].name == str(path)
+
+
+def test_an_unreadable_byte_range_names_the_file_and_the_range(tmp_path, monkeypatch):
+    from embkit.core.replica import ShardReadError
+    path = tmp_path / "gone.txt"
+    path.write_text(awkward_text(), encoding="utf-8")
+    monkeypatch.setattr(shards_mod, "SPLIT_BYTES", 300)
+    shard = ShardedCorpus(str(path)).shards()[1]
+    path.unlink()
+    with pytest.raises(ShardReadError, match=r"gone\.txt \[bytes \d+-\d+\)"):
+        count_shard(shard)
