@@ -303,9 +303,27 @@ def test_cli_trains_on_the_scheduler(client, planted_shards, tmp_path, capsys):
     assert code == 0
     printed = capsys.readouterr().out
     assert "training:   2 epochs" in printed
+    assert "cluster:    2 workers, 2 reconciliations" in printed      # a small corpus: one an epoch
     from gensim.models import KeyedVectors
     kv = KeyedVectors.load_word2vec_format(out)
     assert kv.vector_size == 16 and len(kv) == 50
+
+
+def test_cli_items_trains_on_the_scheduler_with_validation(client, tmp_path, capsys):
+    import json
+    from test_items import _planted
+    from embkit.cli import main
+    coo = _planted(0, n_pairs=8000).tocoo()
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("".join("%d %d %d\n" % t for t in zip(coo.row, coo.col, coo.data.astype(int))))
+    assert main(["items", "--pairs", str(pairs), "--scheduler", client.scheduler.address, "--workers", "1",
+                 "--epochs", "3", "--vector-size", "8", "--syncs-per-epoch", "2", "-q", "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["epochs_run"] == len(summary["validation"]) >= 1
+    assert summary["best_epoch"] == max(summary["validation"], key=lambda r: r["mpr_approx"])["epoch"]
+    assert summary["test"]["mpr_approx"] > 0.5
+    assert summary["cluster"]["replicas"] == 2
+    assert summary["cluster"]["reconciliations"] == 2 * summary["epochs_run"]
 
 
 def test_cli_resumes_a_cluster_run(client, planted_shards, tmp_path, capsys):

@@ -295,3 +295,21 @@ def cluster_client(address, threads=1):
         raise SystemExit("cannot reach the Dask scheduler %s: %s" % (address, exc)) from None
     with client:
         yield client
+
+
+def cluster_summary(model):
+    """The last cluster run of ``model`` as a dict (replicas, reconciliations, MB a reconciliation, seconds of
+    merging, replicas reopened), or None when it did not train on a cluster."""
+    stats = getattr(model, "last_cluster_stats", None)
+    if stats is None:
+        return None
+    return {"replicas": stats.replicas, "reconciliations": stats.rounds,
+            "mb_per_reconciliation": round(stats.bytes_per_round / 1e6, 3),
+            "merge_seconds": round(stats.merge_seconds, 3), "reopened": len(stats.reopened)}
+
+
+def cluster_line(summary):
+    """``cluster_summary`` as a line of a text report."""
+    return ("cluster:    %d workers, %d reconciliations of %.1f MB, %.2f s merging, %d replicas reopened"
+            % (summary["replicas"], summary["reconciliations"], summary["mb_per_reconciliation"],
+               summary["merge_seconds"], summary["reopened"]))

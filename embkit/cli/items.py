@@ -7,12 +7,14 @@ Examples
     embkit items --data ml-100k                                   # MovieLens ratings >= 4, forward window 3
     embkit items --data path/to/ml-latest-small --loss relaxed_softmax --sampler boltzmann --T 3
     embkit items --text corpus.txt --vocab-size 15000 --window 3  # next-word prediction on text pairs
+    embkit items --data ml-100k --scheduler local:2               # trained on a Dask cluster
 """
 import json
 
-from embkit.cli.common import (UsageError, check_output, checkpoint_options, help_formatter, key_values,
-                               objective_options, output_options, record_command, resumed_args, sampler_params,
-                               train_logging, train_options)
+from embkit.cli.common import (UsageError, check_output, checkpoint_options, cluster_client, cluster_line,
+                               cluster_options, cluster_summary, help_formatter, key_values, objective_options,
+                               output_options, record_command, resumed_args, sampler_params, train_logging,
+                               train_options)
 from embkit.items.item_embedding import ItemEmbedding
 
 
@@ -47,6 +49,7 @@ def add_parser(subparsers, common):
                    help="uniform negatives per test pair for the approximate MPR")
     output_options(p)
     checkpoint_options(p)
+    cluster_options(p)
     p.set_defaults(func=cmd_items)
     return p
 
@@ -73,23 +76,28 @@ def cmd_items(args, out):
     """``embkit items``: pairs, split, train with validation, test metrics, example recommendations."""
     args = resumed_args(args)
     check_output(args)
-    model = None
+    params = None
     if not args.resume:
-        model = ItemEmbedding(vector_size=args.vector_size, loss=args.loss, sampler=args.sampler,
-                              negative=args.negative, alpha=args.alpha, epochs=args.epochs, workers=args.workers,
-                              seed=args.seed, sampler_params=sampler_params(args),
-                              loss_params=key_values(args.loss_param, "--loss-param"), progress=not args.quiet,
-                              checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every)
+        params = dict(vector_size=args.vector_size, loss=args.loss, sampler=args.sampler, negative=args.negative,
+                      alpha=args.alpha, epochs=args.epochs, workers=args.workers, seed=args.seed,
+                      sampler_params=sampler_params(args), loss_params=key_values(args.loss_param, "--loss-param"),
+                      progress=not args.quiet, checkpoint_dir=args.checkpoint_dir,
+                      checkpoint_every=args.checkpoint_every, syncs_per_epoch=args.syncs_per_epoch,
+                      reconcile=args.reconcile)
+        ItemEmbedding(**params)     # checks the parameters before any reading
     counts = _load_pairs(args)
     train, val, test = counts.split(tuple(args.split), seed=args.split_seed)
-    with train_logging():
+    with cluster_client(args.scheduler) as client, train_logging():
+        cluster = {} if client is None else {"client": client}
         if args.resume:
             model = ItemEmbedding.resume(args.resume, train, validation=val, workers=args.workers,
-                                         progress=not args.quiet)
+                                         progress=not args.quiet, **cluster)
         else:
             record_command(args)
+            model = ItemEmbedding(**params, **cluster)
             model.fit(train, validation=val, metric=args.metric, patience=args.patience,
                       n_negatives=args.negatives_eval)
+        model.client = None
     result = model.evaluate(test, n_negatives=args.negatives_eval, seed=args.seed)
     if args.output is not None:
         model.save(args.output, overwrite=args.overwrite)
@@ -101,7 +109,7 @@ def cmd_items(args, out):
         "model": repr(model), "epochs_run": report.epochs, "best_epoch": model.best_epoch,
         "seconds_per_epoch": [round(t, 3) for t in report.epoch_seconds],
         "pairs_per_second": report.words / max(sum(report.epoch_seconds), 1e-9),
-        "validation": model.history, "test": result.to_dict(),
+        "validation": model.history, "test": result.to_dict(), "cluster": cluster_summary(model),
     }
     if args.format == "json":
         print(json.dumps(summary, indent=1, default=float), file=out)
@@ -115,6 +123,8 @@ def cmd_items(args, out):
     print("training:   %d epochs (best %s), %.2f s/epoch, %.0f pairs/s"
           % (report.epochs, model.best_epoch, sum(report.epoch_seconds) / max(report.epochs, 1),
              summary["pairs_per_second"]), file=out)
+    if summary["cluster"]:
+        print(cluster_line(summary["cluster"]), file=out)
     print("", file=out)
     print(result, file=out)
     top_item = int(counts.item_counts.argmax())

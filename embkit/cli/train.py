@@ -11,9 +11,9 @@ Examples
 import logging
 import os
 
-from embkit.cli.common import (check_output, checkpoint_options, cluster_client, cluster_options, count,
-                               help_formatter, key_values, model_defaults, param_options, record_command, resumed_args,
-                               sampler_params, train_logging)
+from embkit.cli.common import (check_output, checkpoint_options, cluster_client, cluster_line, cluster_options,
+                               cluster_summary, count, help_formatter, key_values, model_defaults, param_options,
+                               record_command, resumed_args, sampler_params, train_logging)
 from embkit.text.word2vec import Word2Vec
 
 logger = logging.getLogger(__name__)
@@ -135,8 +135,9 @@ def cmd_train(args, out):
 
 
 def training_summary(model, report, corpus):
-    """Lines describing a training run: corpus, vocabulary, words, time, speed and final loss."""
+    """Lines describing a training run: corpus, vocabulary, words, time, speed, final loss (and the cluster)."""
     loss = report.epoch_loss[-1] if report.epoch_loss else float("nan")
+    cluster = cluster_summary(model)
     return "\n".join([
         "corpus:     %s" % corpus,
         "model:      %r" % model,
@@ -145,7 +146,7 @@ def training_summary(model, report, corpus):
         "training:   %d epoch%s, %s words in %.2f s: %s words/s (%s raw words/s), final loss %.4f"
         % (report.epochs, "" if report.epochs == 1 else "s", count(report.words), report.seconds,
            count(report.words_per_second), count(report.raw_words_per_second), loss),
-    ])
+    ] + ([cluster_line(cluster)] if cluster else []))
 
 
 def _probe_words(kv, n=N_PROBES):
