@@ -11,7 +11,8 @@ merging on the client, and analogy accuracy (restrict_vocab 30000), WS-353 and S
 Usage::
 
     python eval/bench_cluster.py [--corpus FILE] [--epochs 5] [--alpha 0.05] [--seeds 1 2 3] [--clusters 1 2]
-                                 [--syncs N] [--reconcile momentum] [--interleave] [--json out.json]
+                                 [--syncs N] [--reconcile momentum] [--exchange-share 1] [--interleave]
+                                 [--json out.json]
 
 Nothing is asserted: it prints one line per run, a markdown table (mean ± spread over seeds) and the
 command line.  Timings need the machine's cores to itself.
@@ -32,7 +33,7 @@ sys.path.insert(0, HERE)
 
 from bench_word2vec import default_corpus, evaluate  # noqa: E402
 from embkit import Word2Vec  # noqa: E402
-from embkit.core.cluster import RECONCILE, SYNCS_PER_EPOCH  # noqa: E402
+from embkit.core.cluster import EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH  # noqa: E402
 from embkit.core.reconcile import MODES  # noqa: E402
 
 
@@ -60,7 +61,8 @@ def run_one(args, label, seed, corpus, client=None, n_workers=0):
         model = Word2Vec(**params(args, seed))
         model.build_vocab(corpus_file=corpus)
     else:
-        model = Word2Vec(client=client, syncs_per_epoch=args.syncs, reconcile=args.reconcile, **params(args, seed))
+        model = Word2Vec(client=client, syncs_per_epoch=args.syncs, reconcile=args.reconcile,
+                         exchange_share=args.exchange_share, **params(args, seed))
         model.build_vocab(corpus_file=corpus)
     report = model.train()
     row = {"trainer": label, "workers": n_workers, "seed": seed, "train_s": report.seconds,
@@ -113,6 +115,8 @@ def main(argv=None):
     p.add_argument("--syncs", type=int, default=SYNCS_PER_EPOCH,
                    help="reconciliations per epoch (default: rounds of about 75,000 words per replica)")
     p.add_argument("--reconcile", default=RECONCILE, choices=MODES)
+    p.add_argument("--exchange-share", type=float, default=EXCHANGE_SHARE,
+                   help="share of a round's squared step each replica sends (1: every changed row)")
     p.add_argument("--json", default=None, metavar="FILE")
     args = p.parse_args(argv)
     from distributed import Client, LocalCluster

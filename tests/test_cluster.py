@@ -92,6 +92,33 @@ def test_replica_refreshes_an_adaptive_sampler_after_a_reconciliation(tmp_path, 
     assert key not in REPLICAS
 
 
+def test_a_replica_sending_a_share_keeps_the_rest_until_the_last_round(tmp_path, planted):
+    # in-process: with exchange_share 0.3 a round sends some of the rows it changed; the run's last round
+    # sends everything left, so the reconciled tables end where the replica's are (up to float16 rounding)
+    from embkit.core.reconcile import changed_rows
+    _, sentences = planted
+    paths = write_shards(tmp_path, sentences, 2)
+    model = Word2Vec(**SMALL).build_vocab(sentences)
+    run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001, "share": 0.3}
+    key = "test-share-0"
+    try:
+        open_replica(key, (model._cluster_spec(), (model.W_in, model.W_out)), [TextShard(p, 1) for p in paths], run)
+        replica = REPLICAS[key]
+        first = train_round(key, None, 0, 0, 0, 2)["delta"]
+        changed = changed_rows(replica.model.W_out, replica.base_out)
+        assert 0 < len(first[1]) < len(changed)
+        last = train_round(key, first, 0, 1, 0, 2)["delta"]         # one replica: the merge is its delta
+        for delta, table, base in zip(last, (replica.model.W_in, replica.model.W_out),
+                                      (replica.base_in, replica.base_out)):
+            reconciled = base.copy()
+            reconciled[delta.ids] += delta.values.astype(np.float32)
+            # float16 keeps 11 bits of each step: the reconciled rows are the replica's up to that rounding
+            assert np.all(np.abs(reconciled - table) <= np.abs(table - base) * 2.0 ** -10 + 1e-7)
+        assert set(changed.ids) - set(first[1].ids) <= set(last[1].ids)     # what it kept went in the end
+    finally:
+        close_replicas("test-share-")
+
+
 # ----------------------------------------------------------------------------- on the cluster
 
 
@@ -195,6 +222,24 @@ class KillAWorker:
                                                pure=False))
 
 
+def test_sending_half_of_each_rounds_step_learns_with_fewer_bytes(client, planted_shards, purity, tmp_path):
+    groups, _, pattern = planted_shards
+    runs = {share: Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, exchange_share=share, **SMALL)
+            for share in (1.0, 0.5)}
+    assert runs[0.5].last_cluster_stats.bytes_up < 0.8 * runs[1.0].last_cluster_stats.bytes_up
+    assert purity(runs[0.5].wv, groups)[0] >= 0.8
+    assert runs[0.5].last_report.words == runs[1.0].last_report.words
+    # a checkpointed run keeps its share: resumed without it, it goes on with it (and refuses another)
+    with pytest.raises(SystemError):
+        Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, exchange_share=0.5, checkpoint_dir=str(tmp_path),
+                 checkpoint_every="1 words", callbacks=[_After(5, _crash)], **SMALL)
+    with pytest.raises(CheckpointError, match="exchange_share"):
+        Word2Vec.resume(str(tmp_path), client=client, exchange_share=1.0)
+    resumed = Word2Vec.resume(str(tmp_path), client=client)
+    assert resumed.exchange_share == 0.5
+    assert resumed.last_report.words == runs[0.5].last_report.words
+
+
 def test_a_worker_lost_mid_epoch_does_not_lose_the_run(client, planted_shards, purity):
     groups, _, pattern = planted_shards
     killer = KillAWorker(client)
@@ -287,6 +332,8 @@ def test_bad_cluster_parameters_are_named(client):
         Word2Vec(client=client, syncs_per_epoch=0)
     with pytest.raises(ValueError, match="reconcile"):
         Word2Vec(client=client, reconcile="mean")
+    with pytest.raises(ValueError, match=r"exchange_share must be a number in \(0, 1\]"):
+        Word2Vec(client=client, exchange_share=0)
     with pytest.raises(TypeError, match="dask.distributed.Client"):
         Word2Vec(client="tcp://localhost:8786")
     with pytest.raises(ValueError, match="corpus_file"):

@@ -191,3 +191,38 @@ def test_block_momentum_of_one_replica_applies_its_delta():
     table, momentum = base.copy(), np.zeros_like(base)
     update = merge(4, [delta], "momentum", table=table, momentum=momentum, replicas=1)
     assert update is delta and np.array_equal(table, trained)
+
+
+def test_a_share_sends_the_fewest_rows_that_hold_it():
+    rng = np.random.default_rng(4)
+    base = rng.standard_normal((300, 8)).astype(np.float32)
+    table = base.copy()
+    table[::3] += (rng.standard_normal((100, 8)) * rng.uniform(0.001, 1, (100, 1))).astype(np.float32)
+    energy = ((table - base).astype(np.float64) ** 2).sum(axis=1)
+    everything = changed_rows(table, base)
+    assert np.array_equal(everything.ids, np.arange(0, 300, 3))
+    for share in (0.9, 0.5, 0.1):
+        part = changed_rows(table, base, share)
+        assert energy[part.ids].sum() >= share * energy.sum()
+        # the fewest such rows: the same number of the largest ones, and one fewer would not hold the share
+        largest = np.sort(energy)[::-1]
+        assert largest[:len(part.ids) - 1].sum() < share * energy.sum()
+        assert energy[part.ids].min() >= largest[len(part.ids) - 1]
+        np.testing.assert_array_equal(part.values, (table - base)[part.ids].astype(WIRE_DTYPE))
+
+
+def test_a_replica_that_sent_part_of_its_rows_keeps_the_rest():
+    # values exact in float16: the replica ends at the reconciled table plus what it did not send
+    base = np.zeros((5, 2), np.float32)
+    table = np.array([[4, 0], [0.25, 0], [0, 0], [2, 2], [0.5, 0]], np.float32)
+    sent = changed_rows(table, base, 0.8)
+    assert sent.ids.tolist() == [0, 3]
+    other = changed_rows(np.array([[0, 1], [0, 0], [1, 0], [0, 0], [0, 0]], np.float32), base)
+    update = merge(5, [sent, other], "sum")
+    reconciled = base + np.array([[4, 1], [0, 0], [1, 0], [2, 2], [0, 0]], np.float32)
+    adopt_update(update, table, base, sent)
+    np.testing.assert_array_equal(base, reconciled)
+    kept = np.array([[0, 0], [0.25, 0], [0, 0], [0, 0], [0.5, 0]], np.float32)
+    np.testing.assert_array_equal(table, reconciled + kept)
+    # the next round finds what it kept, with whatever it trains meanwhile
+    assert changed_rows(table, base).ids.tolist() == [1, 4]

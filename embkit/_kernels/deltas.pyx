@@ -56,23 +56,49 @@ def _check_rows(const int32_t[::1] ids, Py_ssize_t n_rows, str what):
             raise ValueError("%s holds row %d outside a table of %d rows" % (what, ids[k], n_rows))
 
 
-def changed_rows(const float[:, ::1] table, const float[:, ::1] base, uint16_t[:, ::1] values,
-                 int32_t[::1] ids):
-    """Write the rows where ``table`` differs from ``base``: their ids and ``table - base`` as float16 bits.
+def _check_pair(const float[:, ::1] table, const float[:, ::1] base, str what):
+    if base.shape[0] != table.shape[0] or base.shape[1] != table.shape[1]:
+        raise ValueError("%s: table %s and base %s differ" % (what, (table.shape[0], table.shape[1]),
+                                                              (base.shape[0], base.shape[1])))
 
-    ``values`` and ``ids`` have room for every row; returns the number of changed rows written.
+
+def row_energies(const float[:, ::1] table, const float[:, ::1] base, double[::1] out):
+    """``out[i] = sum_j (table[i, j] - base[i, j]) ** 2``: how far each row moved."""
+    cdef Py_ssize_t n = table.shape[0], d = table.shape[1], i, j
+    cdef double total, step
+    _check_pair(table, base, "row_energies")
+    if out.shape[0] != n:
+        raise ValueError("row_energies: %d rows, room for %d" % (n, out.shape[0]))
+    with nogil:
+        for i in range(n):
+            total = 0.0
+            for j in range(d):
+                step = table[i, j] - base[i, j]
+                total += step * step
+            out[i] = total
+
+
+def changed_rows(const float[:, ::1] table, const float[:, ::1] base, uint16_t[:, ::1] values,
+                 int32_t[::1] ids, const unsigned char[::1] only=None):
+    """Write the rows where ``table`` differs from ``base`` (with ``only``, those of them where ``only`` is
+    not 0): their ids and ``table - base`` as float16 bits.
+
+    ``values`` and ``ids`` have room for every row; returns the number of rows written.
     """
     cdef Py_ssize_t n = table.shape[0], d = table.shape[1], i, j, k = 0
-    cdef bint changed
-    if base.shape[0] != n or base.shape[1] != d or values.shape[0] < n or values.shape[1] != d or ids.shape[0] < n:
-        raise ValueError("changed_rows: table %s, base %s, values %s and ids %s do not fit"
-                         % ((n, d), (base.shape[0], base.shape[1]), (values.shape[0], values.shape[1]),
-                            ids.shape[0]))
+    cdef bint changed, every = only is None
+    _check_pair(table, base, "changed_rows")
+    if values.shape[0] < n or values.shape[1] != d or ids.shape[0] < n or (not every and only.shape[0] != n):
+        raise ValueError("changed_rows: table %s, values %s, ids %s and only %s do not fit"
+                         % ((n, d), (values.shape[0], values.shape[1]), ids.shape[0],
+                            None if every else only.shape[0]))
     if d == 0:
         return 0
     cdef float *row = _scratch(d)
     with nogil:
         for i in range(n):
+            if not every and only[i] == 0:
+                continue
             changed = False
             for j in range(d):
                 if table[i, j] != base[i, j]:
@@ -171,9 +197,10 @@ def momentum_step(const float[:, ::1] total, float scale, float mu, float[:, ::1
     return k
 
 
-def add_rows(float[:, ::1] table, const int32_t[::1] ids, const uint16_t[:, ::1] values, float[:, ::1] base=None):
-    """``table[ids] += values`` (float16 steps widened to float32).  With ``base`` (a replica adopting the
-    reconciled rows): ``base[ids] += values`` and ``table[ids] = base[ids]``."""
+def add_rows(float[:, ::1] table, const int32_t[::1] ids, const uint16_t[:, ::1] values, float[:, ::1] base=None,
+             float scale=1.0):
+    """``table[ids] += scale * values`` (float16 steps widened to float32).  With ``base`` (a replica adopting
+    the reconciled rows): ``base[ids] += values`` and ``table[ids] = base[ids]``."""
     cdef Py_ssize_t m = ids.shape[0], d = table.shape[1], k, j
     cdef int32_t i
     cdef bint adopt = base is not None
@@ -194,5 +221,5 @@ def add_rows(float[:, ::1] table, const int32_t[::1] ids, const uint16_t[:, ::1]
                     table[i, j] = base[i, j]
             else:
                 for j in range(d):
-                    table[i, j] += row[j]
+                    table[i, j] += scale * row[j]
     free(row)

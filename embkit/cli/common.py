@@ -251,8 +251,9 @@ def _jsonable(value):
 
 # ------------------------------------------------------------------------------------------ cluster
 def cluster_options(p):
-    """Add ``--scheduler``, ``--syncs-per-epoch`` and ``--reconcile`` (training on a Dask cluster)."""
-    from embkit.core.cluster import RECONCILE, ROUND_UNITS
+    """Add ``--scheduler``, ``--syncs-per-epoch``, ``--reconcile`` and ``--exchange-share`` (training on a Dask
+    cluster)."""
+    from embkit.core.cluster import EXCHANGE_SHARE, RECONCILE, ROUND_UNITS
     from embkit.core.reconcile import MODES
     g = p.add_argument_group("cluster (needs the [cluster] extra)")
     g.add_argument("--scheduler", metavar="ADDRESS",
@@ -265,6 +266,10 @@ def cluster_options(p):
     g.add_argument("--reconcile", choices=MODES, default=RECONCILE,
                    help="how the workers' steps of a row combine: add them (sum) or take their mean (average); "
                         "default: %s" % RECONCILE)
+    g.add_argument("--exchange-share", type=float, default=EXCHANGE_SHARE, metavar="S",
+                   help="share of each round's squared step a worker sends (the rows that moved farthest; the "
+                        "rest is kept for later rounds): 0.5 sends about a fifth of the bytes; default: %g"
+                        % EXCHANGE_SHARE)
 
 
 @contextlib.contextmanager

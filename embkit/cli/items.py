@@ -83,7 +83,7 @@ def cmd_items(args, out):
                       sampler_params=sampler_params(args), loss_params=key_values(args.loss_param, "--loss-param"),
                       progress=not args.quiet, checkpoint_dir=args.checkpoint_dir,
                       checkpoint_every=args.checkpoint_every, syncs_per_epoch=args.syncs_per_epoch,
-                      reconcile=args.reconcile)
+                      reconcile=args.reconcile, exchange_share=args.exchange_share)
         ItemEmbedding(**params)     # checks the parameters before any reading
     counts = _load_pairs(args)
     train, val, test = counts.split(tuple(args.split), seed=args.split_seed)

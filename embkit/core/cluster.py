@@ -7,8 +7,10 @@ A model given ``client=`` (a ``dask.distributed.Client``) trains like this:
    of the tables, its own loss, sampler and kernel trainer, and its shards, which it reads itself;
 2. each epoch runs in **rounds** (``syncs_per_epoch``, or rounds of about :data:`ROUND_UNITS` units per
    replica): every replica trains the same fraction of its shards with embkit's nogil kernel on its own
-   threads (``workers``), then sends the rows it changed; the client merges them (:mod:`embkit.core.reconcile`), keeps the reconciled tables (they are the model's
-   ``W_in`` / ``W_out`` at every moment) and broadcasts the changed rows to every replica;
+   threads (``workers``), then sends the rows it changed (with ``exchange_share`` below 1, the farthest
+   moved of them, keeping the rest for later rounds); the client merges them (:mod:`embkit.core.reconcile`),
+   keeps the reconciled tables (they are the model's ``W_in`` / ``W_out`` at every moment) and broadcasts
+   the merged rows to every replica;
 3. a replica whose worker is lost mid-round is opened again on a live worker from the reconciled tables
    and trains the same round again: the run goes on, and the result is the same kind of model.
 
@@ -32,12 +34,12 @@ from embkit.core.training import run_steps
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "RECONCILE", "check_cluster_params",
-           "check_client", "distributed_module", "group_shards", "rounds_per_epoch", "train_on_cluster",
-           "ClusterStats", "MomentumState"]
+__all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "RECONCILE", "EXCHANGE_SHARE",
+           "check_cluster_params", "check_client", "distributed_module", "group_shards", "rounds_per_epoch",
+           "train_on_cluster", "ClusterStats", "MomentumState"]
 
 #: model parameters of cluster training (runtime settings: not saved with a model)
-CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile"})
+CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile", "exchange_share"})
 #: ``syncs_per_epoch`` of a model that does not choose: None, rounds of about :data:`ROUND_UNITS` units
 SYNCS_PER_EPOCH = None
 #: units (words, pairs) a replica trains per round when ``syncs_per_epoch`` is None: on gcide, rounds of
@@ -45,6 +47,8 @@ SYNCS_PER_EPOCH = None
 ROUND_UNITS = 75_000
 #: the merge of a model that does not choose
 RECONCILE = DEFAULT_MODE
+#: ``exchange_share`` of a model that does not choose: every changed row goes to every reconciliation
+EXCHANGE_SHARE = 1.0
 #: seconds a run waits for a first worker before it calls the cluster empty
 WORKER_WAIT = 10.0
 #: seconds between checks of the workers while a round runs
@@ -67,12 +71,13 @@ def distributed_module():
 
 
 def check_cluster_params(model):
-    """ValueError naming a bad ``syncs_per_epoch`` / ``reconcile``; TypeError for a ``client`` that is not
-    a ``dask.distributed.Client``."""
+    """ValueError naming a bad ``syncs_per_epoch`` / ``reconcile`` / ``exchange_share``; TypeError for a
+    ``client`` that is not a ``dask.distributed.Client``."""
     if model.syncs_per_epoch is not None:
         check_param("syncs_per_epoch", model.syncs_per_epoch, *POSITIVE_INT)
     if model.reconcile not in MODES:
         raise ValueError("reconcile must be one of %s, got %r" % (", ".join(MODES), model.reconcile))
+    check_param("exchange_share", model.exchange_share, lambda v: 0 < v <= 1, "a number in (0, 1]")
     if model.client is not None:
         distributed = distributed_module()
         if not isinstance(model.client, distributed.Client):
@@ -407,7 +412,8 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
     """
     if not shards:
         raise ValueError("no shards to train on")
-    run = {"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha), "mode": model.reconcile}
+    run = {"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha), "mode": model.reconcile,
+           "share": float(model.exchange_share)}
     job = _Run(model, client, shards, run)
     model.last_cluster_stats = job.stats
     try:
@@ -418,6 +424,8 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
         record = {"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha),
                   "units_per_epoch": units_per_epoch, "args": dict(run_args or {}), "fingerprint": fingerprint,
                   "cluster": {"syncs_per_epoch": rounds, "reconcile": model.reconcile}}
+        if run["share"] != EXCHANGE_SHARE:      # kept (and restored on resume) only when not the default
+            record["cluster"]["exchange_share"] = run["share"]
         history_before, start, report, checkpointer = model._begin_run(
             record, {"merge": MomentumState(job.momentum), "tracker": on_epoch})
         if start is not None and start.finished:

@@ -6,6 +6,11 @@ deltas of every replica into one step per changed row; :func:`apply_update` adds
 table, and :func:`adopt_update` makes a replica's table and base equal to it, after which every replica
 holds the client's tables again, bit for bit (the same float32 additions happen on both sides).
 
+A replica may send only part of what it changed (``share`` below 1: the rows that moved farthest, holding
+that share of the round's squared step) and keep the rest in its table for later rounds (error feedback):
+it then adopts the merged steps less its own delta, and its table stays ahead of the reconciled one by
+what it kept.  CLUSTER.md measures how few rows keep the quality.
+
 Deltas travel as float16 (:data:`WIRE_DTYPE`): half the bytes of float32, with a relative rounding error of
 at most 2**-11 of a round's step (far below the noise of stochastic gradient steps); the tables stay
 float32 everywhere.  Finding, merging and applying the rows runs in :mod:`embkit._kernels.deltas`, one
@@ -78,11 +83,22 @@ def _compact(values, ids, count):
     return RowDelta(ids[:count], values[:count].view(WIRE_DTYPE))
 
 
-def changed_rows(table, base):
-    """:class:`RowDelta` of the rows where ``table`` differs from ``base`` (``table - base`` there)."""
+def changed_rows(table, base, share=1.0):
+    """:class:`RowDelta` of the rows where ``table`` differs from ``base`` (``table - base`` there); with
+    ``share`` below 1, only the fewest rows (the farthest moved) that hold that share of
+    ``sum ((table - base) ** 2)``."""
     values = np.empty(table.shape, dtype=np.uint16)
     ids = np.empty(table.shape[0], dtype=np.int32)
-    return _compact(values, ids, _kernel.changed_rows(table, base, values, ids))
+    only = None
+    if share < 1:
+        energy = np.empty(table.shape[0], dtype=np.float64)
+        _kernel.row_energies(table, base, energy)
+        order = np.argsort(-energy, kind="stable")
+        held = np.cumsum(energy[order])
+        only = np.zeros(table.shape[0], dtype=np.uint8)
+        if len(held) and held[-1] > 0:
+            only[order[:int(np.searchsorted(held, share * held[-1])) + 1]] = 1
+    return _compact(values, ids, _kernel.changed_rows(table, base, values, ids, only))
 
 
 def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas=None):
@@ -143,8 +159,18 @@ def apply_update(update, table):
         _kernel.add_rows(table, update.ids, _bits(update.values))
 
 
-def adopt_update(update, table, base):
-    """Make a replica's ``table`` and ``base`` the reconciled table: ``base`` takes the merged steps (as
-    the client's table did) and ``table`` copies the changed rows from it."""
+def adopt_update(update, table, base, sent=None):
+    """Make a replica's ``base`` the reconciled table: ``base`` takes the merged steps (as the client's table
+    did) and ``table`` copies the changed rows from it.  With ``sent`` (the replica's own delta in the
+    merge, when it sent only part of what it changed): ``table`` takes the merged steps less its own instead,
+    so that what it kept (``table - base`` outside ``sent``, and the rounding of ``sent``) stays for later
+    rounds."""
+    if sent is None:
+        if len(update):
+            _kernel.add_rows(table, update.ids, _bits(update.values), base)
+        return
     if len(update):
-        _kernel.add_rows(table, update.ids, _bits(update.values), base)
+        _kernel.add_rows(base, update.ids, _bits(update.values))
+        _kernel.add_rows(table, update.ids, _bits(update.values))
+    if len(sent):
+        _kernel.add_rows(table, sent.ids, _bits(sent.values), None, -1.0)

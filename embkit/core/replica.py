@@ -65,6 +65,7 @@ class Replica:
         self.trainer = model._kernel_trainer(self.loss, self.sampler, run["alpha"], run["min_alpha"],
                                              float(max(self.total, 1)) * run["epochs"])
         self.base_in, self.base_out = model.W_in.copy(), model.W_out.copy()
+        self.sent = None        # the delta of the last round when it was only part of what changed
         self.pool = chunk_pool(model.workers)
 
     def refresh_sampler(self, progress):
@@ -87,8 +88,9 @@ class Replica:
         of ``epoch`` on every shard, and return what changed (see :func:`train_round`)."""
         model, run = self.model, self.run
         if update is not None:
-            adopt_update(update[0], model.W_in, self.base_in)
-            adopt_update(update[1], model.W_out, self.base_out)
+            sent = self.sent or (None, None)
+            adopt_update(update[0], model.W_in, self.base_in, sent[0])
+            adopt_update(update[1], model.W_out, self.base_out, sent[1])
         done = epoch * self.total + sum(self.bounds(u, round_index, rounds) for u in self.units)
         fraction = done / max(1, self.total * run["epochs"])
         if update is not None:
@@ -113,8 +115,11 @@ class Replica:
                 done += c_words
                 index += 1
         seconds = time.perf_counter() - clock
-        delta_in = changed_rows(model.W_in, self.base_in)
-        delta_out = changed_rows(model.W_out, self.base_out)
+        last = epoch == run["epochs"] - 1 and round_index == rounds - 1
+        share = 1.0 if last else run.get("share", 1.0)     # the run's last round sends what is left
+        delta_in = changed_rows(model.W_in, self.base_in, share)
+        delta_out = changed_rows(model.W_out, self.base_out, share)
+        self.sent = (delta_in, delta_out) if share < 1 else None
         return {"loss": loss, "examples": examples, "words": words, "raw_words": raw, "seconds": seconds,
                 "delta": (delta_in, delta_out), "worker": worker_name()}
 

@@ -22,8 +22,8 @@ import scipy.sparse as sp
 from embkit._kernels.pairs import PairTrainer
 from embkit._kernels.samplers import AliasSampler
 from embkit.core.base import EmbeddingModel
-from embkit.core.cluster import (CLUSTER_PARAMS, RECONCILE, SYNCS_PER_EPOCH, check_client, check_cluster_params,
-                                 train_on_cluster)
+from embkit.core.cluster import (CLUSTER_PARAMS, EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH, check_client,
+                                 check_cluster_params, train_on_cluster)
 from embkit.core.checkpoint import fingerprint
 from embkit.core.checks import POSITIVE_INT, check_param
 from embkit.core.full_batch import check_batch_size
@@ -139,7 +139,7 @@ class ItemEmbedding(EmbeddingModel):
         Checkpoints of the training run (see :class:`~embkit.core.base.EmbeddingModel` and :meth:`resume`).
     progress : bool
         Show a progress bar.
-    client, syncs_per_epoch, reconcile :
+    client, syncs_per_epoch, reconcile, exchange_share :
         Train on a Dask cluster, as ``Word2Vec``'s parameters of the same names: the matrix's entries are
         dealt into one shard per worker (see :mod:`embkit.items.pair_shards`); ``validation`` scores the
         reconciled tables on the client after each epoch, as in one process.
@@ -166,10 +166,12 @@ class ItemEmbedding(EmbeddingModel):
     def __init__(self, vector_size=100, loss="sgns", sampler=None, negative=5, alpha=0.025, min_alpha=None,
                  epochs=5, workers=2, seed=1, loss_params=None, sampler_params=None, chunk_pairs=1 << 16,
                  batch_size=None, callbacks=(), checkpoint_dir=None, checkpoint_every=600, progress=True,
-                 client=None, syncs_per_epoch=SYNCS_PER_EPOCH, reconcile=RECONCILE):
+                 client=None, syncs_per_epoch=SYNCS_PER_EPOCH, reconcile=RECONCILE,
+                 exchange_share=EXCHANGE_SHARE):
         self.chunk_pairs = chunk_pairs
         self.batch_size = batch_size
         self.client, self.syncs_per_epoch, self.reconcile = client, syncs_per_epoch, reconcile
+        self.exchange_share = exchange_share
         self.items = None
         self.counts = None
         self.history = []

@@ -6,7 +6,8 @@ import numpy as np
 
 from embkit._kernels.windows import WindowTrainer
 from embkit.core.base import EmbeddingModel, class_only
-from embkit.core.cluster import CLUSTER_PARAMS, RECONCILE, SYNCS_PER_EPOCH, check_cluster_params
+from embkit.core.cluster import (CLUSTER_PARAMS, EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH,
+                                 check_cluster_params)
 from embkit.core.checkpoint import CheckpointError, fingerprint
 from embkit.core.checks import NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_param
 from embkit.core.full_batch import check_batch_size
@@ -129,6 +130,12 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         gcide; fewer cost less exchange and lose quality (CLUSTER.md).
     reconcile : {"momentum", "sum", "average"}
         With ``client``: how the replicas' changed rows are merged (see :mod:`embkit.core.reconcile`).
+    exchange_share : float
+        With ``client``: the share of each round's squared step a replica sends: 1 (the default) sends every
+        row it changed; below 1, only the rows that moved farthest, holding that share, and the rest stays in
+        the replica's table for later rounds (the run's last round sends all of it).  0.5 sends about a fifth
+        of the bytes and kept the quality on gcide (CLUSTER.md); a replica lost mid-run loses what it kept,
+        and a resumed run does not end bit for bit as the uninterrupted one.
     """
 
     chunk_param = "chunk_tokens"
@@ -145,7 +152,8 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
                  max_final_vocab=None, shrink_windows=True, max_sentence_length=MAX_SENTENCE_LENGTH, loss=None,
                  sampler=None, loss_params=None, sampler_params=None, shared_negatives=None,
                  chunk_tokens=1 << 18, batch_size=None, checkpoint_dir=None, checkpoint_every=600, progress=False,
-                 client=None, syncs_per_epoch=SYNCS_PER_EPOCH, reconcile=RECONCILE):
+                 client=None, syncs_per_epoch=SYNCS_PER_EPOCH, reconcile=RECONCILE,
+                 exchange_share=EXCHANGE_SHARE):
         if loss is None:
             if hs == 1 and negative:
                 logger.warning("Both hierarchical softmax and negative sampling are activated. This is probably a "
@@ -172,6 +180,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         self.shared_negatives = bool(self.sg) if shared_negatives is None else bool(shared_negatives)
         self.chunk_tokens = chunk_tokens
         self.client, self.syncs_per_epoch, self.reconcile = client, syncs_per_epoch, reconcile
+        self.exchange_share = exchange_share
         self.batch_size = batch_size
         self.vocab = None
         self.wv = None
