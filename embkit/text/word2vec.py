@@ -134,8 +134,9 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         With ``client``: the share of each round's squared step a replica sends: 1 (the default) sends every
         row it changed; below 1, only the rows that moved farthest, holding that share, and the rest stays in
         the replica's table for later rounds (the run's last round sends all of it).  0.5 sends about a fifth
-        of the bytes and kept the quality on gcide (CLUSTER.md); a replica lost mid-run loses what it kept,
-        and a resumed run does not end bit for bit as the uninterrupted one.
+        of the bytes and kept the quality on gcide (CLUSTER.md); a replica lost mid-run, and a run stopped
+        before its last round, lose what the replicas kept, and a resumed run does not end bit for bit as
+        the uninterrupted one.
     """
 
     chunk_param = "chunk_tokens"
