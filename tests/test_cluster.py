@@ -364,13 +364,15 @@ def test_cli_items_trains_on_the_scheduler_with_validation(client, tmp_path, cap
     pairs = tmp_path / "pairs.txt"
     pairs.write_text("".join("%d %d %d\n" % t for t in zip(coo.row, coo.col, coo.data.astype(int))))
     assert main(["items", "--pairs", str(pairs), "--scheduler", client.scheduler.address, "--workers", "1",
-                 "--epochs", "3", "--vector-size", "8", "--syncs-per-epoch", "2", "-q", "--format", "json"]) == 0
+                 "--epochs", "3", "--vector-size", "8", "--syncs-per-epoch", "2", "--exchange-share", "0.5", "-q",
+                 "--format", "json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["epochs_run"] == len(summary["validation"]) >= 1
     assert summary["best_epoch"] == max(summary["validation"], key=lambda r: r["mpr_approx"])["epoch"]
     assert summary["test"]["mpr_approx"] > 0.5
     assert summary["cluster"]["replicas"] == 2
     assert summary["cluster"]["reconciliations"] == 2 * summary["epochs_run"]
+    assert summary["cluster"]["exchange_share"] == 0.5
 
 
 def test_cli_resumes_a_cluster_run(client, planted_shards, tmp_path, capsys):
@@ -396,13 +398,14 @@ def test_cli_resumes_a_cluster_run(client, planted_shards, tmp_path, capsys):
 # ----------------------------------------------------------------------------- ItemEmbedding
 
 
-@pytest.mark.parametrize("loss, sampler", [("sgns", "unigram"), ("sampled_softmax", "lsh"), ("nce", "kernel")])
-def test_item_embedding_trains_on_the_cluster(client, loss, sampler):
+@pytest.mark.parametrize("loss, sampler, share", [("sgns", "unigram", 1.0), ("sampled_softmax", "lsh", 1.0),
+                                                  ("nce", "kernel", 1.0), ("sgns", "unigram", 0.5)])
+def test_item_embedding_trains_on_the_cluster(client, loss, sampler, share):
     from test_items import _group_precision, _planted
     from embkit import ItemEmbedding
     train = _planted(0)
     model = ItemEmbedding(vector_size=16, loss=loss, sampler=sampler, epochs=4, workers=1, seed=1, progress=False,
-                          client=client, syncs_per_epoch=3).fit(train)
+                          client=client, syncs_per_epoch=3, exchange_share=share).fit(train)
     stats = model.last_cluster_stats
     assert stats.replicas == 2 and stats.rounds == 12
     assert model.last_report.words == 4 * int(train.sum())

@@ -303,12 +303,12 @@ def cluster_client(address, threads=1):
 
 
 def cluster_summary(model):
-    """The last cluster run of ``model`` as a dict (replicas, reconciliations, MB a reconciliation, seconds of
-    merging, replicas reopened), or None when it did not train on a cluster."""
+    """The last cluster run of ``model`` as a dict (replicas, reconciliations, share of a round's step sent,
+    MB a reconciliation, seconds of merging, replicas reopened), or None when it did not train on a cluster."""
     stats = getattr(model, "last_cluster_stats", None)
     if stats is None:
         return None
-    return {"replicas": stats.replicas, "reconciliations": stats.rounds,
+    return {"replicas": stats.replicas, "reconciliations": stats.rounds, "exchange_share": model.exchange_share,
             "mb_per_reconciliation": round(stats.bytes_per_round / 1e6, 3),
             "merge_seconds": round(stats.merge_seconds, 3), "reopened": len(stats.reopened)}
 
