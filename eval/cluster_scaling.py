@@ -19,9 +19,14 @@ first checked against the measured rows per reconciliation on gcide.  Two exchan
 * ``tree``: a reduction tree / allreduce among the workers (about two row sets per link, whatever ``n``):
   what embkit would need beyond a few dozen workers.
 
+With ``--sparse share.json`` (the same benchmark run with ``--exchange-share S``) the rows a round moves are
+scaled by the measured ratio of rows per reconciliation at that share to rows at share 1 (gcide, 2
+replicas), assumed the same at every scale; the replicas' own passes still cover every changed row.
+
 Usage::
 
-    python eval/cluster_scaling.py --bench bench.json [--gbit 10] [--threads 8] [--syncs 4 | --round-words 75000]
+    python eval/cluster_scaling.py --bench bench.json [--sparse share.json] [--gbit 10] [--threads 8]
+                                   [--syncs 4 | --round-words 75000]
 
 Prints markdown tables (throughput in words/s and the share of time in the kernels).
 """
@@ -60,12 +65,13 @@ def union_rows(p, w, n):
     return rows_changed(p, w * n)
 
 
-def round_time(n, w, vocab, threads, speed, merge_cost, replica_cost, gbit, topology):
+def round_time(n, w, vocab, threads, speed, merge_cost, replica_cost, gbit, topology, row_share=1.0):
     """Words/s, share of time in the kernels and bytes on the busiest link of a round in which each of ``n``
-    replicas trains ``w`` words."""
+    replicas trains ``w`` words and sends ``row_share`` of the rows it changed."""
     p = zipf(vocab)
-    one = sum(rows_changed(p, w))
-    union = sum(union_rows(p, w, n))
+    changed = sum(rows_changed(p, w))
+    one = changed * row_share
+    union = sum(union_rows(p, w, n)) * row_share
     row_bytes = DIM * BYTES_PER_VALUE + 4
     if topology == "client":
         link = n * (one + union) * row_bytes if n > 1 else 0.0
@@ -79,13 +85,14 @@ def round_time(n, w, vocab, threads, speed, merge_cost, replica_cost, gbit, topo
         merge = n * one * merge_cost             # the client adds every replica's rows
     else:
         merge = np.log2(n) * union * merge_cost  # each level of the tree adds two row sets
-    total = compute + one * replica_cost + exchange + merge + LATENCY
+    total = compute + changed * replica_cost + exchange + merge + LATENCY
     return w * n / total, compute / total, link
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bench", required=True, help="JSON of eval/bench_cluster.py --json")
+    ap.add_argument("--sparse", default=None, help="JSON of the same run with --exchange-share below 1")
     ap.add_argument("--gbit", type=float, default=10.0)
     ap.add_argument("--threads", type=int, default=8, help="kernel threads of one worker")
     ap.add_argument("--syncs", type=int, default=4, help="reconciliations per epoch")
@@ -107,8 +114,16 @@ def main(argv=None):
     p = zipf(vocab)
     predicted = sum(union_rows(p, tokens / (2 * syncs), 2))
     print("measured: %.0f words/s per kernel thread, %.2g s of merging and %.2g s of a replica's work per row; "
-          "gcide rows per reconciliation (2 replicas, %d per epoch): measured %.0f, Zipf model %.0f\n"
+          "gcide rows per reconciliation (2 replicas, %d per epoch): measured %.0f, Zipf model %.0f"
           % (speed, merge_cost, replica_cost, syncs, np.mean([r["rows_per_round"] for r in two]), predicted))
+    row_share = 1.0
+    if args.sparse:
+        with open(args.sparse) as fh:
+            sparse = [r for r in json.load(fh) if r.get("workers") == 2]
+        row_share = float(np.mean([r["rows_per_round"] for r in sparse]) / np.mean([r["rows_per_round"] for r in two]))
+        print("sparse exchange: %.0f rows per reconciliation, %.3f of the full exchange's" % (
+            np.mean([r["rows_per_round"] for r in sparse]), row_share))
+    print()
     for name, (n_tokens, n_vocab) in CORPORA.items():
         rounds = ("rounds of %.3g words per replica" % args.round_words if args.round_words
                   else "%d reconciliations per epoch" % args.syncs)
@@ -119,8 +134,10 @@ def main(argv=None):
         print("|---:|---:|---:|---:|---:|---:|")
         for n in (1, 2, 4, 8, 16, 32, 64, 128):
             w = args.round_words or n_tokens / (n * args.syncs)
-            a = round_time(n, w, n_vocab, args.threads, speed, merge_cost, replica_cost, args.gbit, "client")
-            b = round_time(n, w, n_vocab, args.threads, speed, merge_cost, replica_cost, args.gbit, "tree")
+            a = round_time(n, w, n_vocab, args.threads, speed, merge_cost, replica_cost, args.gbit, "client",
+                           row_share)
+            b = round_time(n, w, n_vocab, args.threads, speed, merge_cost, replica_cost, args.gbit, "tree",
+                           row_share)
             print("| %d | %.0f | %.3g | %.0f%% | %.3g | %.0f%% |" % (n, a[2] / 1e6, a[0], 100 * a[1], b[0],
                                                                    100 * b[1]))
         print()
