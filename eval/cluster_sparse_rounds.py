@@ -46,18 +46,6 @@ def quantized(values, bits):
     return np.rint(values / scale).astype(np.int8).astype(np.float32) * scale, rows * (dim + 8)
 
 
-def heaviest_rows(delta, fraction):
-    """The fewest rows of ``delta`` holding ``fraction`` of its squared sum (every nonzero row for 1)."""
-    energy = np.einsum("ij,ij->i", delta, delta)
-    if fraction >= 1:
-        return np.flatnonzero(energy > 0)
-    order = np.argsort(-energy)
-    held = np.cumsum(energy[order])
-    if held[-1] == 0:
-        return np.zeros(0, np.int64)
-    return np.sort(order[:int(np.searchsorted(held, fraction * held[-1])) + 1])
-
-
 def run(files, corpus, seed, fraction, bits, rounds, epochs):
     """One simulated two-replica run; its scores and bytes a round."""
     sys.path.insert(0, HERE)
@@ -65,6 +53,7 @@ def run(files, corpus, seed, fraction, bits, rounds, epochs):
     from bench_word2vec import evaluate
     from embkit import Word2Vec
     from embkit.core.cluster import group_shards
+    from embkit.core.reconcile import changed_rows
     from embkit.core.replica import Replica
     from embkit.text.shards import TextShard
 
@@ -83,9 +72,8 @@ def run(files, corpus, seed, fraction, bits, rounds, epochs):
                 tables = [rep.model.W_in if t == 0 else rep.model.W_out for rep in replicas]
                 sent = []
                 for table in tables:
-                    delta = table - base
-                    rows = heaviest_rows(delta, fraction)
-                    values, nbytes = quantized(delta[rows], bits)
+                    rows = changed_rows(table, base, fraction).ids     # embkit's own choice of rows
+                    values, nbytes = quantized((table - base)[rows], bits)
                     sent.append((rows, values))
                     moved += nbytes
                 total = np.zeros_like(base)
