@@ -47,7 +47,8 @@ def quantized(values, bits):
 
 
 def run(files, corpus, seed, fraction, bits, rounds, epochs):
-    """One simulated two-replica run; its scores and bytes a round."""
+    """One simulated two-replica run (``rounds``: a list, the rounds of each epoch); its scores and bytes a
+    round."""
     sys.path.insert(0, HERE)
     from bench_cluster import params
     from bench_word2vec import evaluate
@@ -65,9 +66,9 @@ def run(files, corpus, seed, fraction, bits, rounds, epochs):
     reconciled = [model.W_in.copy(), model.W_out.copy()]
     moved = 0
     for epoch in range(epochs):
-        for r in range(rounds):
+        for r in range(rounds[epoch]):
             for g, replica in enumerate(replicas):
-                replica.train_round(None, epoch, r, g, rounds)      # its own delta is not used here
+                replica.train_round(None, epoch, r, g, rounds[epoch])      # its own delta is not used here
             for t, base in enumerate(reconciled):
                 tables = [rep.model.W_in if t == 0 else rep.model.W_out for rep in replicas]
                 sent = []
@@ -92,9 +93,9 @@ def run(files, corpus, seed, fraction, bits, rounds, epochs):
     for replica in replicas:
         replica.close()
     scores = evaluate(model.wv, 30000, "embkit")
-    return {"seed": seed, "fraction": fraction, "bits": bits, "rounds_per_epoch": rounds,
+    return {"seed": seed, "fraction": fraction, "bits": bits, "rounds_per_epoch": list(rounds),
             "analogy": scores["analogy"], "ws353": scores["ws353"], "simlex999": scores["simlex999"],
-            "mb_per_round": moved / (epochs * rounds) / 1e6}
+            "mb_per_round": moved / sum(rounds) / 1e6}
 
 
 def main(argv=None):
@@ -102,7 +103,8 @@ def main(argv=None):
     p.add_argument("--corpus", default=None, help="default: the shared data's corpora/gcide.txt.gz")
     p.add_argument("--shards", type=int, default=8)
     p.add_argument("--epochs", type=int, default=5)
-    p.add_argument("--rounds", type=int, default=32)
+    p.add_argument("--rounds", type=int, nargs="+", default=[32],
+                   help="rounds an epoch: one number for every epoch, or one per epoch")
     p.add_argument("--fracs", type=float, nargs="+", default=[1.0, 0.75, 0.5, 0.25])
     p.add_argument("--bits", type=int, choices=(16, 8), default=16)
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
@@ -111,12 +113,15 @@ def main(argv=None):
     from bench_cluster import cell, write_shards
 
     corpus = args.corpus or need("corpora/gcide.txt.gz")
+    rounds = args.rounds * args.epochs if len(args.rounds) == 1 else args.rounds
+    if len(rounds) != args.epochs:
+        p.error("--rounds takes one number or one per epoch (%d)" % args.epochs)
     rows = []
     with tempfile.TemporaryDirectory(prefix="embkit-sparse-") as tmp:
         files = sorted(glob.glob(write_shards(corpus, tmp, args.shards)))
         for fraction in args.fracs:
             for seed in args.seeds:
-                rows.append(run(files, corpus, seed, fraction, args.bits, args.rounds, args.epochs))
+                rows.append(run(files, corpus, seed, fraction, args.bits, rounds, args.epochs))
                 print(json.dumps(rows[-1]), flush=True)
     print("\n| rows sent: share of the squared step | bits | MB a round | analogy | WS-353 | SimLex-999 |")
     print("|---:|---:|---:|---:|---:|---:|")

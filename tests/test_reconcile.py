@@ -211,6 +211,35 @@ def test_a_share_sends_the_fewest_rows_that_hold_it():
         np.testing.assert_array_equal(part.values, (table - base)[part.ids].astype(WIRE_DTYPE))
 
 
+@pytest.mark.parametrize("kind", ["heavy tail", "ties", "zeros", "tiny"])
+def test_the_share_threshold_is_the_one_a_full_sort_gives(kind):
+    rng = np.random.default_rng(len(kind))
+    for n in (1, 2, 7, 1000, 50_000):
+        energy = rng.pareto(1.0, n) ** 2
+        if kind == "ties":
+            energy = np.round(energy, 1)
+        elif kind == "zeros":
+            energy[rng.random(n) < 0.7] = 0.0
+        elif kind == "tiny":
+            energy *= 1e-300
+        if not energy.any():
+            assert deltas.share_threshold(energy, 0.5) == np.inf
+            continue
+        held = np.cumsum(np.sort(energy)[::-1])
+        for share in (1e-9, 0.1, 0.5, 0.9):
+            # the energy of the last row a sort takes to hold the share (within the rounding of the sums)
+            expected = np.sort(energy)[::-1][min(int(np.searchsorted(held, share * held[-1] * (1 - 1e-12))), n - 1)]
+            assert deltas.share_threshold(energy, share) == expected, (n, share)
+        assert deltas.share_threshold(energy, 1.0) == energy[energy > 0].min()
+
+
+def test_the_share_threshold_refuses_a_bad_share_or_energy():
+    with pytest.raises(ValueError, match="share"):
+        deltas.share_threshold(np.ones(3), 0.0)
+    with pytest.raises(ValueError, match="energy 1 is nan"):
+        deltas.share_threshold(np.array([1.0, np.nan]), 0.5)
+
+
 def test_a_replica_that_sent_part_of_its_rows_keeps_the_rest():
     # values exact in float16: the replica ends at the reconciled table plus what it did not send
     base = np.zeros((5, 2), np.float32)

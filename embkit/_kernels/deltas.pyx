@@ -7,8 +7,9 @@ scratch).  Ids are ``int32``; within one delta they are increasing and unique.
 """
 import numpy as np
 
-from libc.stdint cimport int32_t, uint16_t
-from libc.stdlib cimport free, malloc
+from libc.stdint cimport int32_t, uint16_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc, qsort
+from libc.string cimport memcpy
 
 cdef extern from "half.h" nogil:
     void halves_from_floats(const float *src, uint16_t *dst, long n, int use_f16c)
@@ -76,6 +77,82 @@ def row_energies(const float[:, ::1] table, const float[:, ::1] base, double[::1
                 step = table[i, j] - base[i, j]
                 total += step * step
             out[i] = total
+
+
+#: buckets of :func:`share_threshold`: a positive double's exponent and top 3 mantissa bits (its bits are
+#: ordered as its values), so a bucket spans at most 1/8 of its lower bound
+DEF BUCKET_SHIFT = 49
+DEF N_BUCKETS = 1 << (63 - BUCKET_SHIFT)
+
+
+cdef inline Py_ssize_t _bucket(double value) noexcept nogil:
+    cdef uint64_t bits
+    memcpy(&bits, &value, sizeof(double))
+    return <Py_ssize_t>(bits >> BUCKET_SHIFT)
+
+
+cdef int _descending(const void *a, const void *b) noexcept nogil:
+    cdef double x = (<const double *>a)[0], y = (<const double *>b)[0]
+    return (x < y) - (x > y)
+
+
+def share_threshold(const double[::1] energy, double share):
+    """The largest ``t`` such that the rows with ``energy >= t`` hold at least ``share`` of
+    ``sum(energy)`` (energies are non-negative): the fewest, farthest moved rows holding that share are
+    those at or above it.  ``inf`` when every energy is 0.
+
+    Two passes over the rows and a sort of one bucket's rows, instead of a sort of every row: the rows are
+    bucketed by their energy's exponent and top mantissa bits, the bucket where the share is reached is
+    found from the top, and only its rows are sorted.
+    """
+    cdef Py_ssize_t n = energy.shape[0], i, b, c = 0
+    cdef double total = 0.0, above = 0.0, target
+    cdef double *sums
+    cdef double *members
+    if not (0.0 < share <= 1.0):
+        raise ValueError("share_threshold: share must be in (0, 1], got %r" % share)
+    for i in range(n):
+        if not energy[i] >= 0.0:
+            raise ValueError("share_threshold: energy %d is %r" % (i, energy[i]))
+    sums = <double *>calloc(N_BUCKETS, sizeof(double))
+    if sums == NULL:
+        raise MemoryError()
+    with nogil:
+        for i in range(n):
+            sums[_bucket(energy[i])] += energy[i]
+            total += energy[i]
+    if total <= 0.0:
+        free(sums)
+        return float("inf")
+    if share == 1.0:        # every row that moved: the smallest positive energy
+        free(sums)
+        return min(energy[i] for i in range(n) if energy[i] > 0.0)
+    target = share * total * (1.0 - 1e-12)     # sums in another order may round below the total
+    b = N_BUCKETS - 1
+    while b > 0 and above + sums[b] < target:
+        above += sums[b]
+        b -= 1
+    free(sums)
+    for i in range(n):
+        if _bucket(energy[i]) == b:
+            c += 1
+    members = <double *>malloc(max(c, 1) * sizeof(double))
+    if members == NULL:
+        raise MemoryError()
+    c = 0
+    with nogil:
+        for i in range(n):
+            if _bucket(energy[i]) == b:
+                members[c] = energy[i]
+                c += 1
+        qsort(members, c, sizeof(double), _descending)
+        i = 0
+        while i < c - 1 and above + members[i] < target:
+            above += members[i]
+            i += 1
+    result = members[i] if c else 0.0
+    free(members)
+    return result
 
 
 def changed_rows(const float[:, ::1] table, const float[:, ::1] base, uint16_t[:, ::1] values,

@@ -140,6 +140,9 @@ class ClusterStats:
     train_seconds : float
         Time the slowest replica of each round spent in the kernels, summed over rounds (the rest of
         ``round_seconds`` is waiting, exchange and merging).
+    pass_seconds : float
+        Time the slowest replica of each round spent finding the rows it changed and adopting the merged
+        ones, summed over rounds.
     reopened : list of str
         One entry per replica opened again after its worker was lost.
     """
@@ -149,7 +152,7 @@ class ClusterStats:
         self.rounds = 0
         self.bytes_up = self.bytes_down = 0
         self.rows_changed = []
-        self.round_seconds = self.merge_seconds = self.train_seconds = 0.0
+        self.round_seconds = self.merge_seconds = self.train_seconds = self.pass_seconds = 0.0
         self.reopened = []
 
     @property
@@ -162,6 +165,7 @@ class ClusterStats:
                 "bytes_down": self.bytes_down, "bytes_per_round": self.bytes_per_round,
                 "rows_changed": list(self.rows_changed), "round_seconds": self.round_seconds,
                 "merge_seconds": self.merge_seconds, "train_seconds": self.train_seconds,
+                "pass_seconds": self.pass_seconds,
                 "reopened": list(self.reopened)}
 
 
@@ -457,6 +461,7 @@ def _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progr
         update = job.reconcile(results)
         job.stats.round_seconds += time.perf_counter() - round_start
         job.stats.train_seconds += max(res["seconds"] for res in results)
+        job.stats.pass_seconds += max(res["pass_seconds"] for res in results)
         return tuple(sum(res[key] for res in results) for key in ("loss", "examples", "words", "raw_words"))
 
     run_steps(round_steps, units_per_epoch, run["epochs"], progress=progress, desc=desc, unit=model.unit,

@@ -86,18 +86,14 @@ def _compact(values, ids, count):
 def changed_rows(table, base, share=1.0):
     """:class:`RowDelta` of the rows where ``table`` differs from ``base`` (``table - base`` there); with
     ``share`` below 1, only the fewest rows (the farthest moved) that hold that share of
-    ``sum ((table - base) ** 2)``."""
+    ``sum ((table - base) ** 2)`` (rows moved exactly as far as the last of them included)."""
     values = np.empty(table.shape, dtype=np.uint16)
     ids = np.empty(table.shape[0], dtype=np.int32)
     only = None
     if share < 1:
         energy = np.empty(table.shape[0], dtype=np.float64)
         _kernel.row_energies(table, base, energy)
-        order = np.argsort(-energy, kind="stable")
-        held = np.cumsum(energy[order])
-        only = np.zeros(table.shape[0], dtype=np.uint8)
-        if len(held) and held[-1] > 0:
-            only[order[:int(np.searchsorted(held, share * held[-1])) + 1]] = 1
+        only = (energy >= _kernel.share_threshold(energy, share)).view(np.uint8)
     return _compact(values, ids, _kernel.changed_rows(table, base, values, ids, only))
 
 

@@ -87,6 +87,7 @@ class Replica:
         """Apply the last reconciliation's ``update`` (or None), train round ``round_index`` of the ``rounds``
         of ``epoch`` on every shard, and return what changed (see :func:`train_round`)."""
         model, run = self.model, self.run
+        passes = time.perf_counter()
         if update is not None:
             sent = self.sent or (None, None)
             adopt_update(update[0], model.W_in, self.base_in, sent[0])
@@ -96,6 +97,7 @@ class Replica:
         if update is not None:
             self.refresh_sampler(fraction)
         clock = time.perf_counter()
+        passes = clock - passes
         loss = 0.0
         examples = words = raw = 0
         index = 0
@@ -115,12 +117,15 @@ class Replica:
                 done += c_words
                 index += 1
         seconds = time.perf_counter() - clock
+        clock += seconds
         last = epoch == run["epochs"] - 1 and round_index == rounds - 1
         share = 1.0 if last else run.get("share", 1.0)     # the run's last round sends what is left
         delta_in = changed_rows(model.W_in, self.base_in, share)
         delta_out = changed_rows(model.W_out, self.base_out, share)
         self.sent = (delta_in, delta_out) if share < 1 else None
+        passes += time.perf_counter() - clock
         return {"loss": loss, "examples": examples, "words": words, "raw_words": raw, "seconds": seconds,
+                "pass_seconds": passes,
                 "delta": (delta_in, delta_out), "worker": worker_name()}
 
     def close(self):
