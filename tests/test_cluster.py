@@ -21,7 +21,7 @@ from embkit.core import cluster as cluster_mod  # noqa: E402
 from embkit.core.checkpoint import CheckpointError, list_checkpoints  # noqa: E402
 from embkit.core.interrupts import TrainingInterrupted  # noqa: E402
 from embkit.core.reconcile import MODES  # noqa: E402
-from embkit.core.replica import REPLICAS, ShardReadError, close_replicas, open_replica, train_round  # noqa: E402
+from embkit.core.replica import ShardReadError, open_replica  # noqa: E402
 from embkit.text import shards as shards_mod  # noqa: E402
 from embkit.text.shards import TextShard, resolve_files  # noqa: E402
 
@@ -71,25 +71,23 @@ def test_text_shard_rounds_cover_every_sentence_once(tmp_path, planted):
 
 
 def test_replica_refreshes_an_adaptive_sampler_after_a_reconciliation(tmp_path, planted):
-    # in-process (the task functions called directly): an LSH sampler rebuilds its tables from the
-    # reconciled W_out before the next round
+    # in-process (the actor's task and methods called directly): an LSH sampler rebuilds its tables from
+    # the reconciled W_out before the next round
     _, sentences = planted
     paths = write_shards(tmp_path, sentences, 2)
     model = Word2Vec(sampler="lsh", **SMALL).build_vocab(sentences)
     run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001}
-    key = "test-lsh-0"
+    replica = open_replica((model._cluster_spec(), (model.W_in, model.W_out)), [TextShard(p, 1) for p in paths], run)
     try:
-        open_replica(key, (model._cluster_spec(), (model.W_in, model.W_out)), [TextShard(p, 1) for p in paths], run)
-        replica = REPLICAS[key]
-        out = train_round(key, None, 0, 0, 0, 2)
+        assert replica.units_per_epoch() == sum(len(s) for s in sentences)
+        out = replica.train_round(None, 0, 0, 0, 2)
         tables = np.array(replica.sampler.tables, copy=True)
         update = out["delta"]
         update[1].values[:] += 0.5          # the reconciled rows differ from the replica's own
-        train_round(key, update, 0, 1, 0, 2)
+        replica.train_round(update, 0, 1, 0, 2)
         assert not np.array_equal(tables, np.asarray(replica.sampler.tables))
     finally:
-        close_replicas("test-lsh-")
-    assert key not in REPLICAS
+        replica.close()
 
 
 def test_a_replica_sending_a_share_keeps_the_rest_until_the_last_round(tmp_path, planted):
@@ -100,14 +98,12 @@ def test_a_replica_sending_a_share_keeps_the_rest_until_the_last_round(tmp_path,
     paths = write_shards(tmp_path, sentences, 2)
     model = Word2Vec(**SMALL).build_vocab(sentences)
     run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001, "share": 0.3}
-    key = "test-share-0"
+    replica = open_replica((model._cluster_spec(), (model.W_in, model.W_out)), [TextShard(p, 1) for p in paths], run)
     try:
-        open_replica(key, (model._cluster_spec(), (model.W_in, model.W_out)), [TextShard(p, 1) for p in paths], run)
-        replica = REPLICAS[key]
-        first = train_round(key, None, 0, 0, 0, 2)["delta"]
+        first = replica.train_round(None, 0, 0, 0, 2)["delta"]
         changed = changed_rows(replica.model.W_out, replica.base_out)
         assert 0 < len(first[1]) < len(changed)
-        last = train_round(key, first, 0, 1, 0, 2)["delta"]         # one replica: the merge is its delta
+        last = replica.train_round(first, 0, 1, 0, 2)["delta"]      # one replica: the merge is its delta
         for delta, table, base in zip(last, (replica.model.W_in, replica.model.W_out),
                                       (replica.base_in, replica.base_out)):
             reconciled = base.copy()
@@ -116,7 +112,7 @@ def test_a_replica_sending_a_share_keeps_the_rest_until_the_last_round(tmp_path,
             assert np.all(np.abs(reconciled - table) <= np.abs(table - base) * 2.0 ** -10 + 1e-7)
         assert set(changed.ids) - set(first[1].ids) <= set(last[1].ids)     # what it kept went in the end
     finally:
-        close_replicas("test-share-")
+        replica.close()
 
 
 # ----------------------------------------------------------------------------- on the cluster

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from embkit._kernels import deltas
-from embkit.core.reconcile import WIRE_DTYPE, adopt_update, apply_update, changed_rows, merge
+from embkit.core.reconcile import WIRE_DTYPE, RowDelta, adopt_update, apply_update, changed_rows, merge
 
 
 def _awkward_floats():
@@ -103,6 +103,34 @@ def test_replicas_adopt_exactly_the_clients_table(trained):
     for table, base in zip(replicas, bases):
         adopt_update(update, table, base)
         assert np.array_equal(table, client_table) and np.array_equal(base, client_table)
+
+
+@pytest.mark.parametrize("mode", ["average", "sum"])
+def test_a_merge_visits_the_union_of_the_deltas_rows_as_a_dense_sum_would(mode):
+    # the sparse merge walks the deltas' ids together; a dense float32 sum over the whole table (in the
+    # deltas' order) gives the same float16 steps for the same rows
+    rng = np.random.default_rng(7)
+    n, dim = 1000, 9
+    deltas = []
+    for size in (300, 0, 650, 1):
+        ids = np.sort(rng.choice(n, size, replace=False)).astype(np.int32)
+        deltas.append(RowDelta(ids, (rng.standard_normal((size, dim)) * 1e-2).astype(WIRE_DTYPE)))
+    total, seen = np.zeros((n, dim), np.float32), np.zeros(n, np.int32)
+    for d in deltas:
+        total[d.ids] += d.values.astype(np.float32)
+        seen[d.ids] += 1
+    rows = np.flatnonzero(seen)
+    expected = total[rows] * (np.float32(1) / seen[rows, None].astype(np.float32) if mode == "average" else 1)
+    table = rng.standard_normal((n, dim)).astype(np.float32)
+    before = table.copy()
+    update = merge(n, deltas, mode, table=table)
+    assert np.array_equal(update.ids, rows)
+    assert np.array_equal(update.values, expected.astype(WIRE_DTYPE))
+    before[rows] += update.values.astype(np.float32)
+    assert np.array_equal(table, before)
+    shuffled = RowDelta(deltas[0].ids[::-1].copy(), deltas[0].values)
+    with pytest.raises(ValueError, match="not increasing"):
+        merge(n, [shuffled, deltas[2]], mode)
 
 
 @pytest.mark.parametrize("mode", ["average", "sum"])

@@ -211,35 +211,87 @@ def accumulate(float[:, ::1] total, int32_t[::1] seen, const int32_t[::1] ids, c
     free(row)
 
 
-def finish(const float[:, ::1] total, const int32_t[::1] seen, bint average, uint16_t[:, ::1] values,
-           int32_t[::1] ids, float[:, ::1] table=None):
-    """Write one float16 step per row seen at least once: the total, or with ``average`` the total over
-    the count; with ``table``, also add each step (as float16 widened) to it.  ``values`` and ``ids`` have
-    room for every row; returns the number written."""
-    cdef Py_ssize_t n = total.shape[0], d = total.shape[1], i, j, k = 0
+def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[:, ::1] out_values,
+               int32_t[::1] out_ids, float[:, ::1] table=None):
+    """One float16 step per row of any delta: the sum of the deltas' steps (added in the deltas' order,
+    as :func:`accumulate` adds them), or with ``average`` the sum over the number of deltas holding the
+    row; with ``table``, also add each step (as float16 widened) to it.
+
+    ``ids`` and ``values`` hold one delta each (ids increasing, below ``n_rows``); the deltas are walked
+    together in id order, so only their rows are visited.  ``out_values`` / ``out_ids`` have room for
+    every row of every delta; returns the number written.
+    """
+    cdef Py_ssize_t n = len(ids), d = out_values.shape[1], k, j, c = 0, total_rows = 0
+    cdef int32_t i, low
+    cdef int seen
     cdef float scale
     cdef bint apply = table is not None
-    if apply and (table.shape[0] != n or table.shape[1] != d):
-        raise ValueError("finish: the table has shape %s, the merge %s" % ((table.shape[0], table.shape[1]), (n, d)))
-    if d == 0:
+    cdef const int32_t[::1] one_ids
+    cdef const uint16_t[:, ::1] one_values
+    if len(values) != n:
+        raise ValueError("merge_rows: %d id arrays for %d value arrays" % (n, len(values)))
+    if table is not None and (table.shape[0] != n_rows or table.shape[1] != d):
+        raise ValueError("merge_rows: the table has shape %s, the merge %s" % ((table.shape[0], table.shape[1]),
+                                                                             (n_rows, d)))
+    for k in range(n):
+        one_ids, one_values = ids[k], values[k]
+        if one_values.shape[0] != one_ids.shape[0] or (one_ids.shape[0] and one_values.shape[1] != d):
+            raise ValueError("merge_rows: delta %d has %d ids for %d rows of values" % (k, one_ids.shape[0],
+                                                                                    one_values.shape[0]))
+        _check_rows(one_ids, n_rows, "a delta")
+        for j in range(1, one_ids.shape[0]):
+            if one_ids[j] <= one_ids[j - 1]:
+                raise ValueError("merge_rows: delta %d: its ids are not increasing at %d" % (k, j))
+        total_rows += one_ids.shape[0]
+    if out_ids.shape[0] < total_rows or out_values.shape[0] < total_rows:
+        raise ValueError("merge_rows: room for %d rows, the deltas hold %d" % (out_ids.shape[0], total_rows))
+    if n == 0 or d == 0 or total_rows == 0:
         return 0
-    cdef float *row = _scratch(d)
+    cdef const int32_t **id_ptr = <const int32_t **>malloc(n * sizeof(int32_t *))
+    cdef const uint16_t **value_ptr = <const uint16_t **>malloc(n * sizeof(uint16_t *))
+    cdef Py_ssize_t *length = <Py_ssize_t *>malloc(n * sizeof(Py_ssize_t))
+    cdef Py_ssize_t *at = <Py_ssize_t *>calloc(n, sizeof(Py_ssize_t))
+    cdef float *row = <float *>malloc(d * sizeof(float))
+    cdef float *step = <float *>malloc(d * sizeof(float))
+    if id_ptr == NULL or value_ptr == NULL or length == NULL or at == NULL or row == NULL or step == NULL:
+        free(id_ptr); free(value_ptr); free(length); free(at); free(row); free(step)
+        raise MemoryError()
+    for k in range(n):
+        one_ids, one_values = ids[k], values[k]
+        length[k] = one_ids.shape[0]
+        id_ptr[k] = &one_ids[0] if length[k] else NULL
+        value_ptr[k] = &one_values[0, 0] if length[k] else NULL
     with nogil:
-        for i in range(n):
-            if seen[i] == 0:
-                continue
-            scale = 1.0 / seen[i] if average else 1.0
+        while True:
+            low = -1
+            for k in range(n):
+                if at[k] < length[k] and (low < 0 or id_ptr[k][at[k]] < low):
+                    low = id_ptr[k][at[k]]
+            if low < 0:
+                break
             for j in range(d):
-                row[j] = total[i, j] * scale
-            halves_from_floats(row, &values[k, 0], d, 1)
-            if apply:
-                floats_from_halves(&values[k, 0], row, d, 1)
+                step[j] = 0.0
+            seen = 0
+            for k in range(n):
+                if at[k] < length[k] and id_ptr[k][at[k]] == low:
+                    floats_from_halves(value_ptr[k] + at[k] * d, row, d, 1)
+                    for j in range(d):
+                        step[j] += row[j]
+                    seen += 1
+                    at[k] += 1
+            if average and seen > 1:
+                scale = 1.0 / seen
                 for j in range(d):
-                    table[i, j] += row[j]
-            ids[k] = <int32_t>i
-            k += 1
-    free(row)
-    return k
+                    step[j] = step[j] * scale
+            halves_from_floats(step, &out_values[c, 0], d, 1)
+            if apply:
+                floats_from_halves(&out_values[c, 0], step, d, 1)
+                for j in range(d):
+                    table[low, j] += step[j]
+            out_ids[c] = low
+            c += 1
+    free(id_ptr); free(value_ptr); free(length); free(at); free(row); free(step)
+    return c
 
 
 def momentum_step(const float[:, ::1] total, float scale, float mu, float[:, ::1] momentum, uint16_t[:, ::1] values,

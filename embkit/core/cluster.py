@@ -29,7 +29,7 @@ import numpy as np
 
 from embkit.core.checks import POSITIVE_INT, check_param
 from embkit.core.reconcile import DEFAULT_MODE, MODES, merge
-from embkit.core.replica import ReplicaLost, close_replicas, open_replica, train_round
+from embkit.core.replica import ShardReadError, open_replica
 from embkit.core.training import run_steps
 
 logger = logging.getLogger(__name__)
@@ -214,10 +214,9 @@ class _Run:
         self.distributed = distributed_module()
         workers = sorted(check_client(client))
         self.groups = group_shards(shards, len(workers))
-        self.prefix = "embkit-%s-" % uuid.uuid4().hex
         self.spec = model._cluster_spec()
         self.address = {}
-        self.keys = {}
+        self.actors = {}        # group -> (future of its open task, Actor)
         self.units = {}         # group -> units per epoch
         self.stats = ClusterStats(len(self.groups))
         self.pool = ThreadPoolExecutor(2)
@@ -229,13 +228,12 @@ class _Run:
         """Whether a failed task failed because its worker went away (not because of its own error)."""
         if future.status == "cancelled":
             return True
-        exc = future.exception()
         from distributed.comm import CommClosedError
-        return isinstance(exc, (ReplicaLost, self.distributed.KilledWorker, CommClosedError))
+        return isinstance(future.exception(), (self.distributed.KilledWorker, CommClosedError))
 
     def open(self, placements):
-        """Open the replicas of ``[(group, worker address)]`` from the client's tables (their shards are read
-        on the workers); a group whose worker is lost meanwhile is placed again."""
+        """Open the replicas of ``[(group, worker address)]`` (actors) from the client's tables (their shards
+        are read on the workers); a group whose worker is lost meanwhile is placed again."""
         attempts = {}
         while placements:
             data = self.share((self.spec, (self.model.W_in, self.model.W_out)), {addr for _, addr in placements})
@@ -246,18 +244,66 @@ class _Run:
                 continue
             futures = {}
             for g, addr in placements:
+                self.drop(g)
                 self.address[g] = addr
-                self.keys[g] = "%s%d-%d" % (self.prefix, g, attempts.get(g, 0))
-                futures[g] = self.client.submit(open_replica, self.keys[g], data, self.groups[g], self.run,
-                                                workers=[addr], allow_other_workers=False, pure=False)
+                futures[g] = self.client.submit(open_replica, data, self.groups[g], self.run, key="embkit-replica-%s"
+                                                % uuid.uuid4().hex, workers=[addr], allow_other_workers=False,
+                                                actor=True)
             placements = []
-            for g, outcome in self.wait(futures).items():
-                if outcome is not None:
-                    self.units[g] = outcome
+            for g, actor in self.wait(futures).items():
+                self.actors[g] = (futures[g], actor)
+                units = self.answer(g, self.ask(g, "units_per_epoch")) if actor is not None else None
+                if units is not None:
+                    self.units[g] = units
                 else:
+                    self.actors.pop(g)
+                    futures[g].cancel()
                     attempts[g] = attempts.get(g, 0) + 1
                     placements.append((g, self.replacement(g, attempts[g])))
             del data
+
+    def ask(self, group, method, *args):
+        """``method(*args)`` of the replica of ``group`` (a call of its actor, straight to its worker), or None
+        when its worker is lost before it answers.  The replica's own errors are raised."""
+        try:
+            pending = getattr(self.actors[group][1], method)(*args)
+        except Exception as exc:    # the actor's worker is already gone (or the call is wrong: raised)
+            if self.alive(group, wait=True):
+                raise
+            logger.debug("calling %s on %s failed: %s", method, self.address[group], exc)
+            return None
+        return pending
+
+    def answer(self, group, pending):
+        """The value of ``pending`` (what :meth:`ask` gave), or None when the worker of ``group`` is lost
+        before it answers.  The replica's own errors are raised."""
+        while pending is not None:
+            try:
+                return pending.result(timeout=POLL_SECONDS)
+            except TimeoutError:
+                if not self.alive(group):
+                    return None
+            except ShardReadError:
+                raise
+            except OSError as exc:  # the connection to the worker closed, or no worker to contact
+                if self.alive(group, wait=True):
+                    raise
+                logger.debug("a call to %s failed: %s", self.address[group], exc)
+                return None
+        return None
+
+    def alive(self, group, wait=False):
+        """Whether the worker of ``group`` is still in the cluster (``wait``: after the scheduler has had a
+        moment to notice a loss)."""
+        if wait:
+            time.sleep(4 * POLL_SECONDS)
+        return self.address[group] in self.client.nthreads()
+
+    def drop(self, group):
+        """Forget the replica of ``group`` (its actor is released on its worker, if that is still there)."""
+        future, _ = self.actors.pop(group, (None, None))
+        if future is not None:
+            future.cancel()
 
     def share(self, data, targets):
         """A future of ``data`` held by every live worker of ``targets`` (None if none is live).
@@ -332,23 +378,19 @@ class _Run:
     def round(self, update, epoch, r):
         """Train round ``r`` of ``epoch`` on every replica (reopening lost ones); returns their results."""
         rounds = self.run["rounds"]
-        futures = {g: self.client.submit(train_round, self.keys[g], update, epoch, r, g, rounds,
-                                         workers=[self.address[g]], allow_other_workers=False, pure=False)
-                   for g in range(len(self.groups))}
+        pending = {g: update for g in range(len(self.groups))}
         results = {}
         attempt = 0
-        while futures:
-            outcomes = self.wait(futures)
-            futures = {}
-            lost = [g for g, out in outcomes.items() if out is None]
-            results.update({g: out for g, out in outcomes.items() if out is not None})
+        while pending:
+            calls = {g: self.ask(g, "train_round", start, epoch, r, g, rounds) for g, start in pending.items()}
+            for g, call in calls.items():
+                results[g] = self.answer(g, call)
+            lost = [g for g in calls if results[g] is None]
             if lost:
                 attempt += 1
                 self.open([(g, self.replacement(g, attempt)) for g in lost])
-                # the reopened replicas hold the reconciled tables already: no update to apply
-                futures = {g: self.client.submit(train_round, self.keys[g], None, epoch, r, g, rounds,
-                                                 workers=[self.address[g]], allow_other_workers=False, pure=False)
-                           for g in lost}
+            # the reopened replicas hold the reconciled tables already: no update to apply
+            pending = {g: None for g in lost}
         return [results[g] for g in range(len(self.groups))]
 
     def reconcile(self, results):
@@ -369,10 +411,12 @@ class _Run:
 
     def close(self):
         self.pool.shutdown()
-        try:
-            _with_deadline(lambda: self.client.run(close_replicas, self.prefix, on_error="ignore"), SHARE_SECONDS)
-        except Exception as exc:    # a closing client must not hide the run's own error
-            logger.debug("closing the replicas failed: %s", exc)
+        for g in list(self.actors):
+            try:    # a closing run must not hide the run's own error
+                _with_deadline(lambda: self.answer(g, self.ask(g, "close")), SHARE_SECONDS)
+            except Exception as exc:
+                logger.debug("closing the replica on %s failed: %s", self.address[g], exc)
+            self.drop(g)
 
 
 def rounds_per_epoch(syncs_per_epoch, units):
@@ -455,9 +499,7 @@ def _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progr
     def one_round(epoch, r):
         nonlocal update
         round_start = time.perf_counter()
-        shared = None if update is None else job.share(update, set(job.address.values()))
-        results = job.round(shared, epoch, r)
-        del shared
+        results = job.round(update, epoch, r)
         update = job.reconcile(results)
         job.stats.round_seconds += time.perf_counter() - round_start
         job.stats.train_seconds += max(res["seconds"] for res in results)

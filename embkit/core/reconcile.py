@@ -23,7 +23,7 @@ a row it did not change):
 * ``"momentum"`` (the default): block momentum over the rounds (Chen and Huo's blockwise model-update
   filtering, with block learning rate 2): the client keeps a momentum per row,
   ``m = (1 - 2/n) m + (2/n) sum_i d_i``, and moves the row by ``m``.  With 2 replicas this is ``"sum"``
-  exactly.  With more, a row pulled the same way round after round moves by ``sum_i d_i`` per round once
+  exactly (the momentum factor is 0: nothing is kept, and ``momentum`` stays as it was).  With more, a row pulled the same way round after round moves by ``sum_i d_i`` per round once
   the momentum has built up (what one process training all the replicas' data would do), a row only one
   replica trained moves by that replica's step in total, and a row that every replica moved all the way to
   its target within the round (the most frequent words) settles there instead of overshooting: as a
@@ -113,7 +113,7 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
         :func:`apply_update` would).  Required with ``"momentum"``.
     momentum : ndarray, optional
         With ``"momentum"``: the table's momentum (float32, the table's shape, zeros at the start of a run),
-        updated in place.
+        updated in place (with 3 replicas or more: with fewer it has no part in the steps and is left).
     replicas : int, optional
         With ``"momentum"``: the number of replicas ``n`` of the run (the momentum is ``1 - 2/n``).
 
@@ -127,25 +127,29 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
     if mode == "momentum" and (table is None or momentum is None or not replicas):
         raise ValueError('mode="momentum" needs the table, its momentum and the number of replicas')
     deltas = [d for d in deltas if len(d)]
-    if mode != "momentum" or replicas == 1:      # one replica's momentum is 0: its step is its delta
+    rate = min(BLOCK_RATE, replicas or 1)
+    if mode != "momentum" or rate == replicas:  # no momentum carries over (1 replica: its delta; 2: the sum)
         if not deltas:
             return RowDelta(np.zeros(0, np.int32), np.zeros((0, 0), WIRE_DTYPE))
         if len(deltas) == 1:
             if table is not None:
                 apply_update(deltas[0], table)
             return deltas[0]
-    dim = table.shape[1] if table is not None else deltas[0].values.shape[1]
+        dim = deltas[0].values.shape[1]
+        room = sum(len(d) for d in deltas)
+        values = np.empty((room, dim), dtype=np.uint16)
+        ids = np.empty(room, dtype=np.int32)
+        count = _kernel.merge_rows([np.ascontiguousarray(d.ids, dtype=np.int32) for d in deltas],
+                                   [_bits(d.values) for d in deltas], n_rows, mode == "average", values, ids, table)
+        return _compact(values, ids, count)
+    dim = table.shape[1]
     total = np.zeros((n_rows, dim), dtype=np.float32)
     seen = np.zeros(n_rows, dtype=np.int32)
     for d in deltas:
         _kernel.accumulate(total, seen, np.ascontiguousarray(d.ids, dtype=np.int32), _bits(d.values))
     values = np.empty((n_rows, dim), dtype=np.uint16)
     ids = np.empty(n_rows, dtype=np.int32)
-    if mode == "momentum":
-        rate = min(BLOCK_RATE, replicas)
-        count = _kernel.momentum_step(total, rate / replicas, 1.0 - rate / replicas, momentum, values, ids, table)
-    else:
-        count = _kernel.finish(total, seen, mode == "average", values, ids, table)
+    count = _kernel.momentum_step(total, rate / replicas, 1.0 - rate / replicas, momentum, values, ids, table)
     return _compact(values, ids, count)
 
 

@@ -1,10 +1,11 @@
 """The worker side of cluster training: a replica of the tables training on its own shards.
 
-These functions run as Dask tasks on the workers (see :mod:`embkit.core.cluster`, the client side).  A
-replica lives in the worker process between tasks, in :data:`REPLICAS`, under a key unique to its run and
-shard group.  It is a model of the client's class built from the client's parameters and state (the
-vocabulary, the class counts), with its own copy of the tables, its own loss, sampler and kernel trainer
-(the same objects as a single-process run), and the shards it reads itself.
+A replica is a Dask actor (see :mod:`embkit.core.cluster`, the client side): :func:`open_replica` runs as
+a task with ``actor=True`` on one worker, and the :class:`Replica` it builds stays in that worker process,
+where the client calls its :meth:`Replica.train_round` once a round, straight to the worker (no task, no
+scheduler on the way).  It is a model of the client's class built from the client's parameters and state
+(the vocabulary, the class counts), with its own copy of the tables, its own loss, sampler and kernel
+trainer (the same objects as a single-process run), and the shards it reads itself.
 
 A shard is an object with ``name`` (what an error names), ``open(model)`` (read it on the worker, return
 its units per epoch) and ``chunks(model, start, stop)`` (the chunks of its units ``[start, stop)``).
@@ -20,15 +21,7 @@ import numpy as np
 from embkit.core.reconcile import adopt_update, changed_rows
 from embkit.core.training import check_finite, chunk_pool, train_chunk
 
-__all__ = ["REPLICAS", "ReplicaLost", "ShardReadError", "open_replica", "train_round", "close_replicas",
-           "worker_name"]
-
-#: key -> Replica, in the worker process
-REPLICAS = {}
-
-
-class ReplicaLost(RuntimeError):
-    """The worker running a task does not hold the replica (it was restarted): the client rebuilds it."""
+__all__ = ["Replica", "ShardReadError", "open_replica", "worker_name"]
 
 
 class ShardReadError(OSError):
@@ -68,6 +61,10 @@ class Replica:
         self.sent = None        # the delta of the last round when it was only part of what changed
         self.pool = chunk_pool(model.workers)
 
+    def units_per_epoch(self):
+        """Units (words, pairs) of the replica's shards."""
+        return self.total
+
     def refresh_sampler(self, progress):
         """An adaptive sampler rebuilds what it derives from ``W_out`` (after a reconciliation)."""
         if self.sampler is None or self.sampler.query_free:
@@ -85,7 +82,13 @@ class Replica:
 
     def train_round(self, update, epoch, round_index, group, rounds):
         """Apply the last reconciliation's ``update`` (or None), train round ``round_index`` of the ``rounds``
-        of ``epoch`` on every shard, and return what changed (see :func:`train_round`)."""
+        of ``epoch`` on every shard, and return what changed.
+
+        Returns a dict with the round's ``loss`` (sum), ``examples``, ``words`` (units), ``raw_words``,
+        ``seconds`` (in the kernels), ``pass_seconds`` (finding and adopting rows), ``worker`` and
+        ``delta``: the :class:`~embkit.core.reconcile.RowDelta` of ``W_in`` and of ``W_out`` against the
+        tables of the last reconciliation (with ``share`` below 1, the part of it sent).
+        """
         model, run = self.model, self.run
         passes = time.perf_counter()
         if update is not None:
@@ -135,39 +138,11 @@ class Replica:
             self.pool.shutdown()
 
 
-def open_replica(key, data, shards, run):
-    """Task: build the replica ``key`` on this worker and read its ``shards``.
+def open_replica(data, shards, run):
+    """Task (submitted with ``actor=True``): the :class:`Replica` of ``shards`` on this worker.
 
     ``data`` is ``(spec, (W_in, W_out))``: the spec ``(model class, parameters, state)`` and the reconciled
-    tables; ``run`` holds ``epochs``, ``alpha`` and ``min_alpha``.
-    Returns the replica's units per epoch.
+    tables; ``run`` holds ``epochs``, ``alpha``, ``min_alpha`` and ``share``.
     """
-    old = REPLICAS.pop(key, None)
-    if old is not None:
-        old.close()
     spec, tables = data
-    replica = Replica(spec, shards, tables[0], tables[1], run)
-    REPLICAS[key] = replica
-    return replica.total
-
-
-def train_round(key, update, epoch, round_index, group, rounds):
-    """Task: round ``round_index`` (of ``rounds`` per epoch) of the replica ``key``.
-
-    Returns a dict with the round's ``loss`` (sum), ``examples``, ``words`` (units), ``raw_words``,
-    ``seconds``, ``worker`` and ``delta``: the :class:`~embkit.core.reconcile.RowDelta` of ``W_in`` and
-    of ``W_out`` against the tables of the last reconciliation.
-    """
-    replica = REPLICAS.get(key)
-    if replica is None:
-        raise ReplicaLost("worker %s holds no replica %s (restarted?)" % (worker_name(), key))
-    return replica.train_round(update, epoch, round_index, group, rounds)
-
-
-def close_replicas(prefix):
-    """Task: drop every replica of one run (keys starting with ``prefix``) from this worker."""
-    closed = 0
-    for key in [k for k in REPLICAS if k.startswith(prefix)]:
-        REPLICAS.pop(key).close()
-        closed += 1
-    return closed
+    return Replica(spec, shards, tables[0], tables[1], run)
