@@ -100,9 +100,15 @@ def test_replicas_adopt_exactly_the_clients_table(trained):
     assert [len(d) for d in deltas] == [trained] * 2
     update = merge(50, deltas, "sum")
     apply_update(update, client_table)
-    for table, base in zip(replicas, bases):
-        adopt_update(update, table, base)
-        assert np.array_equal(table, client_table) and np.array_equal(base, client_table)
+    for k, (table, base) in enumerate(zip(replicas, bases)):
+        # the same from the whole update, or from the rows a replica did not send alone and its own delta
+        whole_table, whole_base = table.copy(), base.copy()
+        adopt_update(update, whole_table, whole_base)
+        mine = update.without(k)
+        assert len(mine) < len(update) or trained == 50
+        adopt_update(mine, table, base, deltas[k])
+        for t in (table, base, whole_table, whole_base):
+            assert np.array_equal(t, client_table)
 
 
 @pytest.mark.parametrize("mode", ["average", "sum"])
@@ -218,7 +224,9 @@ def test_block_momentum_of_one_replica_applies_its_delta():
     delta = changed_rows(trained, base)
     table, momentum = base.copy(), np.zeros_like(base)
     update = merge(4, [delta], "momentum", table=table, momentum=momentum, replicas=1)
-    assert update is delta and np.array_equal(table, trained)
+    assert np.array_equal(update.ids, delta.ids) and np.array_equal(update.values, delta.values)
+    assert np.array_equal(table, trained)
+    assert len(update.without(0)) == 0      # every row is the replica's own: nothing goes back to it
 
 
 def test_a_share_sends_the_fewest_rows_that_hold_it():
@@ -276,8 +284,9 @@ def test_a_replica_that_sent_part_of_its_rows_keeps_the_rest():
     assert sent.ids.tolist() == [0, 3]
     other = changed_rows(np.array([[0, 1], [0, 0], [1, 0], [0, 0], [0, 0]], np.float32), base)
     update = merge(5, [sent, other], "sum")
+    assert update.without(0).ids.tolist() == [0, 2]     # row 3 only it sent: it knows its step
     reconciled = base + np.array([[4, 1], [0, 0], [1, 0], [2, 2], [0, 0]], np.float32)
-    adopt_update(update, table, base, sent)
+    adopt_update(update.without(0), table, base, sent, partial=True)
     np.testing.assert_array_equal(base, reconciled)
     kept = np.array([[0, 0], [0.25, 0], [0, 0], [0, 0], [0.5, 0]], np.float32)
     np.testing.assert_array_equal(table, reconciled + kept)

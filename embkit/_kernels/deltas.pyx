@@ -212,20 +212,21 @@ def accumulate(float[:, ::1] total, int32_t[::1] seen, const int32_t[::1] ids, c
 
 
 def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[:, ::1] out_values,
-               int32_t[::1] out_ids, float[:, ::1] table=None):
+               int32_t[::1] out_ids, float[:, ::1] table=None, int32_t[::1] owner=None):
     """One float16 step per row of any delta: the sum of the deltas' steps (added in the deltas' order,
     as :func:`accumulate` adds them), or with ``average`` the sum over the number of deltas holding the
-    row; with ``table``, also add each step (as float16 widened) to it.
+    row; with ``table``, also add each step (as float16 widened) to it; with ``owner``, the index of the
+    only delta holding each row, or -1 (a row only one delta holds has that delta's step, bit for bit).
 
     ``ids`` and ``values`` hold one delta each (ids increasing, below ``n_rows``); the deltas are walked
-    together in id order, so only their rows are visited.  ``out_values`` / ``out_ids`` have room for
-    every row of every delta; returns the number written.
+    together in id order, so only their rows are visited.  ``out_values`` / ``out_ids`` (and ``owner``)
+    have room for every row of every delta; returns the number written.
     """
     cdef Py_ssize_t n = len(ids), d = out_values.shape[1], k, j, c = 0, total_rows = 0
     cdef int32_t i, low
-    cdef int seen
+    cdef int seen, only
     cdef float scale
-    cdef bint apply = table is not None
+    cdef bint apply = table is not None, owners = owner is not None
     cdef const int32_t[::1] one_ids
     cdef const uint16_t[:, ::1] one_values
     if len(values) != n:
@@ -243,7 +244,7 @@ def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[
             if one_ids[j] <= one_ids[j - 1]:
                 raise ValueError("merge_rows: delta %d: its ids are not increasing at %d" % (k, j))
         total_rows += one_ids.shape[0]
-    if out_ids.shape[0] < total_rows or out_values.shape[0] < total_rows:
+    if out_ids.shape[0] < total_rows or out_values.shape[0] < total_rows or (owners and owner.shape[0] < total_rows):
         raise ValueError("merge_rows: room for %d rows, the deltas hold %d" % (out_ids.shape[0], total_rows))
     if n == 0 or d == 0 or total_rows == 0:
         return 0
@@ -278,6 +279,7 @@ def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[
                     for j in range(d):
                         step[j] += row[j]
                     seen += 1
+                    only = k
                     at[k] += 1
             if average and seen > 1:
                 scale = 1.0 / seen
@@ -289,6 +291,8 @@ def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[
                 for j in range(d):
                     table[low, j] += step[j]
             out_ids[c] = low
+            if owners:
+                owner[c] = only if seen == 1 else -1
             c += 1
     free(id_ptr); free(value_ptr); free(length); free(at); free(row); free(step)
     return c
@@ -326,17 +330,13 @@ def momentum_step(const float[:, ::1] total, float scale, float mu, float[:, ::1
     return k
 
 
-def add_rows(float[:, ::1] table, const int32_t[::1] ids, const uint16_t[:, ::1] values, float[:, ::1] base=None,
-             float scale=1.0):
-    """``table[ids] += scale * values`` (float16 steps widened to float32).  With ``base`` (a replica adopting
-    the reconciled rows): ``base[ids] += values`` and ``table[ids] = base[ids]``."""
+def add_rows(float[:, ::1] table, const int32_t[::1] ids, const uint16_t[:, ::1] values):
+    """``table[ids] += values`` (float16 steps widened to float32)."""
     cdef Py_ssize_t m = ids.shape[0], d = table.shape[1], k, j
     cdef int32_t i
-    cdef bint adopt = base is not None
     _check_rows(ids, table.shape[0], "an update")
-    if adopt and (base.shape[0] != table.shape[0] or base.shape[1] != d):
-        raise ValueError("add_rows: the base has shape %s, the table %s"
-                         % ((base.shape[0], base.shape[1]), (table.shape[0], d)))
+    if values.shape[0] != m or (m and values.shape[1] != d):
+        raise ValueError("add_rows: %d ids for %d rows of values" % (m, values.shape[0]))
     if m == 0 or d == 0:
         return
     cdef float *row = _scratch(d)
@@ -344,11 +344,60 @@ def add_rows(float[:, ::1] table, const int32_t[::1] ids, const uint16_t[:, ::1]
         for k in range(m):
             i = ids[k]
             floats_from_halves(&values[k, 0], row, d, 1)
-            if adopt:
-                for j in range(d):
-                    base[i, j] += row[j]
-                    table[i, j] = base[i, j]
-            else:
-                for j in range(d):
-                    table[i, j] += scale * row[j]
+            for j in range(d):
+                table[i, j] += row[j]
     free(row)
+
+
+def adopt_rows(float[:, ::1] table, float[:, ::1] base, const int32_t[::1] ids, const uint16_t[:, ::1] values,
+               const int32_t[::1] sent_ids, const uint16_t[:, ::1] sent_values, bint exact):
+    """A replica takes in a reconciliation, in one walk over the rows of the update and of what it sent.
+
+    ``ids`` / ``values``: the merged steps, except (possibly) of rows only this replica sent, whose merged
+    step is what it sent (``sent_ids`` / ``sent_values``).  ``base`` takes every merged step.  With
+    ``exact`` (it sent every row it changed) ``table`` equals ``base`` on those rows afterwards; else
+    ``table`` takes the merged step less what it sent, so that what it kept stays.  Ids increasing.
+    """
+    cdef Py_ssize_t m = ids.shape[0], s = sent_ids.shape[0], d = table.shape[1], a = 0, b = 0, j
+    cdef int32_t i
+    cdef bint merged, own
+    _check_pair(table, base, "adopt_rows")
+    _check_rows(ids, table.shape[0], "an update")
+    _check_rows(sent_ids, table.shape[0], "a delta")
+    if values.shape[0] != m or sent_values.shape[0] != s or (m and values.shape[1] != d) or \
+            (s and sent_values.shape[1] != d):
+        raise ValueError("adopt_rows: %d ids for %d rows of values, %d sent ids for %d rows"
+                         % (m, values.shape[0], s, sent_values.shape[0]))
+    if (m == 0 and s == 0) or d == 0:
+        return
+    cdef float *step = _scratch(d)
+    cdef float *own_step = _scratch(d)
+    with nogil:
+        while a < m or b < s:
+            if b >= s or (a < m and ids[a] < sent_ids[b]):
+                i, merged, own = ids[a], True, False
+            elif a >= m or sent_ids[b] < ids[a]:
+                i, merged, own = sent_ids[b], False, True
+            else:
+                i, merged, own = ids[a], True, True
+            if merged:
+                floats_from_halves(&values[a, 0], step, d, 1)
+                a += 1
+            if own:
+                floats_from_halves(&sent_values[b, 0], own_step, d, 1)
+                b += 1
+                if not merged:
+                    memcpy(step, own_step, d * sizeof(float))
+            for j in range(d):
+                base[i, j] += step[j]
+            if exact:
+                for j in range(d):
+                    table[i, j] = base[i, j]
+            elif merged:
+                for j in range(d):
+                    table[i, j] += step[j]
+                if own:
+                    for j in range(d):
+                        table[i, j] -= own_step[j]
+    free(step)
+    free(own_step)

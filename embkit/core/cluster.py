@@ -375,10 +375,11 @@ class _Run:
                 del pending[g]
         return results
 
-    def round(self, update, epoch, r):
-        """Train round ``r`` of ``epoch`` on every replica (reopening lost ones); returns their results."""
+    def round(self, updates, epoch, r):
+        """Train round ``r`` of ``epoch`` on every replica (reopening lost ones), each first taking in its
+        part of the last reconciliation (``updates``, one per replica, or None); returns their results."""
         rounds = self.run["rounds"]
-        pending = {g: update for g in range(len(self.groups))}
+        pending = {g: None if updates is None else updates[g] for g in range(len(self.groups))}
         results = {}
         attempt = 0
         while pending:
@@ -394,8 +395,9 @@ class _Run:
         return [results[g] for g in range(len(self.groups))]
 
     def reconcile(self, results):
-        """Merge the replicas' deltas into the model's tables; returns the update for the replicas.  The
-        two tables merge on two threads (the kernels release the GIL; the replicas wait meanwhile)."""
+        """Merge the replicas' deltas into the model's tables; returns each replica's update (the merged
+        steps but those of the rows only it sent, which it knows).  The two tables merge on two threads (the
+        kernels release the GIL; the replicas wait meanwhile)."""
         clock = time.perf_counter()
         model = self.model
         tables = (model.W_in, model.W_out)
@@ -405,9 +407,10 @@ class _Run:
                                                      self.momentum[t], len(self.groups)), range(2)))
         self.stats.rounds += 1
         self.stats.rows_changed.append(sum(len(u) for u in update))
-        self.stats.bytes_down += sum(u.nbytes for u in update) * len(self.groups)
+        updates = [tuple(u.without(g) for u in update) for g in range(len(self.groups))]
+        self.stats.bytes_down += sum(u.nbytes for mine in updates for u in mine)
         self.stats.merge_seconds += time.perf_counter() - clock
-        return update
+        return updates
 
     def close(self):
         self.pool.shutdown()
@@ -490,17 +493,17 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
 
 def _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progress, desc, on_epoch):
     """The epochs and rounds of a cluster run (:func:`~embkit.core.training.run_steps`, a round a step)."""
-    update = None
+    updates = None
 
     def round_steps(epoch, first):
         for r in range(first, run["rounds"]):
             yield lambda units_before, r=r: one_round(epoch, r)
 
     def one_round(epoch, r):
-        nonlocal update
+        nonlocal updates
         round_start = time.perf_counter()
-        results = job.round(update, epoch, r)
-        update = job.reconcile(results)
+        results = job.round(updates, epoch, r)
+        updates = job.reconcile(results)
         job.stats.round_seconds += time.perf_counter() - round_start
         job.stats.train_seconds += max(res["seconds"] for res in results)
         job.stats.pass_seconds += max(res["pass_seconds"] for res in results)

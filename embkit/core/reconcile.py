@@ -55,13 +55,24 @@ WIRE_DTYPE = np.float16
 
 class RowDelta:
     """Steps of some rows of one table: ``ids`` (int32, increasing) and ``values`` (``len(ids) x dim``, of
-    :data:`WIRE_DTYPE`)."""
+    :data:`WIRE_DTYPE`); a merge's also ``owner``: per row, the index of the only replica that sent it
+    (its step is then that replica's, bit for bit), or -1."""
 
-    __slots__ = ("ids", "values")
+    __slots__ = ("ids", "values", "owner")
 
-    def __init__(self, ids, values):
+    def __init__(self, ids, values, owner=None):
         self.ids = ids
         self.values = values
+        self.owner = owner
+
+    def without(self, replica):
+        """The steps a replica needs: those of every row but the rows only ``replica`` sent (it knows them)."""
+        if self.owner is None:
+            return self
+        keep = self.owner != replica
+        if keep.all():
+            return RowDelta(self.ids, self.values)
+        return RowDelta(self.ids[keep], self.values[keep])
 
     @property
     def nbytes(self):
@@ -77,10 +88,10 @@ def _bits(values):
     return np.ascontiguousarray(values, dtype=WIRE_DTYPE).view(np.uint16)
 
 
-def _compact(values, ids, count):
+def _compact(values, ids, count, owner=None):
     """A :class:`RowDelta` of the first ``count`` rows a kernel wrote into buffers with room for every row
     (views: nearly every row changes in a round, so a copy would save little memory)."""
-    return RowDelta(ids[:count], values[:count].view(WIRE_DTYPE))
+    return RowDelta(ids[:count], values[:count].view(WIRE_DTYPE), None if owner is None else owner[:count])
 
 
 def changed_rows(table, base, share=1.0):
@@ -126,7 +137,8 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
         raise ValueError("mode must be one of %s, got %r" % (", ".join(MODES), mode))
     if mode == "momentum" and (table is None or momentum is None or not replicas):
         raise ValueError('mode="momentum" needs the table, its momentum and the number of replicas')
-    deltas = [d for d in deltas if len(d)]
+    index = [k for k, d in enumerate(deltas) if len(d)]
+    deltas = [deltas[k] for k in index]
     rate = min(BLOCK_RATE, replicas or 1)
     if mode != "momentum" or rate == replicas:  # no momentum carries over (1 replica: its delta; 2: the sum)
         if not deltas:
@@ -134,14 +146,18 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
         if len(deltas) == 1:
             if table is not None:
                 apply_update(deltas[0], table)
-            return deltas[0]
+            return RowDelta(deltas[0].ids, deltas[0].values, np.full(len(deltas[0]), index[0], np.int32))
         dim = deltas[0].values.shape[1]
         room = sum(len(d) for d in deltas)
         values = np.empty((room, dim), dtype=np.uint16)
         ids = np.empty(room, dtype=np.int32)
+        owner = np.empty(room, dtype=np.int32)
         count = _kernel.merge_rows([np.ascontiguousarray(d.ids, dtype=np.int32) for d in deltas],
-                                   [_bits(d.values) for d in deltas], n_rows, mode == "average", values, ids, table)
-        return _compact(values, ids, count)
+                                   [_bits(d.values) for d in deltas], n_rows, mode == "average", values, ids, table,
+                                   owner)
+        only = owner[:count] >= 0
+        owner[:count][only] = np.asarray(index, np.int32)[owner[:count][only]]
+        return _compact(values, ids, count, owner)
     dim = table.shape[1]
     total = np.zeros((n_rows, dim), dtype=np.float32)
     seen = np.zeros(n_rows, dtype=np.int32)
@@ -159,18 +175,24 @@ def apply_update(update, table):
         _kernel.add_rows(table, update.ids, _bits(update.values))
 
 
-def adopt_update(update, table, base, sent=None):
+def adopt_update(update, table, base, sent=None, partial=False):
     """Make a replica's ``base`` the reconciled table: ``base`` takes the merged steps (as the client's table
-    did) and ``table`` copies the changed rows from it.  With ``sent`` (the replica's own delta in the
-    merge, when it sent only part of what it changed): ``table`` takes the merged steps less its own instead,
-    so that what it kept (``table - base`` outside ``sent``, and the rounding of ``sent``) stays for later
-    rounds."""
+    did) and ``table`` copies the changed rows from it, in one pass (:func:`embkit._kernels.deltas.adopt_rows`).
+
+    Parameters
+    ----------
+    update : RowDelta
+        The merged steps; it may leave out the rows only this replica sent (:meth:`RowDelta.without`).
+    table, base : ndarray
+        The replica's table and its copy of the last reconciled one.
+    sent : RowDelta, optional
+        The replica's own delta in the merge (the steps of the rows the update leaves out).
+    partial : bool
+        The replica sent only part of what it changed (``exchange_share`` below 1): ``table`` takes the
+        merged steps less its own instead, so that what it kept (``table - base`` outside ``sent``, and the
+        rounding of ``sent``) stays for later rounds.
+    """
     if sent is None:
-        if len(update):
-            _kernel.add_rows(table, update.ids, _bits(update.values), base)
-        return
-    if len(update):
-        _kernel.add_rows(base, update.ids, _bits(update.values))
-        _kernel.add_rows(table, update.ids, _bits(update.values))
-    if len(sent):
-        _kernel.add_rows(table, sent.ids, _bits(sent.values), None, -1.0)
+        sent = RowDelta(np.zeros(0, np.int32), np.zeros((0, table.shape[1]), WIRE_DTYPE))
+    _kernel.adopt_rows(table, base, np.ascontiguousarray(update.ids, dtype=np.int32), _bits(update.values),
+                       np.ascontiguousarray(sent.ids, dtype=np.int32), _bits(sent.values), not partial)

@@ -58,7 +58,8 @@ class Replica:
         self.trainer = model._kernel_trainer(self.loss, self.sampler, run["alpha"], run["min_alpha"],
                                              float(max(self.total, 1)) * run["epochs"])
         self.base_in, self.base_out = model.W_in.copy(), model.W_out.copy()
-        self.sent = None        # the delta of the last round when it was only part of what changed
+        self.sent = None        # the deltas of the last round, and whether they were only part of what changed
+        self.partial = False
         self.pool = chunk_pool(model.workers)
 
     def units_per_epoch(self):
@@ -93,8 +94,8 @@ class Replica:
         passes = time.perf_counter()
         if update is not None:
             sent = self.sent or (None, None)
-            adopt_update(update[0], model.W_in, self.base_in, sent[0])
-            adopt_update(update[1], model.W_out, self.base_out, sent[1])
+            adopt_update(update[0], model.W_in, self.base_in, sent[0], self.partial)
+            adopt_update(update[1], model.W_out, self.base_out, sent[1], self.partial)
         done = epoch * self.total + sum(self.bounds(u, round_index, rounds) for u in self.units)
         fraction = done / max(1, self.total * run["epochs"])
         if update is not None:
@@ -125,7 +126,7 @@ class Replica:
         share = 1.0 if last else run.get("share", 1.0)     # the run's last round sends what is left
         delta_in = changed_rows(model.W_in, self.base_in, share)
         delta_out = changed_rows(model.W_out, self.base_out, share)
-        self.sent = (delta_in, delta_out) if share < 1 else None
+        self.sent, self.partial = (delta_in, delta_out), share < 1
         passes += time.perf_counter() - clock
         return {"loss": loss, "examples": examples, "words": words, "raw_words": raw, "seconds": seconds,
                 "pass_seconds": passes,
