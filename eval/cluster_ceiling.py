@@ -11,10 +11,11 @@ Two measurements bound the speed-up of cluster training before a byte moves:
    rows: the two-worker run's speed-up here is above anything a real exchange can give.
 2. **What Dask spends on a round.**  On a ``LocalCluster`` of two single-thread worker processes: the wall
    and CPU time (all its processes: client, scheduler, nannies, workers) of one round, carrying no data and
-   carrying ``--payload-mb`` each way, in two ways: a round trip of two tasks from the client (the payload
-   scattered to both workers, as the merged rows are, and one returned by each, as a replica's rows are:
-   embkit's exchange), and both workers calling an actor at once from long-running tasks (a parameter
-   server's or a peer's mailbox); and the CPU time of the cluster doing nothing.
+   carrying ``--payload-mb`` each way, in three ways: a round trip of two tasks from the client (the payload
+   scattered to both workers and one returned by each: embkit's exchange until it moved to actors), the
+   client calling an actor on each worker at once (the payload each way: embkit's exchange), and both
+   workers calling an actor at once from long-running tasks (a parameter server's or a peer's mailbox);
+   and the CPU time of the cluster doing nothing.
 
 The bounds printed for each ``--rounds`` (``n`` round trips in the run, ``w`` / ``c`` a round trip's wall /
 CPU time, ``i`` the idle CPU per second; ``T1`` / ``T2`` the no-exchange times of one / two workers):
@@ -66,7 +67,8 @@ def replica_rounds(spec, files, rounds, epochs, start):
             result = replica.train_round(update, epoch, r, 0, rounds)
             kernel += result["seconds"]
             words += result["words"]
-            update = tuple(merge(0, [delta], "sum") for delta in result["delta"])
+            # one replica's merge is its delta: nothing comes back, it takes in its own rows
+            update = tuple(merge(0, [delta], "sum").without(0) for delta in result["delta"])
     replica.close()
     return time.perf_counter() - clock, kernel, words
 
@@ -111,7 +113,9 @@ def _call_actor(actor, n_bytes, calls):
 def cluster_costs(payloads_mb, round_trips, idle_seconds):
     """A two-worker LocalCluster's idle CPU per second, and ``{(kind, payload MB): (wall, CPU)}`` of one round:
     kind "tasks", a round trip of two tasks that get the payload (scattered to both) and return one each;
-    kind "actor", both workers calling an actor (on the first of them) at once, the payload each way."""
+    kind "client to actors", the client calling an actor on each worker at once, the payload each way
+    (embkit's exchange); kind "actor", both workers calling an actor (on the first of them) at once, the
+    payload each way (a parameter server's or a peer's mailbox)."""
     import psutil
     from distributed import Client, LocalCluster
 
@@ -124,6 +128,7 @@ def cluster_costs(payloads_mb, round_trips, idle_seconds):
         workers = sorted(client.nthreads())
         client.gather([client.submit(_echo, None, 0, workers=[w], pure=False) for w in workers])
         actor = client.submit(Mailbox, workers=[workers[0]], actor=True).result()
+        mailboxes = [client.submit(Mailbox, workers=[w], actor=True).result() for w in workers]
         time.sleep(2)
         used = cpu()
         time.sleep(idle_seconds)
@@ -138,6 +143,13 @@ def cluster_costs(payloads_mb, round_trips, idle_seconds):
                 client.gather([client.submit(_echo, data, n_bytes, workers=[w], pure=False) for w in workers])
                 del data
             costs["tasks", mb] = ((time.perf_counter() - clock) / round_trips, (cpu() - used) / round_trips)
+        for mb in payloads_mb:
+            n_bytes = int(mb * 1e6)
+            payload = np.ones(n_bytes, np.uint8) if n_bytes else None
+            used, clock = cpu(), time.perf_counter()
+            for _ in range(round_trips):
+                [call.result() for call in [box.exchange(payload, n_bytes) for box in mailboxes]]
+            costs["client to actors", mb] = ((time.perf_counter() - clock) / round_trips, (cpu() - used) / round_trips)
         for mb in payloads_mb:
             used, clock = cpu(), time.perf_counter()
             client.gather([client.submit(_call_actor, actor, int(mb * 1e6), round_trips, workers=[w], pure=False)

@@ -8,14 +8,15 @@ up, receive the reconciled rows.  Its time::
                                                      per row on the 1-worker run, loopback transfer included)
             + bytes on the busiest link / bandwidth   exchange
             + n * rows * merge_cost                  merging on the client (measured seconds per row)
-            + latency                                scheduling a round (a constant)
+            + latency                                a round trip of actor calls, empty (a constant)
 
 Rows changed per round come from a Zipf vocabulary (p_i ~ 1/i): the input rows of the words seen in ``w``
 tokens, the output rows of those words and of ``negative * w`` negatives drawn from p^0.75.  The model is
 first checked against the measured rows per reconciliation on gcide.  Two exchange topologies:
 
 * ``client``: as embkit does it, every replica's rows go up to the client and the reconciled rows come back
-  down through the client's link (``2 n`` row sets on one link);
+  down through the client's link (``2 n`` row sets on one link; embkit leaves out of each replica's update
+  the rows only it sent, so this counts a little more than it moves);
 * ``tree``: a reduction tree / allreduce among the workers (about two row sets per link, whatever ``n``):
   what embkit would need beyond a few dozen workers.
 
@@ -43,7 +44,7 @@ CORPORA = {                      # name: (tokens per epoch, vocabulary at min_co
 }
 DIM, NEGATIVE, WINDOW = 100, 5, 5
 BYTES_PER_VALUE = 2              # float16 deltas on the wire
-LATENCY = 0.02                   # seconds of scheduling per round
+LATENCY = 0.003                  # seconds of an empty round trip of actor calls (eval/cluster_ceiling.py)
 
 
 def zipf(v):

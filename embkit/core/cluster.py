@@ -3,14 +3,16 @@
 A model given ``client=`` (a ``dask.distributed.Client``) trains like this:
 
 1. its shards (files, or parts of an in-memory data set) are grouped, one group per worker, balanced by
-   size; each worker opens a **replica**: the model built from the client's parameters and state, a copy
-   of the tables, its own loss, sampler and kernel trainer, and its shards, which it reads itself;
+   size; each worker opens a **replica**, a Dask actor: the model built from the client's parameters and
+   state, a copy of the tables, its own loss, sampler and kernel trainer, and its shards, which it reads
+   itself;
 2. each epoch runs in **rounds** (``syncs_per_epoch``, or rounds of about :data:`ROUND_UNITS` units per
-   replica): every replica trains the same fraction of its shards with embkit's nogil kernel on its own
-   threads (``workers``), then sends the rows it changed (with ``exchange_share`` below 1, the farthest
-   moved of them, keeping the rest for later rounds); the client merges them (:mod:`embkit.core.reconcile`),
-   keeps the reconciled tables (they are the model's ``W_in`` / ``W_out`` at every moment) and broadcasts
-   the merged rows to every replica;
+   replica): the client calls every replica at once (an actor call goes straight to its worker: no task,
+   no scheduler on the way), which trains the same fraction of its shards with embkit's nogil kernel on
+   its own threads (``workers``), then returns the rows it changed (with ``exchange_share`` below 1, the
+   farthest moved of them, keeping the rest for later rounds); the client merges them
+   (:mod:`embkit.core.reconcile`), keeps the reconciled tables (they are the model's ``W_in`` / ``W_out`` at
+   every moment) and hands each replica, with its next call, the merged rows but those only it sent;
 3. a replica whose worker is lost mid-round is opened again on a live worker from the reconciled tables
    and trains the same round again: the run goes on, and the result is the same kind of model.
 

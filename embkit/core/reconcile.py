@@ -4,10 +4,12 @@ A replica trains its own copy of ``W_in`` and ``W_out`` from the tables of the l
 ``base``).  :func:`changed_rows` finds the rows it changed and their deltas; :func:`merge` combines the
 deltas of every replica into one step per changed row; :func:`apply_update` adds that step to the client's
 table, and :func:`adopt_update` makes a replica's table and base equal to it, after which every replica
-holds the client's tables again, bit for bit (the same float32 additions happen on both sides).
+holds the client's tables again, bit for bit (the same float32 additions happen on both sides).  A row
+only one replica sent has that replica's step as its merged step (without momentum), so the update a
+replica gets back leaves those rows out (:meth:`RowDelta.without`) and it takes them from its own delta.
 
 A replica may send only part of what it changed (``share`` below 1: the rows that moved farthest, holding
-that share of the round's squared step) and keep the rest in its table for later rounds (error feedback):
+that share of the round's squared step, found with a bucketed threshold rather than a sort) and keep the rest in its table for later rounds (error feedback):
 it then adopts the merged steps less its own delta, and its table stays ahead of the reconciled one by
 what it kept.  CLUSTER.md measures how few rows keep the quality.
 
@@ -15,7 +17,8 @@ Deltas travel as float16 (:data:`WIRE_DTYPE`): half the bytes of float32, with a
 at most 2**-11 of a round's step (far below the noise of stochastic gradient steps); the tables stay
 float32 everywhere.  Finding, merging and applying the rows runs in :mod:`embkit._kernels.deltas`, one
 pass over the rows each, without the GIL (the numpy equivalent took several passes and float16
-conversions: about 0.1 s per table of 44k x 100 on each side of every reconciliation).
+conversions: about 0.1 s per table of 44k x 100 on each side of every reconciliation); merging without
+momentum visits only the deltas' rows.
 
 Three merges are offered (``mode``); with ``n`` replicas and ``d_i`` the delta of replica ``i`` (zero for
 a row it did not change):
