@@ -7,7 +7,9 @@ Two measurements bound the speed-up of cluster training before a byte moves:
    shards each) run at once in two processes.  Each is embkit's own replica (``embkit.core.replica``)
    running ``--rounds`` rounds an epoch for ``--epochs`` epochs, and doing in each round only what every
    design that reconciles rows does on a replica: train, find the rows it changed, take in the merged
-   rows (here its own, as one replica's merge is).  No Dask, no transfer, no merge of another replica's
+   rows (here its own, as one replica's merge is), with ``--share`` as ``exchange_share``.  The two-worker run
+   is made twice: the replicas free, and in step (each waiting for the other after every round, as
+   synchronous rounds do).  No Dask, no transfer, no merge of another replica's
    rows: the two-worker run's speed-up here is above anything a real exchange can give.
 2. **What Dask spends on a round.**  On a ``LocalCluster`` of two single-thread worker processes: the wall
    and CPU time (all its processes: client, scheduler, nannies, workers) of one round, carrying no data and
@@ -32,7 +34,7 @@ Nothing is asserted; timings need the machine to itself.
 Usage::
 
     python eval/cluster_ceiling.py [--corpus FILE] [--shards 8] [--epochs 5] [--rounds 32 16 4 1] [--repeat 3]
-                                   [--payload-mb 1]
+                                   [--payload-mb 1] [--share 1]
 """
 import argparse
 import glob
@@ -50,15 +52,17 @@ from repro_common import need
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def replica_rounds(spec, files, rounds, epochs, start):
-    """Run one replica over ``files``: ``(seconds, kernel seconds, words)`` after ``start`` (a barrier)."""
+def replica_rounds(spec, files, rounds, epochs, start, share=1.0, in_step=False):
+    """Run one replica over ``files``: ``(seconds, kernel seconds, words)`` after ``start`` (a barrier);
+    ``in_step``: every replica waits at ``start`` after each round for the others (rounds in step, as
+    synchronous rounds are, with nothing exchanged)."""
     from embkit.core.reconcile import merge
     from embkit.core.replica import Replica, worker_name
     from embkit.text.shards import TextShard
     worker_name()       # imports what a replica's result names, before the clock
     W_in, W_out = spec[3]
     replica = Replica(spec[:3], [TextShard(f, 0) for f in files], W_in, W_out,
-                      {"epochs": epochs, "alpha": 0.05, "min_alpha": 0.0001, "mode": "sum"})
+                      {"epochs": epochs, "alpha": 0.05, "min_alpha": 0.0001, "mode": "sum", "share": share})
     start.wait()
     clock = time.perf_counter()
     kernel, words, update = 0.0, 0, None
@@ -69,19 +73,22 @@ def replica_rounds(spec, files, rounds, epochs, start):
             words += result["words"]
             # one replica's merge is its delta: nothing comes back, it takes in its own rows
             update = tuple(merge(0, [delta], "sum").without(0) for delta in result["delta"])
+            if in_step:
+                start.wait()
     replica.close()
     return time.perf_counter() - clock, kernel, words
 
 
-def _child(spec, files, rounds, epochs, start, out):
-    out.put(replica_rounds(spec, files, rounds, epochs, start))
+def _child(spec, files, rounds, epochs, start, out, share, in_step):
+    out.put(replica_rounds(spec, files, rounds, epochs, start, share, in_step))
 
 
-def run_replicas(spec, groups, rounds, epochs):
+def run_replicas(spec, groups, rounds, epochs, share=1.0, in_step=False):
     """The replicas of ``groups`` (lists of files) at once, one process each; their results."""
     ctx = multiprocessing.get_context("spawn")
     start, out = ctx.Barrier(len(groups)), ctx.Queue()
-    procs = [ctx.Process(target=_child, args=(spec, files, rounds, epochs, start, out)) for files in groups]
+    procs = [ctx.Process(target=_child, args=(spec, files, rounds, epochs, start, out, share, in_step))
+             for files in groups]
     for p in procs:
         p.start()
     results = [out.get() for _ in procs]
@@ -171,6 +178,7 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, nargs="+", default=[32, 16, 4, 1])
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--round-trips", type=int, default=100)
+    p.add_argument("--share", type=float, default=1.0, help="the replicas' exchange_share (the rows they choose)")
     p.add_argument("--payload-mb", type=float, default=1.0,
                    help="data a round trip carries down to both workers and up from each (MB)")
     args = p.parse_args(argv)
@@ -193,23 +201,26 @@ def main(argv=None):
         half = len(files) // 2
         for rounds in args.rounds:
             for rep in range(args.repeat):
-                (t1, k1, _), = run_replicas(spec, [files], rounds, args.epochs)
-                two = run_replicas(spec, [files[:half], files[half:]], rounds, args.epochs)
+                (t1, k1, _), = run_replicas(spec, [files], rounds, args.epochs, args.share)
+                two = run_replicas(spec, [files[:half], files[half:]], rounds, args.epochs, args.share)
                 t2, k2 = max(r[0] for r in two), max(r[1] for r in two)
+                t2s = max(r[0] for r in run_replicas(spec, [files[:half], files[half:]], rounds, args.epochs,
+                                                     args.share, in_step=True))
                 n = rounds * args.epochs
                 limits = [bound(t1, t2, n, wall, cpu, idle) for wall, cpu in costs.values()]
-                row = (rounds, rep + 1, t1, k1, t2, k2, t1 / t2, k1 / k2) + tuple(limits)
+                row = (rounds, rep + 1, t1, k1, t2, k2, t1 / t2, k1 / k2, t2s, t1 / t2s) + tuple(limits)
                 rows.append(row)
                 print("  %d rounds an epoch, run %d: 1 worker %.2f s (kernels %.2f), 2 workers %.2f s (kernels %.2f): "
-                      "%.2fx (kernels %.2fx); at most " % row[:8]
+                      "%.2fx (kernels %.2fx); 2 workers in step %.2f s: %.2fx; at most " % row[:10]
                       + ", ".join("%.2fx (%s, %g MB)" % (b, kind, mb) for b, (kind, mb) in zip(limits, costs)),
                       flush=True)
     print("\n| rounds an epoch | run | 1 worker: s (kernels) | 2 workers: s (kernels) | speed-up without exchange "
-          "(kernels alone) | " + " | ".join("at most: %s, %g MB" % key for key in costs) + " |")
-    print("|---:|---:|---:|---:|---:|" + "---:|" * len(costs))
+          "(kernels alone) | 2 workers in step: s, speed-up | " + " | ".join("at most: %s, %g MB" % key for key in costs)
+          + " |")
+    print("|---:|---:|---:|---:|---:|---:|" + "---:|" * len(costs))
     for r in rows:
-        print("| %d | %d | %.2f (%.2f) | %.2f (%.2f) | %.2fx (%.2fx) | " % r[:8]
-              + " | ".join("%.2fx" % b for b in r[8:]) + " |")
+        print("| %d | %d | %.2f (%.2f) | %.2f (%.2f) | %.2fx (%.2fx) | %.2f, %.2fx | " % r[:10]
+              + " | ".join("%.2fx" % b for b in r[10:]) + " |")
     print("\n" + dask)
     print("\nCommand: python eval/cluster_ceiling.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])))
 
