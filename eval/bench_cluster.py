@@ -12,7 +12,10 @@ Usage::
 
     python eval/bench_cluster.py [--corpus FILE] [--epochs 5] [--alpha 0.05] [--seeds 1 2 3] [--clusters 1 2]
                                  [--syncs N] [--reconcile momentum] [--exchange-share 1] [--interleave]
-                                 [--json out.json]
+                                 [--repeat 1] [--json out.json]
+
+``--repeat N`` runs every seed's trainers N times, one after the other (1 process, 1 worker, 2 workers, 1
+process, ...), so that the speed of each is a mean over runs spread across the sitting.
 
 Nothing is asserted: it prints one line per run, a markdown table (mean ± spread over seeds) and the
 command line.  Timings need the machine's cores to itself.
@@ -90,7 +93,7 @@ def cell(values, fmt):
 
 
 def table(rows):
-    print("| trainer | seeds | train s | words/s | vs 1 process | MB per reconciliation | analogy | WS-353 | SimLex-999 |")
+    print("| trainer | runs | train s | words/s | vs the first row | MB per reconciliation | analogy | WS-353 | SimLex-999 |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     labels = list(dict.fromkeys(r["trainer"] for r in rows))
     base = np.mean([r["words_per_s"] for r in rows if r["trainer"] == labels[0]])
@@ -101,6 +104,10 @@ def table(rows):
             label, len(sel), cell([r["train_s"] for r in sel], "%.1f"), cell([r["words_per_s"] for r in sel], "%.0f"),
             np.mean([r["words_per_s"] for r in sel]) / base, mb, cell([r["analogy"] for r in sel], "%.4f"),
             cell([r["ws353"] for r in sel], "%.4f"), cell([r["simlex999"] for r in sel], "%.4f")))
+    one = [r["words_per_s"] for r in rows if r["trainer"] == "cluster, 1 worker"]
+    two = [r["words_per_s"] for r in rows if r["trainer"] == "cluster, 2 workers"]
+    if one and len(one) == len(two):
+        print("\n2 workers against 1, run by run: " + ", ".join("%.2fx" % (b / a) for a, b in zip(one, two)))
 
 
 def main(argv=None):
@@ -118,6 +125,7 @@ def main(argv=None):
     p.add_argument("--reconcile", default=RECONCILE, choices=MODES)
     p.add_argument("--exchange-share", type=float, default=EXCHANGE_SHARE,
                    help="share of a round's squared step each replica sends (1: every changed row)")
+    p.add_argument("--repeat", type=int, default=1, help="runs of every seed's trainers, interleaved")
     p.add_argument("--json", default=None, metavar="FILE")
     args = p.parse_args(argv)
     from distributed import Client, LocalCluster
@@ -125,7 +133,7 @@ def main(argv=None):
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         pattern = write_shards(args.corpus, tmp, args.shards, args.interleave)
-        for seed in args.seeds:
+        for seed in [s for s in args.seeds for _ in range(args.repeat)]:
             if not args.no_single:
                 rows.append(run_one(args, "1 process", seed, args.corpus))
             for n in args.clusters:
