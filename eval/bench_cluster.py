@@ -93,7 +93,8 @@ def cell(values, fmt):
 
 
 def table(rows):
-    print("| trainer | runs | train s | words/s | vs the first row | MB per reconciliation | analogy | WS-353 | SimLex-999 |")
+    print("| trainer | runs | train s | words/s | vs the first row | MB per reconciliation | analogy | WS-353 "
+          "| SimLex-999 |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     labels = list(dict.fromkeys(r["trainer"] for r in rows))
     base = np.mean([r["words_per_s"] for r in rows if r["trainer"] == labels[0]])

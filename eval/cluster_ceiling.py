@@ -215,7 +215,8 @@ def main(argv=None):
                       + ", ".join("%.2fx (%s, %g MB)" % (b, kind, mb) for b, (kind, mb) in zip(limits, costs)),
                       flush=True)
     print("\n| rounds an epoch | run | 1 worker: s (kernels) | 2 workers: s (kernels) | speed-up without exchange "
-          "(kernels alone) | 2 workers in step: s, speed-up | " + " | ".join("at most: %s, %g MB" % key for key in costs)
+          "(kernels alone) | 2 workers in step: s, speed-up | "
+          + " | ".join("at most: %s, %g MB" % key for key in costs)
           + " |")
     print("|---:|---:|---:|---:|---:|---:|" + "---:|" * len(costs))
     for r in rows:

@@ -126,7 +126,11 @@ def share_threshold(const double[::1] energy, double share):
         return float("inf")
     if share == 1.0:        # every row that moved: the smallest positive energy
         free(sums)
-        return min(energy[i] for i in range(n) if energy[i] > 0.0)
+        target = total
+        for i in range(n):
+            if 0.0 < energy[i] < target:
+                target = energy[i]
+        return target
     target = share * total * (1.0 - 1e-12)     # sums in another order may round below the total
     b = N_BUCKETS - 1
     while b > 0 and above + sums[b] < target:

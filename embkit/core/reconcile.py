@@ -8,10 +8,10 @@ holds the client's tables again, bit for bit (the same float32 additions happen 
 only one replica sent has that replica's step as its merged step (without momentum), so the update a
 replica gets back leaves those rows out (:meth:`RowDelta.without`) and it takes them from its own delta.
 
-A replica may send only part of what it changed (``share`` below 1: the rows that moved farthest, holding
-that share of the round's squared step, found with a bucketed threshold rather than a sort) and keep the rest in its table for later rounds (error feedback):
-it then adopts the merged steps less its own delta, and its table stays ahead of the reconciled one by
-what it kept.  CLUSTER.md measures how few rows keep the quality.
+A replica may send only part of what it changed (``share`` below 1: the rows that moved farthest, holding that
+share of the round's squared step, found with a bucketed threshold rather than a sort) and keep the rest in
+its table for later rounds (error feedback): it then adopts the merged steps less its own delta, and its table
+stays ahead of the reconciled one by what it kept. CLUSTER.md measures how few rows keep the quality.
 
 Deltas travel as float16 (:data:`WIRE_DTYPE`): half the bytes of float32, with a relative rounding error of
 at most 2**-11 of a round's step (far below the noise of stochastic gradient steps); the tables stay
@@ -26,12 +26,12 @@ a row it did not change):
 * ``"momentum"`` (the default): block momentum over the rounds (Chen and Huo's blockwise model-update
   filtering, with block learning rate 2): the client keeps a momentum per row,
   ``m = (1 - 2/n) m + (2/n) sum_i d_i``, and moves the row by ``m``.  With 2 replicas this is ``"sum"``
-  exactly (the momentum factor is 0: nothing is kept, and ``momentum`` stays as it was).  With more, a row pulled the same way round after round moves by ``sum_i d_i`` per round once
-  the momentum has built up (what one process training all the replicas' data would do), a row only one
-  replica trained moves by that replica's step in total, and a row that every replica moved all the way to
-  its target within the round (the most frequent words) settles there instead of overshooting: as a
-  heavy-ball iteration its step is at most twice the error, below the ``2 (1 + momentum)`` where it
-  would diverge.
+  exactly (the momentum factor is 0: nothing is kept, and ``momentum`` stays as it was).  With more, a row
+  pulled the same way round after round moves by ``sum_i d_i`` per round once the momentum has built up
+  (what one process training all the replicas' data would do), a row only one replica trained moves by
+  that replica's step in total, and a row that every replica moved all the way to its target within the
+  round (the most frequent words) settles there instead of overshooting: as a heavy-ball iteration its
+  step is at most twice the error, below the ``2 (1 + momentum)`` where it would diverge.
 * ``"sum"``: the deltas are added, as when every replica's threads updated one shared table (embkit's own
   Hogwild threads); right while a round moves each row a little, but a row every replica moved all the way
   takes ``n`` such steps: with 2 replicas it may swing around its target, with 3 or more it diverges (4
