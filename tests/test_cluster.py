@@ -3,6 +3,7 @@ sampler, a worker lost mid-epoch, bad input, and the command line.  Skipped with
 import gzip
 import os
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -205,10 +206,12 @@ def test_every_reconcile_mode_trains(client, planted_shards, purity):
 
 
 class KillAWorker:
-    """Kills one worker process in the middle of the first epoch (after its second reconciliation)."""
+    """Kills one worker process in the middle of the first epoch (after its second reconciliation); with
+    ``wait_gone``, waits until the scheduler has seen it go, so that the next round's call finds it gone
+    (else the call may be on its way when it dies)."""
 
-    def __init__(self, client):
-        self.client, self.rounds, self.killed = client, 0, None
+    def __init__(self, client, wait_gone=False):
+        self.client, self.rounds, self.killed, self.wait_gone = client, 0, None, wait_gone
 
     def on_batch_end(self, model):
         self.rounds += 1
@@ -216,6 +219,9 @@ class KillAWorker:
             self.killed = sorted(self.client.nthreads())[0]
             fire_and_forget(self.client.submit(os._exit, 1, workers=[self.killed], allow_other_workers=False,
                                                pure=False))
+            deadline = time.monotonic() + 30
+            while self.wait_gone and self.killed in self.client.nthreads() and time.monotonic() < deadline:
+                time.sleep(0.05)
 
 
 def test_sending_half_of_each_rounds_step_learns_with_fewer_bytes(client, planted_shards, purity, tmp_path):
@@ -236,9 +242,10 @@ def test_sending_half_of_each_rounds_step_learns_with_fewer_bytes(client, plante
     assert resumed.last_report.words == runs[0.5].last_report.words
 
 
-def test_a_worker_lost_mid_epoch_does_not_lose_the_run(client, planted_shards, purity):
+@pytest.mark.parametrize("wait_gone", [False, True], ids=["dies during a round", "gone before the call"])
+def test_a_worker_lost_mid_epoch_does_not_lose_the_run(client, planted_shards, purity, wait_gone):
     groups, _, pattern = planted_shards
-    killer = KillAWorker(client)
+    killer = KillAWorker(client, wait_gone)
     model = Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, callbacks=[killer],
                      **SMALL)
     assert killer.killed is not None
