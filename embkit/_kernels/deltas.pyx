@@ -227,7 +227,7 @@ def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[
     have room for every row of every delta; returns the number written.
     """
     cdef Py_ssize_t n = len(ids), d = out_values.shape[1], k, j, c = 0, total_rows = 0
-    cdef int32_t i, low
+    cdef int32_t low
     cdef int seen, only
     cdef float scale
     cdef bint apply = table is not None, owners = owner is not None

@@ -91,7 +91,7 @@ class Replica:
         tables of the last reconciliation (with ``share`` below 1, the part of it sent).
         """
         model, run = self.model, self.run
-        passes = time.perf_counter()
+        adopting = time.perf_counter()
         if update is not None:
             sent = self.sent or (None, None)
             adopt_update(update[0], model.W_in, self.base_in, sent[0], self.partial)
@@ -101,7 +101,7 @@ class Replica:
         if update is not None:
             self.refresh_sampler(fraction)
         clock = time.perf_counter()
-        passes = clock - passes
+        passes = clock - adopting        # adopting the update, then finding the rows to send
         loss = 0.0
         examples = words = raw = 0
         index = 0
@@ -120,14 +120,14 @@ class Replica:
                 raw += chunk.raw_words
                 done += c_words
                 index += 1
-        seconds = time.perf_counter() - clock
-        clock += seconds
+        finding = time.perf_counter()
+        seconds = finding - clock
         last = epoch == run["epochs"] - 1 and round_index == rounds - 1
         share = 1.0 if last else run.get("share", 1.0)     # the run's last round sends what is left
         delta_in = changed_rows(model.W_in, self.base_in, share)
         delta_out = changed_rows(model.W_out, self.base_out, share)
         self.sent, self.partial = (delta_in, delta_out), share < 1
-        passes += time.perf_counter() - clock
+        passes += time.perf_counter() - finding
         return {"loss": loss, "examples": examples, "words": words, "raw_words": raw, "seconds": seconds,
                 "pass_seconds": passes,
                 "delta": (delta_in, delta_out), "worker": worker_name()}
