@@ -73,15 +73,16 @@ def run_one(args, label, seed, corpus, client=None, n_workers=0):
     stats = getattr(model, "last_cluster_stats", None) if client is not None else None
     if stats is not None:
         row.update(rounds=stats.rounds, bytes_per_round=stats.bytes_per_round,
-                   rows_per_round=float(np.mean(stats.rows_changed)), merge_s=stats.merge_seconds,
-                   kernel_s=stats.train_seconds, pass_s=stats.pass_seconds,
+                   rows_per_round=float(np.mean(stats.rows_changed)), apply_s=stats.apply_seconds,
+                   kernel_s=stats.train_seconds, pass_s=stats.pass_seconds, wait_s=stats.wait_seconds,
                    vocabulary=len(model.vocab))
     row.update({k: v for k, v in evaluate(model.wv, 30000, "embkit").items()
                 if k in ("analogy", "ws353", "simlex999")})
     print("  %-22s seed %d: %6.1f s, %9.0f words/s, analogy %.4f, WS-353 %.4f, SimLex %.4f%s"
           % (label, seed, row["train_s"], row["words_per_s"], row["analogy"], row["ws353"], row["simlex999"],
              "" if stats is None else ", %.1f MB per reconciliation, kernels %.1f s, replicas' passes %.1f s, "
-             "merges %.1f s" % (row["bytes_per_round"] / 1e6, row["kernel_s"], row["pass_s"], row["merge_s"])),
+             "waits %.1f s, client %.1f s" % (row["bytes_per_round"] / 1e6, row["kernel_s"], row["pass_s"],
+                                              row["wait_s"], row["apply_s"])),
           flush=True)
     return row
 

@@ -72,46 +72,46 @@ def test_text_shard_rounds_cover_every_sentence_once(tmp_path, planted):
 
 
 def test_replica_refreshes_an_adaptive_sampler_after_a_reconciliation(tmp_path, planted):
-    # in-process (the actor's task and methods called directly): an LSH sampler rebuilds its tables from
-    # the reconciled W_out before the next round
+    # in-process (the actor's task and methods called directly, one replica): an LSH sampler rebuilds its
+    # tables from the reconciled W_out after a round
     _, sentences = planted
     paths = write_shards(tmp_path, sentences, 2)
     model = Word2Vec(sampler="lsh", **SMALL).build_vocab(sentences)
-    run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001}
-    replica = open_replica((model._cluster_spec(), (model.W_in, model.W_out)), [TextShard(p, 1) for p in paths], run)
+    run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001, "mode": "momentum", "replicas": 1}
+    replica = open_replica((model._cluster_spec(), (model.W_in, model.W_out), None),
+                           [TextShard(p, 1) for p in paths], run)
     try:
         assert replica.units_per_epoch() == sum(len(s) for s in sentences)
-        out = replica.train_round(None, 0, 0, 0, 2)
         tables = np.array(replica.sampler.tables, copy=True)
-        update = out["delta"]
-        update[1].values[:] += 0.5          # the reconciled rows differ from the replica's own
-        replica.train_round(update, 0, 1, 0, 2)
+        replica.train_round(0, 0, 2)
         assert not np.array_equal(tables, np.asarray(replica.sampler.tables))
     finally:
         replica.close()
 
 
 def test_a_replica_sending_a_share_keeps_the_rest_until_the_last_round(tmp_path, planted):
-    # in-process: with exchange_share 0.3 a round sends some of the rows it changed; the run's last round
-    # sends everything left, so the reconciled tables end where the replica's are (up to float16 rounding)
+    # in-process: with exchange_share 0.3 a round sends some of the rows it changed and keeps the rest
+    # ahead of its reconciled tables; the run's last round sends everything left, so the reconciled tables
+    # end where the replica's are
     from embkit.core.reconcile import changed_rows
     _, sentences = planted
     paths = write_shards(tmp_path, sentences, 2)
     model = Word2Vec(**SMALL).build_vocab(sentences)
-    run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001, "share": 0.3}
-    replica = open_replica((model._cluster_spec(), (model.W_in, model.W_out)), [TextShard(p, 1) for p in paths], run)
+    run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001, "share": 0.3, "mode": "momentum", "replicas": 1}
+    replica = open_replica((model._cluster_spec(), (model.W_in, model.W_out), None),
+                           [TextShard(p, 1) for p in paths], run)
     try:
-        first = replica.train_round(None, 0, 0, 0, 2)["delta"]
-        changed = changed_rows(replica.model.W_out, replica.base_out)
-        assert 0 < len(first[1]) < len(changed)
-        last = replica.train_round(first, 0, 1, 0, 2)["delta"]      # one replica: the merge is its delta
-        for delta, table, base in zip(last, (replica.model.W_in, replica.model.W_out),
-                                      (replica.base_in, replica.base_out)):
-            reconciled = base.copy()
-            reconciled[delta.ids] += delta.values.astype(np.float32)
-            # float16 keeps 11 bits of each step: the reconciled rows are the replica's up to that rounding
-            assert np.all(np.abs(reconciled - table) <= np.abs(table - base) * 2.0 ** -10 + 1e-7)
-        assert set(changed.ids) - set(first[1].ids) <= set(last[1].ids)     # what it kept went in the end
+        start = replica.base_out.copy()
+        first = replica.train_round(0, 0, 2)["merged"]
+        changed = changed_rows(replica.model.W_out, start)
+        kept = changed_rows(replica.model.W_out, replica.base_out)
+        assert 0 < len(first[1]) < len(changed) and len(kept)
+        np.testing.assert_array_equal(replica.base_out[first[1].ids],
+                                      start[first[1].ids] + first[1].values.astype(np.float32))
+        last = replica.train_round(0, 1, 2)["merged"]
+        for table, base in zip((replica.model.W_in, replica.model.W_out), (replica.base_in, replica.base_out)):
+            np.testing.assert_array_equal(table, base)
+        assert set(kept.ids) <= set(last[1].ids)        # what it kept went in the end
     finally:
         replica.close()
 
@@ -293,6 +293,24 @@ def test_a_cluster_run_resumes_from_its_checkpoint_bit_identical(client, planted
     np.testing.assert_array_equal(resumed.W_out, reference.W_out)
     assert resumed.loss_history == reference.loss_history
     assert resumed.last_report.words == reference.last_report.words
+
+
+def test_three_replicas_keep_the_block_momentum_through_a_checkpoint(planted_shards, tmp_path, purity):
+    # 3 replicas merge with block momentum, each keeping the momentum of its range of rows: a checkpoint
+    # gathers it and a resumed run hands it back, so the resumed run ends as the uninterrupted one, bit for bit
+    groups, _, pattern = planted_shards
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as three:
+        params = dict(corpus_file=pattern, client=three, sg=1, seed=2, reconcile="momentum", **SMALL)
+        reference = Word2Vec(**params)
+        assert reference.last_cluster_stats.replicas == 3
+        assert purity(reference.wv, groups)[0] >= 0.8
+        with pytest.raises(SystemError):
+            Word2Vec(checkpoint_dir=str(tmp_path), checkpoint_every="1 words", callbacks=[_After(6, _crash)],
+                     **params)
+        resumed = Word2Vec.resume(str(tmp_path), client=three)
+        np.testing.assert_array_equal(resumed.W_in, reference.W_in)
+        np.testing.assert_array_equal(resumed.W_out, reference.W_out)
 
 
 def test_a_cluster_checkpoint_refuses_other_round_settings(client, planted_shards, tmp_path):

@@ -303,15 +303,17 @@ def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[
 
 
 def momentum_step(const float[:, ::1] total, float scale, float mu, float[:, ::1] momentum, uint16_t[:, ::1] values,
-                  int32_t[::1] ids, float[:, ::1] table):
+                  int32_t[::1] ids, float[:, ::1] table=None):
     """Block momentum on every row: ``momentum = mu * momentum + scale * total``, rounded to float16 (the
-    stored momentum is the rounded step, so that the client and the replicas add the same numbers), added to
-    ``table``; the rows whose step is not zero are written to ``values`` / ``ids``.  Returns their number."""
+    stored momentum is the rounded step, so that every holder of the table adds the same numbers), added to
+    ``table`` if given; the rows whose step is not zero are written to ``values`` / ``ids``.  Returns their
+    number."""
     cdef Py_ssize_t n = total.shape[0], d = total.shape[1], i, j, k = 0
-    cdef bint moved
-    if momentum.shape[0] != n or momentum.shape[1] != d or table.shape[0] != n or table.shape[1] != d:
+    cdef bint moved, apply = table is not None
+    if momentum.shape[0] != n or momentum.shape[1] != d or (apply and (table.shape[0] != n or table.shape[1] != d)):
         raise ValueError("momentum_step: total %s, momentum %s and table %s differ"
-                         % ((n, d), (momentum.shape[0], momentum.shape[1]), (table.shape[0], table.shape[1])))
+                         % ((n, d), (momentum.shape[0], momentum.shape[1]),
+                            (table.shape[0], table.shape[1]) if apply else None))
     if d == 0:
         return 0
     cdef float *row = _scratch(d)
@@ -324,7 +326,8 @@ def momentum_step(const float[:, ::1] total, float scale, float mu, float[:, ::1
             moved = False
             for j in range(d):
                 momentum[i, j] = row[j]
-                table[i, j] += row[j]
+                if apply:
+                    table[i, j] += row[j]
                 if values[k, j] & 0x7fff:
                     moved = True
             if moved:

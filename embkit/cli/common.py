@@ -304,17 +304,19 @@ def cluster_client(address, threads=1):
 
 def cluster_summary(model):
     """The last cluster run of ``model`` as a dict (replicas, reconciliations, share of a round's step sent,
-    MB a reconciliation, seconds of merging, replicas reopened), or None when it did not train on a cluster."""
+    MB a reconciliation, seconds of the rounds outside the kernels, replicas reopened), or None when it did
+    not train on a cluster."""
     stats = getattr(model, "last_cluster_stats", None)
     if stats is None:
         return None
     return {"replicas": stats.replicas, "reconciliations": stats.rounds, "exchange_share": model.exchange_share,
             "mb_per_reconciliation": round(stats.bytes_per_round / 1e6, 3),
-            "merge_seconds": round(stats.merge_seconds, 3), "reopened": len(stats.reopened)}
+            "reconcile_seconds": round(stats.round_seconds - stats.train_seconds, 3),
+            "reopened": len(stats.reopened)}
 
 
 def cluster_line(summary):
     """``cluster_summary`` as a line of a text report."""
-    return ("cluster:    %d workers, %d reconciliations of %.1f MB, %.2f s merging, %d replicas reopened"
+    return ("cluster:    %d workers, %d reconciliations of %.1f MB, %.2f s reconciling, %d replicas reopened"
             % (summary["replicas"], summary["reconciliations"], summary["mb_per_reconciliation"],
-               summary["merge_seconds"], summary["reopened"]))
+               summary["reconcile_seconds"], summary["reopened"]))

@@ -5,16 +5,18 @@ A model given ``client=`` (a ``dask.distributed.Client``) trains like this:
 1. its shards (files, or parts of an in-memory data set) are grouped, one group per worker, balanced by
    size; each worker opens a **replica**, a Dask actor: the model built from the client's parameters and
    state, a copy of the tables, its own loss, sampler and kernel trainer, and its shards, which it reads
-   itself;
+   itself; the replicas are given each other's actors;
 2. each epoch runs in **rounds** (``syncs_per_epoch``, or rounds of about :data:`ROUND_UNITS` units per
    replica): the client calls every replica at once (an actor call goes straight to its worker: no task,
    no scheduler on the way), which trains the same fraction of its shards with embkit's nogil kernel on
-   its own threads (``workers``), then returns the rows it changed (with ``exchange_share`` below 1, the
-   farthest moved of them, keeping the rest for later rounds); the client merges them
-   (:mod:`embkit.core.reconcile`), keeps the reconciled tables (they are the model's ``W_in`` / ``W_out`` at
-   every moment) and hands each replica, with its next call, the merged rows but those only it sent;
-3. a replica whose worker is lost mid-round is opened again on a live worker from the reconciled tables
-   and trains the same round again: the run goes on, and the result is the same kind of model.
+   its own threads (``workers``), then reconciles with the other replicas directly: each merges one range
+   of the rows (:mod:`embkit.core.reconcile`) from the changed rows the others send it (with
+   ``exchange_share`` below 1, the farthest moved of them, the rest kept for later rounds) and sends the
+   merged rows to the others and back to the client, which adds them to its tables (they are the model's
+   ``W_in`` / ``W_out`` after every round);
+3. when a worker is lost mid-round, the client calls the round off on the others, opens every replica
+   again (the lost one on a live worker) from its reconciled tables, and trains the same round again: the
+   run goes on, and the result is the same kind of model.
 
 Every loss and sampler works: a replica builds them from the registry as a single-process run does, and
 adaptive samplers rebuild after each reconciliation.  With ``checkpoint_dir`` the client writes
@@ -25,13 +27,12 @@ import logging
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from embkit.core.checks import POSITIVE_INT, check_param
-from embkit.core.reconcile import DEFAULT_MODE, MODES, merge
-from embkit.core.replica import ShardReadError, open_replica
+from embkit.core.reconcile import BLOCK_RATE, DEFAULT_MODE, MODES, apply_update, row_ranges
+from embkit.core.replica import RoundAborted, ShardReadError, open_replica
 from embkit.core.training import run_steps
 
 logger = logging.getLogger(__name__)
@@ -133,18 +134,19 @@ class ClusterStats:
     rounds : int
         Reconciliations done.
     bytes_up, bytes_down : int
-        Bytes of changed rows sent by the replicas, and of reconciled rows sent back to them (each
-        replica's copy counted), over the run.
+        Bytes of changed rows the replicas sent to the owners of their ranges, and of merged rows the
+        owners sent to the other replicas and to the client, over the run.
     rows_changed : list of int
         Rows (both tables) changed per reconciliation.
-    round_seconds, merge_seconds : float
-        Wall time of the rounds (training and exchange) and of the merges on the client.
+    round_seconds, apply_seconds : float
+        Wall time of the rounds (training and reconciling) and of the client adding the merged rows to
+        its tables.
     train_seconds : float
         Time the slowest replica of each round spent in the kernels, summed over rounds (the rest of
-        ``round_seconds`` is waiting, exchange and merging).
-    pass_seconds : float
-        Time the slowest replica of each round spent finding the rows it changed and adopting the merged
-        ones, summed over rounds.
+        ``round_seconds`` is reconciling and the calls).
+    pass_seconds, wait_seconds : float
+        Time the slowest replica of each round spent finding, merging and adopting rows, and waiting for the
+        other replicas' rows (their lateness and the transfer), summed over rounds.
     reopened : list of str
         One entry per replica opened again after its worker was lost.
     """
@@ -154,7 +156,8 @@ class ClusterStats:
         self.rounds = 0
         self.bytes_up = self.bytes_down = 0
         self.rows_changed = []
-        self.round_seconds = self.merge_seconds = self.train_seconds = self.pass_seconds = 0.0
+        self.round_seconds = self.apply_seconds = self.train_seconds = self.pass_seconds = 0.0
+        self.wait_seconds = 0.0
         self.reopened = []
 
     @property
@@ -166,8 +169,8 @@ class ClusterStats:
         return {"replicas": self.replicas, "rounds": self.rounds, "bytes_up": self.bytes_up,
                 "bytes_down": self.bytes_down, "bytes_per_round": self.bytes_per_round,
                 "rows_changed": list(self.rows_changed), "round_seconds": self.round_seconds,
-                "merge_seconds": self.merge_seconds, "train_seconds": self.train_seconds,
-                "pass_seconds": self.pass_seconds,
+                "apply_seconds": self.apply_seconds, "train_seconds": self.train_seconds,
+                "pass_seconds": self.pass_seconds, "wait_seconds": self.wait_seconds,
                 "reopened": list(self.reopened)}
 
 
@@ -192,20 +195,20 @@ def _with_deadline(call, seconds):
 
 
 class MomentumState:
-    """The client's block momentum of ``W_in`` and ``W_out`` (``"momentum"`` merges), as checkpoints keep it."""
+    """The block momentum of ``W_in`` and ``W_out`` (``"momentum"`` merges of 3 replicas or more), as
+    checkpoints keep it: each replica holds the momentum of the rows it merges; the run's client gathers it
+    for a checkpoint and hands a resumed one's to the replicas."""
 
-    def __init__(self, momentum):
-        self.momentum = momentum
+    def __init__(self, job):
+        self.job = job
 
     def get_state(self):
-        if self.momentum[0] is None:
-            return {}
-        return {"W_in": self.momentum[0], "W_out": self.momentum[1]}
+        momentum = self.job.gather_momentum()
+        return {} if momentum is None else {"W_in": momentum[0], "W_out": momentum[1]}
 
     def set_state(self, state):
-        for table, key in zip(self.momentum, ("W_in", "W_out")):
-            if table is not None and key in state:
-                np.copyto(table, state[key])
+        if "W_in" in state and "W_out" in state:
+            self.job.scatter_momentum((state["W_in"], state["W_out"]))
 
 
 class _Run:
@@ -221,9 +224,11 @@ class _Run:
         self.actors = {}        # group -> (future of its open task, Actor)
         self.units = {}         # group -> units per epoch
         self.stats = ClusterStats(len(self.groups))
-        self.pool = ThreadPoolExecutor(2)
-        self.momentum = [np.zeros_like(model.W_in), np.zeros_like(model.W_out)] if run["mode"] == "momentum" \
-            else [None, None]
+        run["replicas"] = len(self.groups)
+        self.momentum = None        # the block momentum handed to the replicas when they open
+        if run["mode"] == "momentum" and len(self.groups) > BLOCK_RATE:
+            self.momentum = (np.zeros_like(model.W_in), np.zeros_like(model.W_out))
+        self.connected = False
         self.open([(g, workers[g % len(workers)]) for g in range(len(self.groups))])
 
     def _lost(self, future):
@@ -236,9 +241,11 @@ class _Run:
     def open(self, placements):
         """Open the replicas of ``[(group, worker address)]`` (actors) from the client's tables (their shards
         are read on the workers); a group whose worker is lost meanwhile is placed again."""
+        self.connected = False
         attempts = {}
         while placements:
-            data = self.share((self.spec, (self.model.W_in, self.model.W_out)), {addr for _, addr in placements})
+            data = self.share((self.spec, (self.model.W_in, self.model.W_out), self.momentum),
+                              {addr for _, addr in placements})
             if data is None:        # every target is gone
                 for g, _ in placements:
                     attempts[g] = attempts.get(g, 0) + 1
@@ -248,9 +255,9 @@ class _Run:
             for g, addr in placements:
                 self.drop(g)
                 self.address[g] = addr
-                futures[g] = self.client.submit(open_replica, data, self.groups[g], self.run, key="embkit-replica-%s"
-                                                % uuid.uuid4().hex, workers=[addr], allow_other_workers=False,
-                                                actor=True)
+                futures[g] = self.client.submit(open_replica, data, self.groups[g], self.run, g,
+                                                key="embkit-replica-%s" % uuid.uuid4().hex, workers=[addr],
+                                                allow_other_workers=False, actor=True)
             placements = []
             for g, actor in self.wait(futures).items():
                 self.actors[g] = (futures[g], actor)
@@ -276,15 +283,20 @@ class _Run:
             return None
         return pending
 
-    def answer(self, group, pending):
+    def answer(self, group, pending, watch=()):
         """The value of ``pending`` (what :meth:`ask` gave), or None when the worker of ``group`` is lost
-        before it answers.  The replica's own errors are raised."""
+        before it answers.  The replica's own errors are raised.  While it waits, a lost worker of the groups
+        of ``watch`` calls the round off on every replica (the replica of ``group`` waits for its rows)."""
         while pending is not None:
             try:
                 return pending.result(timeout=POLL_SECONDS)
             except TimeoutError:
-                if not self.alive(group):
+                live = set(self.client.nthreads())
+                if self.address[group] not in live:
                     return None
+                if any(self.address[g] not in live for g in watch):
+                    self.abort()
+                    watch = ()
             except ShardReadError:
                 raise
             except OSError as exc:  # the connection to the worker closed, or no worker to contact
@@ -377,45 +389,90 @@ class _Run:
                 del pending[g]
         return results
 
-    def round(self, updates, epoch, r):
-        """Train round ``r`` of ``epoch`` on every replica (reopening lost ones), each first taking in its
-        part of the last reconciliation (``updates``, one per replica, or None); returns their results."""
-        rounds = self.run["rounds"]
-        pending = {g: None if updates is None else updates[g] for g in range(len(self.groups))}
-        results = {}
+    def connect(self):
+        """Give every replica the actors of all; the groups whose worker was lost meanwhile."""
+        actors = [self.actors[g][1] for g in range(len(self.groups))]
+        calls = {g: self.ask(g, "connect", actors) for g in range(len(self.groups))}
+        lost = [g for g, call in calls.items() if self.answer(g, call) is None]
+        self.connected = not lost
+        return lost
+
+    def abort(self):
+        """Call off the round on every replica (they stop waiting for each other's rows)."""
+        for g in list(self.actors):
+            try:
+                self.ask(g, "abort")
+            except Exception as exc:    # its worker is gone: nothing waits there
+                logger.debug("calling the round off on %s failed: %s", self.address[g], exc)
+
+    def round(self, epoch, r):
+        """Train round ``r`` of ``epoch`` on every replica, which reconcile among themselves; returns their
+        results.  When a worker is lost, the others' round is called off and every replica is opened again
+        from the client's tables (the reconciled ones of the last round), the lost one on a live worker."""
+        n = len(self.groups)
         attempt = 0
-        while pending:
-            calls = {g: self.ask(g, "train_round", start, epoch, r, g, rounds) for g, start in pending.items()}
-            for g, call in calls.items():
-                results[g] = self.answer(g, call)
-            lost = [g for g in calls if results[g] is None]
-            if lost:
-                attempt += 1
-                self.open([(g, self.replacement(g, attempt)) for g in lost])
-            # the reopened replicas hold the reconciled tables already: no update to apply
-            pending = {g: None for g in lost}
-        return [results[g] for g in range(len(self.groups))]
+        while True:
+            lost = [] if self.connected else self.connect()
+            if not lost:
+                calls = {g: self.ask(g, "train_round", epoch, r, self.run["rounds"]) for g in range(n)}
+                results = {}
+                try:
+                    for g, call in calls.items():
+                        try:
+                            results[g] = self.answer(g, call, [k for k in calls if k not in results and k != g])
+                        except RoundAborted:    # another replica was lost (it is answered below)
+                            results[g] = False
+                        if results[g] is None:
+                            self.abort()        # the others would wait for its rows
+                except BaseException:           # a replica's own error, or Ctrl-C: none may wait on
+                    self.abort()
+                    raise
+                if all(results.values()):
+                    return [results[g] for g in range(n)]
+                lost = [g for g in range(n) if results[g] is None]
+            attempt += 1
+            placements = [(g, self.replacement(g, attempt) if g in lost else self.address[g]) for g in range(n)]
+            if self.momentum is not None:   # the replicas' momentum is a round ahead of the tables, or lost
+                self.momentum = (np.zeros_like(self.model.W_in), np.zeros_like(self.model.W_out))
+            self.open(placements)
 
     def reconcile(self, results):
-        """Merge the replicas' deltas into the model's tables; returns each replica's update (the merged
-        steps but those of the rows only it sent, which it knows).  The two tables merge on two threads (the
-        kernels release the GIL; the replicas wait meanwhile)."""
+        """Add the merged rows of the round (each replica's ranges) to the model's tables."""
         clock = time.perf_counter()
-        model = self.model
-        tables = (model.W_in, model.W_out)
-        deltas = [[res["delta"][t] for res in results] for t in range(2)]
-        self.stats.bytes_up += sum(d.nbytes for ds in deltas for d in ds)
-        update = tuple(self.pool.map(lambda t: merge(tables[t].shape[0], deltas[t], self.run["mode"], tables[t],
-                                                     self.momentum[t], len(self.groups)), range(2)))
+        tables = (self.model.W_in, self.model.W_out)
+        for res in results:
+            for update, table in zip(res["merged"], tables):
+                apply_update(update, table)
         self.stats.rounds += 1
-        self.stats.rows_changed.append(sum(len(u) for u in update))
-        updates = [tuple(u.without(g) for u in update) for g in range(len(self.groups))]
-        self.stats.bytes_down += sum(u.nbytes for mine in updates for u in mine)
-        self.stats.merge_seconds += time.perf_counter() - clock
-        return updates
+        self.stats.rows_changed.append(sum(len(u) for res in results for u in res["merged"]))
+        self.stats.bytes_up += sum(res["bytes_up"] for res in results)
+        self.stats.bytes_down += sum(res["bytes_down"] for res in results)
+        self.stats.apply_seconds += time.perf_counter() - clock
+
+    def gather_momentum(self):
+        """The replicas' block momentum of both tables, whole (None without momentum)."""
+        if self.momentum is None:
+            return None
+        for g in range(len(self.groups)):
+            part = self.answer(g, self.ask(g, "momentum_part"))
+            if part is None:    # its worker is lost: the round that reopens the replicas restarts momentum
+                continue
+            for table, rows in zip(self.momentum, part):
+                low = row_ranges(len(table), len(self.groups))[g]
+                table[low:low + len(rows)] = rows
+        return self.momentum
+
+    def scatter_momentum(self, momentum):
+        """Hand the block momentum of a resumed run to the replicas (ignored by a run without momentum)."""
+        if self.momentum is None:
+            return
+        for table, value in zip(self.momentum, momentum):
+            np.copyto(table, value)
+        for g in range(len(self.groups)):
+            self.answer(g, self.ask(g, "set_momentum", self.momentum))
 
     def close(self):
-        self.pool.shutdown()
+        self.abort()
         for g in list(self.actors):
             try:    # a closing run must not hide the run's own error
                 _with_deadline(lambda: self.answer(g, self.ask(g, "close")), SHARE_SECONDS)
@@ -480,7 +537,7 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
         if run["share"] != EXCHANGE_SHARE:      # kept (and restored on resume) only when not the default
             record["cluster"]["exchange_share"] = run["share"]
         history_before, start, report, checkpointer = model._begin_run(
-            record, {"merge": MomentumState(job.momentum), "tracker": on_epoch})
+            record, {"merge": MomentumState(job), "tracker": on_epoch})
         if start is not None and start.finished:
             return report
         with model._interruption_hint():
@@ -495,20 +552,18 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
 
 def _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progress, desc, on_epoch):
     """The epochs and rounds of a cluster run (:func:`~embkit.core.training.run_steps`, a round a step)."""
-    updates = None
-
     def round_steps(epoch, first):
         for r in range(first, run["rounds"]):
             yield lambda units_before, r=r: one_round(epoch, r)
 
     def one_round(epoch, r):
-        nonlocal updates
         round_start = time.perf_counter()
-        results = job.round(updates, epoch, r)
-        updates = job.reconcile(results)
+        results = job.round(epoch, r)
+        job.reconcile(results)
         job.stats.round_seconds += time.perf_counter() - round_start
         job.stats.train_seconds += max(res["seconds"] for res in results)
         job.stats.pass_seconds += max(res["pass_seconds"] for res in results)
+        job.stats.wait_seconds += max(res["wait_seconds"] for res in results)
         return tuple(sum(res[key] for res in results) for key in ("loss", "examples", "words", "raw_words"))
 
     run_steps(round_steps, units_per_epoch, run["epochs"], progress=progress, desc=desc, unit=model.unit,

@@ -123,11 +123,10 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
     mode : {"momentum", "sum", "average"}
         See the module docstring.
     table : ndarray, optional
-        The client's reconciled table: the steps are added to it in the same pass (as
-        :func:`apply_update` would).  Required with ``"momentum"``.
+        A reconciled table: the steps are added to it in the same pass (as :func:`apply_update` would).
     momentum : ndarray, optional
-        With ``"momentum"``: the table's momentum (float32, the table's shape, zeros at the start of a run),
-        updated in place (with 3 replicas or more: with fewer it has no part in the steps and is left).
+        With ``"momentum"`` and 3 replicas or more: the table's momentum (float32, ``n_rows`` rows, zeros
+        at the start of a run), updated in place (with fewer replicas it has no part in the steps).
     replicas : int, optional
         With ``"momentum"``: the number of replicas ``n`` of the run (the momentum is ``1 - 2/n``).
 
@@ -138,11 +137,12 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
     """
     if mode not in MODES:
         raise ValueError("mode must be one of %s, got %r" % (", ".join(MODES), mode))
-    if mode == "momentum" and (table is None or momentum is None or not replicas):
-        raise ValueError('mode="momentum" needs the table, its momentum and the number of replicas')
+    rate = min(BLOCK_RATE, replicas or 1)
+    if mode == "momentum" and (not replicas or (rate < replicas and momentum is None)):
+        raise ValueError('mode="momentum" needs the number of replicas, and with more than %g the momentum'
+                         % BLOCK_RATE)
     index = [k for k, d in enumerate(deltas) if len(d)]
     deltas = [deltas[k] for k in index]
-    rate = min(BLOCK_RATE, replicas or 1)
     if mode != "momentum" or rate == replicas:  # no momentum carries over (1 replica: its delta; 2: the sum)
         if not deltas:
             return RowDelta(np.zeros(0, np.int32), np.zeros((0, 0), WIRE_DTYPE))
@@ -161,7 +161,7 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
         only = owner[:count] >= 0
         owner[:count][only] = np.asarray(index, np.int32)[owner[:count][only]]
         return _compact(values, ids, count, owner)
-    dim = table.shape[1]
+    dim = momentum.shape[1]
     total = np.zeros((n_rows, dim), dtype=np.float32)
     seen = np.zeros(n_rows, dtype=np.int32)
     for d in deltas:
@@ -170,6 +170,25 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
     ids = np.empty(n_rows, dtype=np.int32)
     count = _kernel.momentum_step(total, rate / replicas, 1.0 - rate / replicas, momentum, values, ids, table)
     return _compact(values, ids, count)
+
+
+def row_ranges(n_rows, parts):
+    """Bounds of ``parts`` ranges of consecutive rows of about equal size: range ``p`` is
+    ``[bounds[p], bounds[p + 1])``."""
+    return [n_rows * p // parts for p in range(parts + 1)]
+
+
+def split(delta, bounds):
+    """The parts of ``delta`` whose rows fall in each range of ``bounds`` (:func:`row_ranges`), as views."""
+    cuts = np.searchsorted(delta.ids, bounds)
+    owner = delta.owner
+    return [RowDelta(delta.ids[a:b], delta.values[a:b], None if owner is None else owner[a:b])
+            for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def shifted(delta, offset):
+    """``delta`` with its row ids moved by ``offset`` (the values shared)."""
+    return RowDelta((delta.ids + offset).astype(np.int32, copy=False), delta.values, delta.owner)
 
 
 def apply_update(update, table):

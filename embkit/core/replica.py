@@ -1,4 +1,5 @@
-"""The worker side of cluster training: a replica of the tables training on its own shards.
+"""The worker side of cluster training: a replica of the tables training on its own shards, reconciling
+with its peers directly.
 
 A replica is a Dask actor (see :mod:`embkit.core.cluster`, the client side): :func:`open_replica` runs as
 a task with ``actor=True`` on one worker, and the :class:`Replica` it builds stays in that worker process,
@@ -7,6 +8,16 @@ scheduler on the way).  It is a model of the client's class built from the clien
 (the vocabulary, the class counts), with its own copy of the tables, its own loss, sampler and kernel
 trainer (the same objects as a single-process run), and the shards it reads itself.
 
+Reconciliation runs among the replicas, not through the client: the rows of each table are cut into as many
+ranges as there are replicas (:func:`~embkit.core.reconcile.row_ranges`), replica ``g`` owning range
+``g``.  After training a round, a replica sends each owner the part of its changed rows in that owner's
+range, merges the parts of its own range it receives (the one merge of those rows in the run), and sends the
+merged rows to every other replica (less the rows only that replica sent, which it knows) and back to the
+client, which keeps the reconciled tables.  Each replica then adopts the merged rows of every range: all
+hold the same reconciled tables again, bit for bit.  The parts travel as actor calls between the workers
+(:meth:`Replica.post`, run on the worker's event loop while its training thread waits in its
+:class:`Mailbox`); every link carries about two row sets a round, whatever the number of replicas.
+
 A shard is an object with ``name`` (what an error names), ``open(model)`` (read it on the worker, return
 its units per epoch) and ``chunks(model, start, stop)`` (the chunks of its units ``[start, stop)``).
 
@@ -14,18 +25,26 @@ Learning rate: the replica's trainer runs over its own units (epochs x its units
 trains the same fraction of every replica's shards, so at each reconciliation a replica's progress is the
 global progress of the run.
 """
+import threading
 import time
 
 import numpy as np
 
-from embkit.core.reconcile import adopt_update, changed_rows
+from embkit.core.reconcile import RowDelta, adopt_update, changed_rows, merge, row_ranges, shifted, split
 from embkit.core.training import check_finite, chunk_pool, train_chunk
 
-__all__ = ["Replica", "ShardReadError", "open_replica", "worker_name"]
+__all__ = ["Mailbox", "Replica", "RoundAborted", "ShardReadError", "open_replica", "worker_name"]
+
+#: seconds between a waiting replica's checks that its run still wants it
+WAIT_POLL = 0.5
 
 
 class ShardReadError(OSError):
     """A shard a worker could not read; the message names the file and the worker."""
+
+
+class RoundAborted(RuntimeError):
+    """The round was called off (a peer was lost, or the run closed): the replica is replaced."""
 
 
 def worker_name():
@@ -37,10 +56,59 @@ def worker_name():
         return "this process"
 
 
-class Replica:
-    """Tables, trainer and shards of one shard group on one worker (see the module docstring)."""
+def _wanted():
+    """A check that the actor of the current task is still held on its worker (its run has not let it go);
+    always true outside a worker."""
+    try:
+        from distributed import get_worker
+        worker = get_worker()
+        key = worker.get_current_task()
+    except (ImportError, ValueError):
+        return lambda: True
+    return lambda: key in worker.state.actors
 
-    def __init__(self, spec, shards, W_in, W_out, run):
+
+class Mailbox:
+    """What the peers post to a replica, by ``(kind, epoch, round)`` and sender, until its training thread
+    takes it; :meth:`abort` makes a waiting :meth:`take` raise :class:`RoundAborted`."""
+
+    def __init__(self, wanted=lambda: True):
+        self.cond = threading.Condition()
+        self.items = {}
+        self.aborted = False
+        self.wanted = wanted
+
+    def put(self, key, sender, payload):
+        with self.cond:
+            self.items.setdefault(key, {})[sender] = payload
+            self.cond.notify_all()
+
+    def take(self, key, senders):
+        """``{sender: payload}`` of ``senders`` under ``key``, waiting until all have posted."""
+        with self.cond:
+            while True:
+                if self.aborted or not self.wanted():
+                    raise RoundAborted("the round %s was called off" % (key,))
+                got = self.items.get(key, {})
+                if all(s in got for s in senders):
+                    return self.items.pop(key, got)
+                self.cond.wait(WAIT_POLL)
+
+    def abort(self):
+        with self.cond:
+            self.aborted = True
+            self.cond.notify_all()
+
+
+class Replica:
+    """Tables, trainer and shards of one shard group on one worker (see the module docstring).
+
+    ``group`` is its index among the run's ``run["replicas"]`` replicas (the range of rows it merges);
+    ``momentum`` (``"momentum"`` merges of 3 replicas or more) the block momentum of both tables, of which it
+    keeps its range.
+    """
+
+    def __init__(self, spec, shards, W_in, W_out, run, group=0, momentum=None):
         cls, params, state = spec
         self.model = model = cls._cluster_model(params, state, np.array(W_in), np.array(W_out))
         self.shards = list(shards)
@@ -53,18 +121,56 @@ class Replica:
                     from None
         self.total = sum(self.units)
         self.run = run
+        self.group, self.replicas = group, int(run.get("replicas", 1))
         counts, n_classes = model._cluster_classes()
         self.loss, self.sampler = model._objective(counts, n_classes)
         self.trainer = model._kernel_trainer(self.loss, self.sampler, run["alpha"], run["min_alpha"],
                                              float(max(self.total, 1)) * run["epochs"])
-        self.base_in, self.base_out = model.W_in.copy(), model.W_out.copy()
-        self.sent = None        # the deltas of the last round, and whether they were only part of what changed
-        self.partial = False
+        self.bases = (model.W_in.copy(), model.W_out.copy())
+        self.ranges = tuple(row_ranges(t.shape[0], self.replicas) for t in self.bases)
+        self.momentum = (None, None)
+        if momentum is not None:
+            self.set_momentum(momentum)
+        self.peers = None
+        self.mail = Mailbox(_wanted())
         self.pool = chunk_pool(model.workers)
+
+    @property
+    def base_in(self):
+        return self.bases[0]
+
+    @property
+    def base_out(self):
+        return self.bases[1]
 
     def units_per_epoch(self):
         """Units (words, pairs) of the replica's shards."""
         return self.total
+
+    def connect(self, peers):
+        """The actors of every replica of the run, by group (this one's included)."""
+        if len(peers) != self.replicas:
+            raise ValueError("%d peers for a run of %d replicas" % (len(peers), self.replicas))
+        self.peers = list(peers)
+        return True
+
+    async def post(self, key, sender, payload):
+        """A peer's part of a round (run on the worker's event loop while the training thread waits)."""
+        self.mail.put(key, sender, payload)
+
+    async def abort(self):
+        """Call off the round this replica waits in (its peer was lost, or the run closes)."""
+        self.mail.abort()
+
+    def set_momentum(self, momentum):
+        """Keep this replica's range of the block momentum of both tables (full tables given)."""
+        g = self.group
+        self.momentum = tuple(np.array(m[r[g]:r[g + 1]], dtype=np.float32) for m, r in zip(momentum, self.ranges))
+        return True
+
+    def momentum_part(self):
+        """This replica's range of the block momentum of both tables (None without momentum)."""
+        return self.momentum
 
     def refresh_sampler(self, progress):
         """An adaptive sampler rebuilds what it derives from ``W_out`` (after a reconciliation)."""
@@ -81,27 +187,20 @@ class Replica:
         """Units of a shard trained before round ``epoch_round`` of an epoch of ``rounds`` (cut evenly)."""
         return units * epoch_round // rounds
 
-    def train_round(self, update, epoch, round_index, group, rounds):
-        """Apply the last reconciliation's ``update`` (or None), train round ``round_index`` of the ``rounds``
-        of ``epoch`` on every shard, and return what changed.
+    def train_round(self, epoch, round_index, rounds):
+        """Train round ``round_index`` of the ``rounds`` of ``epoch`` on every shard, then reconcile with the
+        peers (module docstring).
 
         Returns a dict with the round's ``loss`` (sum), ``examples``, ``words`` (units), ``raw_words``,
-        ``seconds`` (in the kernels), ``pass_seconds`` (finding and adopting rows), ``worker`` and
-        ``delta``: the :class:`~embkit.core.reconcile.RowDelta` of ``W_in`` and of ``W_out`` against the
-        tables of the last reconciliation (with ``share`` below 1, the part of it sent).
+        ``seconds`` (in the kernels), ``pass_seconds`` (finding, merging and adopting rows), ``wait_seconds``
+        (waiting for the peers' parts), ``bytes_up`` / ``bytes_down`` (changed rows sent to the other owners;
+        merged rows sent to the other replicas and the client), ``worker``, and ``merged``: the merged steps
+        of this replica's ranges of ``W_in`` and ``W_out``, for the client's tables.
         """
         model, run = self.model, self.run
-        adopting = time.perf_counter()
-        if update is not None:
-            sent = self.sent or (None, None)
-            adopt_update(update[0], model.W_in, self.base_in, sent[0], self.partial)
-            adopt_update(update[1], model.W_out, self.base_out, sent[1], self.partial)
+        total_units = max(1, self.total * run["epochs"])
         done = epoch * self.total + sum(self.bounds(u, round_index, rounds) for u in self.units)
-        fraction = done / max(1, self.total * run["epochs"])
-        if update is not None:
-            self.refresh_sampler(fraction)
         clock = time.perf_counter()
-        passes = clock - adopting        # adopting the update, then finding the rows to send
         loss = 0.0
         examples = words = raw = 0
         index = 0
@@ -109,11 +208,11 @@ class Replica:
         for shard, units in zip(self.shards, self.units):
             start, stop = self.bounds(units, round_index, rounds), self.bounds(units, round_index + 1, rounds)
             for chunk in shard.chunks(model, start, stop):
-                seed = ((epoch * rounds + round_index) * 1000003 + index) * 65537 + group
-                self.trainer.before_chunk(done / max(1, self.total * run["epochs"]))
+                seed = ((epoch * rounds + round_index) * 1000003 + index) * 65537 + self.group
+                self.trainer.before_chunk(done / total_units)
                 c_loss, c_examples, c_words = train_chunk(self.trainer, chunk, done, seed, model.workers, self.pool,
                                                           min_per_thread)
-                check_finite(c_loss, epoch, done / max(1, self.total * run["epochs"]), run["alpha"])
+                check_finite(c_loss, epoch, done / total_units, run["alpha"])
                 loss += c_loss
                 examples += c_examples
                 words += c_words
@@ -121,29 +220,85 @@ class Replica:
                 done += c_words
                 index += 1
         finding = time.perf_counter()
-        seconds = finding - clock
         last = epoch == run["epochs"] - 1 and round_index == rounds - 1
         share = 1.0 if last else run.get("share", 1.0)     # the run's last round sends what is left
-        delta_in = changed_rows(model.W_in, self.base_in, share)
-        delta_out = changed_rows(model.W_out, self.base_out, share)
-        self.sent, self.partial = (delta_in, delta_out), share < 1
-        passes += time.perf_counter() - finding
-        return {"loss": loss, "examples": examples, "words": words, "raw_words": raw, "seconds": seconds,
-                "pass_seconds": passes,
-                "delta": (delta_in, delta_out), "worker": worker_name()}
+        tables = (model.W_in, model.W_out)
+        sent = tuple(changed_rows(t, b, share) for t, b in zip(tables, self.bases))
+        result = self.reconcile((epoch, round_index), sent, share < 1)
+        if not last:
+            self.refresh_sampler(done / total_units)
+        result.update(loss=loss, examples=examples, words=words, raw_words=raw, seconds=finding - clock,
+                      worker=worker_name())
+        result["pass_seconds"] = time.perf_counter() - finding - result["wait_seconds"]
+        return result
+
+    def reconcile(self, key, sent, partial):
+        """Exchange the rows of ``sent`` (this replica's delta of each table) with the peers, merge this
+        replica's ranges and adopt the merged rows of all; the result's exchange entries."""
+        g, n = self.group, self.replicas
+        others = [p for p in range(n) if p != g]
+        parts = [split(d, r) for d, r in zip(sent, self.ranges)]
+        posts = [self._post(p, ("part",) + key, tuple(part[p] for part in parts)) for p in others]
+        up = sum(part[p].nbytes for part in parts for p in others)
+        waited = time.perf_counter()
+        got = self.mail.take(("part",) + key, others)
+        wait = time.perf_counter() - waited
+        got[g] = tuple(part[g] for part in parts)
+        merged = tuple(self._merge(t, [got[k][t] for k in range(n)]) for t in range(2))
+        down = 0
+        for q in others:
+            back = tuple(m.without(q) for m in merged)
+            posts.append(self._post(q, ("merged",) + key, back))
+            down += sum(b.nbytes for b in back)
+        waited = time.perf_counter()
+        got = self.mail.take(("merged",) + key, others)
+        wait += time.perf_counter() - waited
+        got[g] = tuple(m.without(g) for m in merged)
+        for t, (table, base) in enumerate(zip((self.model.W_in, self.model.W_out), self.bases)):
+            for p in range(n):      # the ranges are disjoint: each adopts the merged rows of its range
+                adopt_update(got[p][t], table, base, parts[t][p], partial)
+        self._delivered(posts)
+        mine = tuple(RowDelta(m.ids, m.values) for m in merged)
+        return {"merged": mine, "bytes_up": up, "bytes_down": down + sum(m.nbytes for m in mine),
+                "wait_seconds": wait}
+
+    def _merge(self, t, deltas):
+        """The merged steps of this replica's range of table ``t`` from every replica's part (in group order;
+        a row's ``owner`` is the group of the only replica that sent it)."""
+        low, high = self.ranges[t][self.group], self.ranges[t][self.group + 1]
+        local = [shifted(d, -low) for d in deltas]
+        return shifted(merge(high - low, local, self.run["mode"], None, self.momentum[t], self.replicas), low)
+
+    def _post(self, peer, key, payload):
+        """Send ``payload`` to the mailbox of replica ``peer`` (the call's future)."""
+        try:
+            return self.peers[peer].post(key, self.group, payload)
+        except Exception as exc:    # its worker is gone (the client replaces the replicas)
+            raise RoundAborted("cannot reach the replica of group %d: %s" % (peer, exc)) from None
+
+    @staticmethod
+    def _delivered(posts):
+        """Wait for the posts' calls to return (a lost peer calls the round off)."""
+        for post in posts:
+            try:
+                post.result()
+            except Exception as exc:
+                raise RoundAborted("a peer did not take its part: %s" % exc) from None
 
     def close(self):
+        self.mail.abort()
         for shard in self.shards:
             getattr(shard, "close", lambda: None)()
         if self.pool is not None:
             self.pool.shutdown()
 
 
-def open_replica(data, shards, run):
+def open_replica(data, shards, run, group=0):
     """Task (submitted with ``actor=True``): the :class:`Replica` of ``shards`` on this worker.
 
-    ``data`` is ``(spec, (W_in, W_out))``: the spec ``(model class, parameters, state)`` and the reconciled
-    tables; ``run`` holds ``epochs``, ``alpha``, ``min_alpha`` and ``share``.
+    ``data`` is ``(spec, (W_in, W_out), momentum)``: the spec ``(model class, parameters, state)``, the
+    reconciled tables and the block momentum of both (or None); ``run`` holds ``epochs``, ``alpha``,
+    ``min_alpha``, ``share``, ``mode`` and ``replicas``; ``group`` is this replica's index.
     """
-    spec, tables = data
-    return Replica(spec, shards, tables[0], tables[1], run)
+    spec, tables, momentum = data
+    return Replica(spec, shards, tables[0], tables[1], run, group, momentum)
