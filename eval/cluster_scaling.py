@@ -1,24 +1,26 @@
 """A model of cluster training throughput at 1-128 workers, from the numbers eval/bench_cluster.py measured.
 
-One round of a replica (see embkit/core/cluster.py) = train ``w = N / (n R)`` words, send the rows it changed
-up, receive the reconciled rows.  Its time::
+One round of a replica (see embkit/core/replica.py) = train ``w = N / (n R)`` words, send the rows it changed
+to the owners of their ranges, merge its own range, send the merged rows to the others and the client,
+adopt the merged rows of every range.  Its time::
 
     t_round = w / (threads * v)                     kernels (v: measured words/s of one kernel thread)
-            + rows * replica_cost                    a replica finding, sending and adopting rows (measured
-                                                     per row on the 1-worker run, loopback transfer included)
+            + rows * replica_cost                    a replica finding, merging and adopting rows (measured
+                                                     per merged row on the 2-worker runs)
             + bytes on the busiest link / bandwidth   exchange
-            + n * rows * merge_cost                  merging on the client (measured seconds per row)
+            + rows * client_cost                     the client adding the merged rows to its tables
+                                                     (measured per row; merging them, in the old exchange)
             + latency                                a round trip of actor calls, empty (a constant)
 
 Rows changed per round come from a Zipf vocabulary (p_i ~ 1/i): the input rows of the words seen in ``w``
 tokens, the output rows of those words and of ``negative * w`` negatives drawn from p^0.75.  The model is
 first checked against the measured rows per reconciliation on gcide.  Two exchange topologies:
 
-* ``client``: as embkit does it, every replica's rows go up to the client and the reconciled rows come back
-  down through the client's link (``2 n`` row sets on one link; embkit leaves out of each replica's update
-  the rows only it sent, so this counts a little more than it moves);
-* ``tree``: a reduction tree / allreduce among the workers (about two row sets per link, whatever ``n``):
-  what embkit would need beyond a few dozen workers.
+* ``ranges``: embkit's, each replica merging one range of rows; a worker's link carries about two row sets
+  a round in each direction whatever ``n``, and the client's link one set of merged rows (the union of the
+  replicas' rows, bounded by the vocabulary), which the client adds to its tables;
+* ``client``: the exchange embkit had before, every replica's rows going up to the client and the merged
+  rows back down through the client's link (``2 n`` row sets on one link) and the client merging them all.
 
 With ``--sparse share.json`` (the same benchmark run with ``--exchange-share S``) the rows a round moves are
 scaled by the measured ratio of rows per reconciliation at that share to rows at share 1 (gcide, 2
@@ -66,28 +68,27 @@ def union_rows(p, w, n):
     return rows_changed(p, w * n)
 
 
-def round_time(n, w, vocab, threads, speed, merge_cost, replica_cost, gbit, topology, row_share=1.0):
-    """Words/s, share of time in the kernels and bytes on the busiest link of a round in which each of ``n``
-    replicas trains ``w`` words and sends ``row_share`` of the rows it changed."""
+def round_time(n, w, vocab, threads, speed, replica_cost, client_cost, gbit, topology, row_share=1.0):
+    """Words/s, share of time in the kernels and bytes on the client's link of a round in which each of
+    ``n`` replicas trains ``w`` words and sends ``row_share`` of the rows it changed."""
     p = zipf(vocab)
     changed = sum(rows_changed(p, w))
     one = changed * row_share
-    union = sum(union_rows(p, w, n)) * row_share
+    touched = sum(union_rows(p, w, n))
+    union = touched * row_share
     row_bytes = DIM * BYTES_PER_VALUE + 4
-    if topology == "client":
-        link = n * (one + union) * row_bytes if n > 1 else 0.0
-    else:
-        link = 2 * union * row_bytes if n > 1 else 0.0
     compute = w / (threads * speed)
-    exchange = link / (gbit * 1e9 / 8)
-    if n == 1:
-        merge = 0.0
-    elif topology == "client":
-        merge = n * one * merge_cost             # the client adds every replica's rows
+    bandwidth = gbit * 1e9 / 8
+    if topology == "ranges":
+        client_link = union * row_bytes          # the merged rows of every range, to the client
+        worker_link = ((one + union) * (n - 1) / n + union / n) * row_bytes
+        exchange = max(worker_link, client_link) / bandwidth + union * client_cost
     else:
-        merge = np.log2(n) * union * merge_cost  # each level of the tree adds two row sets
-    total = compute + changed * replica_cost + exchange + merge + LATENCY
-    return w * n / total, compute / total, link
+        client_link = (n * (one + union) if n > 1 else one) * row_bytes
+        exchange = client_link / bandwidth + n * one * client_cost
+    work = touched * replica_cost               # the passes cover every changed row, whatever is sent
+    total = compute + work + exchange + LATENCY
+    return w * n / total, compute / total, client_link
 
 
 def main(argv=None):
@@ -106,17 +107,16 @@ def main(argv=None):
     one = [r for r in rows if r.get("workers") == 1]
     two = [r for r in rows if r.get("workers") == 2]
     speed = float(np.mean([r["words"] / r["kernel_s"] for r in one]))
-    merge_cost = float(np.mean([r["merge_s"] / (r["rounds"] * r["rows_per_round"]) for r in two]))
-    replica_cost = float(np.mean([(r["train_s"] - r["kernel_s"] - r["merge_s"]) / (r["rounds"] * r["rows_per_round"])
-                                  for r in one]))
+    replica_cost = float(np.mean([r["pass_s"] / (r["rounds"] * r["rows_per_round"]) for r in two]))
+    client_cost = float(np.mean([r["apply_s"] / (r["rounds"] * r["rows_per_round"]) for r in two]))
     vocab = two[0]["vocabulary"]
     tokens = two[0]["words"] / 5          # in-vocabulary words of one epoch (5 epochs in the benchmark)
     syncs = two[0]["rounds"] // 5
     p = zipf(vocab)
     predicted = sum(union_rows(p, tokens / (2 * syncs), 2))
-    print("measured: %.0f words/s per kernel thread, %.2g s of merging and %.2g s of a replica's work per row; "
-          "gcide rows per reconciliation (2 replicas, %d per epoch): measured %.0f, Zipf model %.0f"
-          % (speed, merge_cost, replica_cost, syncs, np.mean([r["rows_per_round"] for r in two]), predicted))
+    print("measured: %.0f words/s per kernel thread, %.2g s of a replica's work and %.2g s of the client's per "
+          "row; gcide rows per reconciliation (2 replicas, %d per epoch): measured %.0f, Zipf model %.0f"
+          % (speed, replica_cost, client_cost, syncs, np.mean([r["rows_per_round"] for r in two]), predicted))
     row_share = 1.0
     if args.sparse:
         with open(args.sparse) as fh:
@@ -130,17 +130,17 @@ def main(argv=None):
                   else "%d reconciliations per epoch" % args.syncs)
         print("%s (%.3g tokens, %d words), %d threads per worker, %s, %g Gbit/s:\n"
               % (name, n_tokens, n_vocab, args.threads, rounds, args.gbit))
-        print("| workers | MB per round (client link) | words/s, client relays | in kernels | "
-              "words/s, tree reduce | in kernels |")
-        print("|---:|---:|---:|---:|---:|---:|")
+        print("| workers | MB per round on the client's link | words/s, ranges (embkit) | in kernels | "
+              "MB on the client's link, client relays | words/s, client relays | in kernels |")
+        print("|---:|---:|---:|---:|---:|---:|---:|")
         for n in (1, 2, 4, 8, 16, 32, 64, 128):
             w = args.round_words or n_tokens / (n * args.syncs)
-            a = round_time(n, w, n_vocab, args.threads, speed, merge_cost, replica_cost, args.gbit, "client",
+            a = round_time(n, w, n_vocab, args.threads, speed, replica_cost, client_cost, args.gbit, "ranges",
                            row_share)
-            b = round_time(n, w, n_vocab, args.threads, speed, merge_cost, replica_cost, args.gbit, "tree",
+            b = round_time(n, w, n_vocab, args.threads, speed, replica_cost, client_cost, args.gbit, "client",
                            row_share)
-            print("| %d | %.0f | %.3g | %.0f%% | %.3g | %.0f%% |" % (n, a[2] / 1e6, a[0], 100 * a[1], b[0],
-                                                                   100 * b[1]))
+            print("| %d | %.0f | %.3g | %.0f%% | %.0f | %.3g | %.0f%% |" % (
+                n, a[2] / 1e6, a[0], 100 * a[1], b[2] / 1e6, b[0], 100 * b[1]))
         print()
     print("`python eval/cluster_scaling.py %s`" % " ".join(argv or sys.argv[1:]))
 
