@@ -253,7 +253,7 @@ class Replica:
         waited = time.perf_counter()
         got = self.mail.take(("merged",) + key, others)
         wait += time.perf_counter() - waited
-        got[g] = merged     # its rows only this replica sent hold its own step, which adopting takes either way
+        got[g] = tuple(m.without(g) for m in merged)   # its own rows stay as they are (no float32 round trip)
         for t, (table, base) in enumerate(zip((self.model.W_in, self.model.W_out), self.bases)):
             for p in range(n):      # the ranges are disjoint: each adopts the merged rows of its range
                 adopt_update(got[p][t], table, base, parts[t][p], partial)
