@@ -24,7 +24,7 @@ Three merges are offered (``mode``); with ``n`` replicas and ``d_i`` the delta o
 a row it did not change):
 
 * ``"momentum"`` (the default): block momentum over the rounds (Chen and Huo's blockwise model-update
-  filtering, with block learning rate 2): the client keeps a momentum per row,
+  filtering, with block learning rate 2): the replica merging a row keeps its momentum,
   ``m = (1 - 2/n) m + (2/n) sum_i d_i``, and moves the row by ``m``.  With 2 replicas this is ``"sum"``
   exactly (the momentum factor is 0: nothing is kept, and ``momentum`` stays as it was).  With more, a row
   pulled the same way round after round moves by ``sum_i d_i`` per round once the momentum has built up
