@@ -14,10 +14,10 @@ Two measurements bound the speed-up of cluster training before a byte moves:
 2. **What Dask spends on a round.**  On a ``LocalCluster`` of two single-thread worker processes: the wall
    and CPU time (all its processes: client, scheduler, nannies, workers) of one round, carrying no data and
    carrying ``--payload-mb`` each way, in three ways: a round trip of two tasks from the client (the payload
-   scattered to both workers and one returned by each: embkit's exchange until it moved to actors), the
-   client calling an actor on each worker at once (the payload each way: embkit's exchange), and both
-   workers calling an actor at once from long-running tasks (a parameter server's or a peer's mailbox);
-   and the CPU time of the cluster doing nothing.
+   scattered to both workers and one returned by each: embkit's first exchange), the client calling an
+   actor on each worker at once (the payload each way: embkit's exchange while the client merged), and both
+   workers calling an actor at once from long-running tasks (a peer's mailbox: embkit's exchange now, the
+   replicas posting their rows to each other); and the CPU time of the cluster doing nothing.
 
 The bounds printed for each ``--rounds`` (``n`` round trips in the run, ``w`` / ``c`` a round trip's wall /
 CPU time, ``i`` the idle CPU per second; ``T1`` / ``T2`` the no-exchange times of one / two workers):
@@ -56,7 +56,6 @@ def replica_rounds(spec, files, rounds, epochs, start, share=1.0, in_step=False)
     """Run one replica over ``files``: ``(seconds, kernel seconds, words)`` after ``start`` (a barrier);
     ``in_step``: every replica waits at ``start`` after each round for the others (rounds in step, as
     synchronous rounds are, with nothing exchanged)."""
-    from embkit.core.reconcile import merge
     from embkit.core.replica import Replica, worker_name
     from embkit.text.shards import TextShard
     worker_name()       # imports what a replica's result names, before the clock
@@ -65,14 +64,13 @@ def replica_rounds(spec, files, rounds, epochs, start, share=1.0, in_step=False)
                       {"epochs": epochs, "alpha": 0.05, "min_alpha": 0.0001, "mode": "sum", "share": share})
     start.wait()
     clock = time.perf_counter()
-    kernel, words, update = 0.0, 0, None
+    kernel, words = 0.0, 0
     for epoch in range(epochs):
         for r in range(rounds):
-            result = replica.train_round(update, epoch, r, 0, rounds)
+            # a replica alone merges its own rows (its delta) and takes them in: nothing crosses a process
+            result = replica.train_round(epoch, r, rounds)
             kernel += result["seconds"]
             words += result["words"]
-            # one replica's merge is its delta: nothing comes back, it takes in its own rows
-            update = tuple(merge(0, [delta], "sum").without(0) for delta in result["delta"])
             if in_step:
                 start.wait()
     replica.close()

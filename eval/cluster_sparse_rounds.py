@@ -61,14 +61,16 @@ def run(files, corpus, seed, fraction, bits, rounds, epochs):
     model = Word2Vec(**dict(params(argparse.Namespace(epochs=epochs, alpha=0.05), seed), progress=False))
     model.build_vocab(corpus_file=corpus)
     groups = group_shards([TextShard(f, os.path.getsize(f)) for f in files], 2)
-    settings = {"epochs": epochs, "alpha": model.alpha, "min_alpha": model.min_alpha, "mode": "sum"}
-    replicas = [Replica(model._cluster_spec(), g, model.W_in, model.W_out, settings) for g in groups]
+    settings = {"epochs": epochs, "alpha": model.alpha, "min_alpha": model.min_alpha, "mode": "sum",
+                "replicas": len(groups)}
+    replicas = [Replica(model._cluster_spec(), shards, model.W_in, model.W_out, settings, g)
+                for g, shards in enumerate(groups)]
     reconciled = [model.W_in.copy(), model.W_out.copy()]
     moved = 0
     for epoch in range(epochs):
         for r in range(rounds[epoch]):
-            for g, replica in enumerate(replicas):
-                replica.train_round(None, epoch, r, g, rounds[epoch])      # its own delta is not used here
+            for replica in replicas:
+                replica.train(epoch, r, rounds[epoch])      # the exchange is simulated below
             for t, base in enumerate(reconciled):
                 tables = [rep.model.W_in if t == 0 else rep.model.W_out for rep in replicas]
                 sent = []

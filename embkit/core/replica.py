@@ -188,14 +188,31 @@ class Replica:
         return units * epoch_round // rounds
 
     def train_round(self, epoch, round_index, rounds):
-        """Train round ``round_index`` of the ``rounds`` of ``epoch`` on every shard, then reconcile with the
-        peers (module docstring).
+        """Train round ``round_index`` of the ``rounds`` of ``epoch`` on every shard (:meth:`train`), then
+        reconcile with the peers (module docstring).
+
+        Returns :meth:`train`'s dict with ``pass_seconds`` (finding, merging and adopting rows),
+        ``wait_seconds`` (waiting for the peers' parts), ``bytes_up`` / ``bytes_down`` (changed rows sent to
+        the other owners; merged rows sent to the other replicas and the client), ``worker``, and ``merged``:
+        the merged steps of this replica's ranges of ``W_in`` and ``W_out``, for the client's tables.
+        """
+        result = self.train(epoch, round_index, rounds)
+        finding = time.perf_counter()
+        last = epoch == self.run["epochs"] - 1 and round_index == rounds - 1
+        share = 1.0 if last else self.run.get("share", 1.0)     # the run's last round sends what is left
+        sent = tuple(changed_rows(t, b, share) for t, b in zip((self.model.W_in, self.model.W_out), self.bases))
+        result.update(self.reconcile((epoch, round_index), sent, share < 1))
+        if not last:
+            self.refresh_sampler(result["progress"])
+        result["pass_seconds"] = time.perf_counter() - finding - result["wait_seconds"]
+        result["worker"] = worker_name()
+        return result
+
+    def train(self, epoch, round_index, rounds):
+        """Train round ``round_index`` of the ``rounds`` of ``epoch`` on every shard, with nothing exchanged.
 
         Returns a dict with the round's ``loss`` (sum), ``examples``, ``words`` (units), ``raw_words``,
-        ``seconds`` (in the kernels), ``pass_seconds`` (finding, merging and adopting rows), ``wait_seconds``
-        (waiting for the peers' parts), ``bytes_up`` / ``bytes_down`` (changed rows sent to the other owners;
-        merged rows sent to the other replicas and the client), ``worker``, and ``merged``: the merged steps
-        of this replica's ranges of ``W_in`` and ``W_out``, for the client's tables.
+        ``seconds`` (in the kernels) and ``progress`` (the run's fraction done after it).
         """
         model, run = self.model, self.run
         total_units = max(1, self.total * run["epochs"])
@@ -219,18 +236,8 @@ class Replica:
                 raw += chunk.raw_words
                 done += c_words
                 index += 1
-        finding = time.perf_counter()
-        last = epoch == run["epochs"] - 1 and round_index == rounds - 1
-        share = 1.0 if last else run.get("share", 1.0)     # the run's last round sends what is left
-        tables = (model.W_in, model.W_out)
-        sent = tuple(changed_rows(t, b, share) for t, b in zip(tables, self.bases))
-        result = self.reconcile((epoch, round_index), sent, share < 1)
-        if not last:
-            self.refresh_sampler(done / total_units)
-        result.update(loss=loss, examples=examples, words=words, raw_words=raw, seconds=finding - clock,
-                      worker=worker_name())
-        result["pass_seconds"] = time.perf_counter() - finding - result["wait_seconds"]
-        return result
+        return {"loss": loss, "examples": examples, "words": words, "raw_words": raw,
+                "seconds": time.perf_counter() - clock, "progress": done / total_units}
 
     def reconcile(self, key, sent, partial):
         """Exchange the rows of ``sent`` (this replica's delta of each table) with the peers, merge this
