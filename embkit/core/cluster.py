@@ -291,10 +291,10 @@ class _Run:
             try:
                 return pending.result(timeout=POLL_SECONDS)
             except TimeoutError:
-                live = set(self.client.nthreads())
-                if self.address[group] not in live:
+                gone = self.gone([group] + list(watch))
+                if group in gone:
                     return None
-                if any(self.address[g] not in live for g in watch):
+                if gone:
                     self.abort()
                     watch = ()
             except ShardReadError:
@@ -311,7 +311,12 @@ class _Run:
         moment to notice a loss)."""
         if wait:
             time.sleep(4 * POLL_SECONDS)
-        return self.address[group] in self.client.nthreads()
+        return not self.gone([group])
+
+    def gone(self, groups):
+        """Those of ``groups`` whose worker is no longer in the cluster."""
+        live = self.client.nthreads()
+        return [g for g in groups if self.address[g] not in live]
 
     def drop(self, group):
         """Forget the replica of ``group`` (its actor is released on its worker, if that is still there)."""
