@@ -62,12 +62,17 @@ def test_text_shard_rounds_cover_every_sentence_once(tmp_path, planted):
     shard = TextShard(path, os.path.getsize(path))
     units = shard.open(model)
     assert units == sum(len(s) for s in sentences)
+    assert len(shard.cache) > 3
+    read = []
+    read_tokens = shard.cache.read_tokens
+    shard.cache.read_tokens = lambda i, a, b: read.append(b - a) or read_tokens(i, a, b)
     rounds = 7
     pieces = [c for r in range(rounds) for c in shard.chunks(model, units * r // rounds, units * (r + 1) // rounds)]
     tokens = np.concatenate([c.tokens for c in pieces])
     expected = np.concatenate([[model.vocab.key_to_index[w] for w in s] for s in sentences])
     assert np.array_equal(tokens, expected)
     assert sum(len(c.ends) for c in pieces) == len(sentences)
+    assert sum(read) == units       # a round reads its own tokens from the spill file, no others
     shard.close()
 
 

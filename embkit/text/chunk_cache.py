@@ -43,11 +43,25 @@ class ChunkCache:
         self._end = self._file.tell()
 
     def __iter__(self):
-        for offset, n_tok, n_sent, raw in self._index:
-            self._file.seek(offset)
-            tokens = np.fromfile(self._file, dtype=np.int32, count=n_tok)
-            ends = np.fromfile(self._file, dtype=np.int32, count=n_sent)
-            yield EncodedChunk(tokens, ends, raw)
+        for i, (_, n_tok, _, raw) in enumerate(self._index):
+            yield EncodedChunk(self.read_tokens(i, 0, n_tok), self.read_ends(i), raw)
+
+    def entries(self):
+        """``(tokens, sentences, raw_words)`` of every chunk stored, in order (nothing read from the file)."""
+        return [(n_tok, n_sent, raw) for _, n_tok, n_sent, raw in self._index]
+
+    def read_tokens(self, i, start, stop):
+        """Tokens ``[start, stop)`` of chunk ``i`` (only those are read)."""
+        offset, n_tok = self._index[i][:2]
+        start, stop = max(start, 0), min(stop, n_tok)
+        self._file.seek(offset + 4 * start)
+        return np.fromfile(self._file, dtype=np.int32, count=max(stop - start, 0))
+
+    def read_ends(self, i):
+        """Sentence ends of chunk ``i``."""
+        offset, n_tok, n_sent, _ = self._index[i]
+        self._file.seek(offset + 4 * n_tok)
+        return np.fromfile(self._file, dtype=np.int32, count=n_sent)
 
     def digest(self):
         """A digest of every chunk stored (ids and sentence ends), read back in blocks."""

@@ -284,17 +284,17 @@ class TextShard:
     def chunks(self, model, start, stop):
         """The sentences of the shard whose first token lies in ``[start, stop)``, as chunks."""
         offset = 0
-        for chunk in self.cache:
-            n = len(chunk)
+        for i, (n, n_sentences, raw_words) in enumerate(self.cache.entries()):
             lo, hi = max(start - offset, 0), min(stop - offset, n)
-            if hi > 0 and lo < n and len(chunk.ends):
-                starts = np.concatenate([[0], chunk.ends[:-1]])
+            if hi > 0 and lo < n and n_sentences:     # read only the chunks, and tokens, of the range
+                ends = self.cache.read_ends(i)
+                starts = np.concatenate([[0], ends[:-1]])
                 pick = np.flatnonzero((starts >= lo) & (starts < hi))
                 if pick.size:
-                    first, last = int(starts[pick[0]]), int(chunk.ends[pick[-1]])
-                    raw = chunk.raw_words * last // max(n, 1) - chunk.raw_words * first // max(n, 1)
-                    yield EncodedChunk(np.ascontiguousarray(chunk.tokens[first:last]),
-                                       np.ascontiguousarray(chunk.ends[pick] - first, dtype=np.int32), raw)
+                    first, last = int(starts[pick[0]]), int(ends[pick[-1]])
+                    raw = raw_words * last // max(n, 1) - raw_words * first // max(n, 1)
+                    yield EncodedChunk(self.cache.read_tokens(i, first, last),
+                                       np.ascontiguousarray(ends[pick] - first, dtype=np.int32), raw)
             offset += n
             if offset >= stop:
                 return
