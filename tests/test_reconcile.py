@@ -247,6 +247,24 @@ def test_a_share_sends_the_fewest_rows_that_hold_it():
         np.testing.assert_array_equal(part.values, (table - base)[part.ids].astype(WIRE_DTYPE))
 
 
+def test_changed_rows_reuse_their_buffers_round_after_round():
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal((200, 8)).astype(np.float32)
+    scratch = {}
+    held = None
+    for share, every in ((1.0, 2), (0.5, 3), (1.0, 5)):
+        table = base.copy()
+        table[::every] += rng.standard_normal((len(table[::every]), 8)).astype(np.float32)
+        fresh = changed_rows(table, base, share)
+        reused = changed_rows(table, base, share, scratch)
+        np.testing.assert_array_equal(reused.ids, fresh.ids)
+        np.testing.assert_array_equal(reused.values, fresh.values)
+        assert held is None or np.shares_memory(reused.values, held)     # no new table-sized buffer
+        held = reused.values
+    changed_rows(np.zeros((10, 4), np.float32), np.ones((10, 4), np.float32), 1.0, scratch)    # another shape
+    assert scratch["values"].shape == (10, 4)
+
+
 @pytest.mark.parametrize("kind", ["heavy tail", "ties", "zeros", "tiny"])
 def test_the_share_threshold_is_the_one_a_full_sort_gives(kind):
     rng = np.random.default_rng(len(kind))

@@ -97,15 +97,24 @@ def _compact(values, ids, count, owner=None):
     return RowDelta(ids[:count], values[:count].view(WIRE_DTYPE), None if owner is None else owner[:count])
 
 
-def changed_rows(table, base, share=1.0):
+def changed_rows(table, base, share=1.0, scratch=None):
     """:class:`RowDelta` of the rows where ``table`` differs from ``base`` (``table - base`` there); with
     ``share`` below 1, only the fewest rows (the farthest moved) that hold that share of
-    ``sum ((table - base) ** 2)`` (rows moved exactly as far as the last of them included)."""
-    values = np.empty(table.shape, dtype=np.uint16)
-    ids = np.empty(table.shape[0], dtype=np.int32)
+    ``sum ((table - base) ** 2)`` (rows moved exactly as far as the last of them included).
+
+    ``scratch`` (a dict the caller keeps for one table) holds the buffers from one call to the next, so that
+    a replica does not allocate (and the system zero) a table's worth of memory every round; the result
+    then views them, and is valid until the next call with the same ``scratch``.
+    """
+    scratch = {} if scratch is None else scratch
+    if scratch.get("shape") != table.shape:
+        scratch.clear()
+        scratch.update(shape=table.shape, values=np.empty(table.shape, dtype=np.uint16),
+                       ids=np.empty(table.shape[0], dtype=np.int32), energy=np.empty(table.shape[0], np.float64))
+    values, ids = scratch["values"], scratch["ids"]
     only = None
     if share < 1:
-        energy = np.empty(table.shape[0], dtype=np.float64)
+        energy = scratch["energy"]
         _kernel.row_energies(table, base, energy)
         only = (energy >= _kernel.share_threshold(energy, share)).view(np.uint8)
     return _compact(values, ids, _kernel.changed_rows(table, base, values, ids, only))

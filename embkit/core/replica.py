@@ -131,6 +131,9 @@ class Replica:
         self.momentum = (None, None)
         if momentum is not None:
             self.set_momentum(momentum)
+        # the buffers of each table's changed rows, reused every round: what views them is delivered within
+        # the round (the peers' posts are awaited, and the client calls the next round once it has the result)
+        self.scratch = ({}, {})
         self.peers = None
         self.mail = Mailbox(_wanted())
         self.pool = chunk_pool(model.workers)
@@ -200,7 +203,8 @@ class Replica:
         finding = time.perf_counter()
         last = epoch == self.run["epochs"] - 1 and round_index == rounds - 1
         share = 1.0 if last else self.run.get("share", 1.0)     # the run's last round sends what is left
-        sent = tuple(changed_rows(t, b, share) for t, b in zip((self.model.W_in, self.model.W_out), self.bases))
+        sent = tuple(changed_rows(t, b, share, s)
+                     for t, b, s in zip((self.model.W_in, self.model.W_out), self.bases, self.scratch))
         result.update(self.reconcile((epoch, round_index), sent, share < 1))
         if not last:
             self.refresh_sampler(result["progress"])
