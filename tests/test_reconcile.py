@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from embkit._kernels import deltas
-from embkit.core.reconcile import WIRE_DTYPE, RowDelta, adopt_update, apply_update, changed_rows, merge
+from embkit.core.reconcile import (WIRE_DTYPE, RowDelta, adopt_update, apply_update, changed_rows, merge, row_ranges,
+                                   shifted, split)
 
 
 def _awkward_floats():
@@ -137,6 +138,26 @@ def test_a_merge_visits_the_union_of_the_deltas_rows_as_a_dense_sum_would(mode):
     shuffled = RowDelta(deltas[0].ids[::-1].copy(), deltas[0].values)
     with pytest.raises(ValueError, match="not increasing"):
         merge(n, [shuffled, deltas[2]], mode)
+
+
+def test_two_replicas_merging_every_row_get_the_owners_steps():
+    # two replicas swap their whole deltas and merge every row (Replica._swap); three or more merge a range
+    # each: the same steps, bit for bit, and the same rows only one replica sent
+    rng = np.random.default_rng(8)
+    n, dim = 1001, 7
+    deltas = []
+    for size in (420, 610):
+        ids = np.sort(rng.choice(n, size, replace=False)).astype(np.int32)
+        deltas.append(RowDelta(ids, (rng.standard_normal((size, dim)) * 1e-2).astype(WIRE_DTYPE)))
+    whole = merge(n, deltas, "momentum", replicas=2)
+    bounds = row_ranges(n, 2)
+    for g, part in enumerate(split(whole, bounds)):
+        low, high = bounds[g], bounds[g + 1]
+        local = [shifted(d, -low) for d in (split(d, bounds)[g] for d in deltas)]
+        owned = shifted(merge(high - low, local, "momentum", replicas=2), low)
+        assert np.array_equal(part.ids, owned.ids)
+        assert np.array_equal(part.values.view(np.uint16), owned.values.view(np.uint16))
+        assert np.array_equal(part.owner, owned.owner)
 
 
 @pytest.mark.parametrize("mode", ["average", "sum"])

@@ -16,7 +16,10 @@ merged rows to every other replica (less the rows only that replica sent, which 
 client, which keeps the reconciled tables.  Each replica then adopts the merged rows of every range: all
 hold the same reconciled tables again, bit for bit.  The parts travel as actor calls between the workers
 (:meth:`Replica.post`, run on the worker's event loop while its training thread waits in its
-:class:`Mailbox`); every link carries about two row sets a round, whatever the number of replicas.
+:class:`Mailbox`); every link carries about two row sets a round, whatever the number of replicas.  Two
+replicas need only one of the two steps: each sends the other its whole delta and merges every row itself
+(:meth:`Replica._swap`: the same steps as the owners' merges, bit for bit, and about the same bytes, with
+one wait for a peer a round instead of two).
 
 A shard is an object with ``name`` (what an error names), ``open(model)`` (read it on the worker, return
 its units per epoch) and ``chunks(model, start, stop)`` (the chunks of its units ``[start, stop)``).
@@ -87,12 +90,16 @@ class Mailbox:
         """``{sender: payload}`` of ``senders`` under ``key``, waiting until all have posted."""
         with self.cond:
             while True:
-                if self.aborted or not self.wanted():
-                    raise RoundAborted("the round %s was called off" % (key,))
+                self.check(key)
                 got = self.items.get(key, {})
                 if all(s in got for s in senders):
                     return self.items.pop(key, got)
                 self.cond.wait(WAIT_POLL)
+
+    def check(self, key):
+        """Raise :class:`RoundAborted` when the round ``key`` was called off (or the run let the replica go)."""
+        if self.aborted or not self.wanted():
+            raise RoundAborted("the round %s was called off" % (key,))
 
     def abort(self):
         with self.cond:
@@ -246,6 +253,8 @@ class Replica:
     def reconcile(self, key, sent, partial):
         """Exchange the rows of ``sent`` (this replica's delta of each table) with the peers, merge this
         replica's ranges and adopt the merged rows of all; the result's exchange entries."""
+        if self.replicas == 2:
+            return self._swap(key, sent, partial)
         g, n = self.group, self.replicas
         others = [p for p in range(n) if p != g]
         parts = [split(d, r) for d, r in zip(sent, self.ranges)]
@@ -268,10 +277,31 @@ class Replica:
         for t, (table, base) in enumerate(zip((self.model.W_in, self.model.W_out), self.bases)):
             for p in range(n):      # the ranges are disjoint: each adopts the merged rows of its range
                 adopt_update(got[p][t], table, base, parts[t][p], partial)
-        self._delivered(posts)
+        self._delivered(key, posts)
         mine = tuple(RowDelta(m.ids, m.values) for m in merged)
         return {"merged": mine, "bytes_up": up, "bytes_down": down + sum(m.nbytes for m in mine),
                 "wait_seconds": wait}
+
+    def _swap(self, key, sent, partial):
+        """:meth:`reconcile` of two replicas: each sends the other its whole delta and merges every row itself,
+        in group order as the owner of each range would (the same steps, bit for bit): one message each way
+        where the ranges take two (a part, then the merged rows), for about the same bytes."""
+        g = self.group
+        peer = 1 - g
+        post = self._post(peer, ("delta",) + key, sent)
+        waited = time.perf_counter()
+        deltas = self.mail.take(("delta",) + key, [peer])
+        wait = time.perf_counter() - waited
+        deltas[g] = sent
+        mine = []
+        for t, (table, base) in enumerate(zip((self.model.W_in, self.model.W_out), self.bases)):
+            merged = merge(table.shape[0], [deltas[0][t], deltas[1][t]], self.run["mode"], None, None, 2)
+            adopt_update(merged.without(g), table, base, sent[t], partial)
+            own = split(merged, self.ranges[t])[g]     # the client takes each range from its owner
+            mine.append(RowDelta(own.ids, own.values))
+        self._delivered(key, [post])
+        return {"merged": tuple(mine), "bytes_up": sum(d.nbytes for d in sent),
+                "bytes_down": sum(m.nbytes for m in mine), "wait_seconds": wait}
 
     def _merge(self, t, deltas):
         """The merged steps of this replica's range of table ``t`` from every replica's part (in group order;
@@ -287,14 +317,18 @@ class Replica:
         except Exception as exc:    # its worker is gone (the client replaces the replicas)
             raise RoundAborted("cannot reach the replica of group %d: %s" % (peer, exc)) from None
 
-    @staticmethod
-    def _delivered(posts):
-        """Wait for the posts' calls to return (a lost peer calls the round off)."""
+    def _delivered(self, key, posts):
+        """Wait for the posts' calls of round ``key`` to return (a lost peer, or the round called off, ends
+        the wait: a peer that dies before it answers would leave it waiting for good)."""
         for post in posts:
-            try:
-                post.result()
-            except Exception as exc:
-                raise RoundAborted("a peer did not take its part: %s" % exc) from None
+            while True:
+                try:
+                    post.result(timeout=WAIT_POLL)
+                    break
+                except TimeoutError:
+                    self.mail.check(key)
+                except Exception as exc:
+                    raise RoundAborted("a peer did not take its part: %s" % exc) from None
 
     def close(self):
         self.mail.abort()
