@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from embkit._kernels import deltas
-from embkit.core.reconcile import (WIRE_DTYPE, RowDelta, adopt_update, apply_update, changed_rows, merge, row_ranges,
-                                   shifted, split)
+from embkit.core.reconcile import (WIRE_DTYPE, RowDelta, adopt_update, apply_update, changed_rows, local_rows, merge,
+                                   owned_rows, split, table_rows)
 
 
 def _awkward_floats():
@@ -140,24 +140,28 @@ def test_a_merge_visits_the_union_of_the_deltas_rows_as_a_dense_sum_would(mode):
         merge(n, [shuffled, deltas[2]], mode)
 
 
-def test_two_replicas_merging_every_row_get_the_owners_steps():
-    # two replicas swap their whole deltas and merge every row (Replica._swap); three or more merge a range
-    # each: the same steps, bit for bit, and the same rows only one replica sent
+@pytest.mark.parametrize("replicas", [2, 3])
+def test_the_owners_merges_are_the_merge_of_every_row(replicas):
+    # each owner merges its own rows (every n-th), numbered among them; two replicas swap their whole
+    # deltas and each merges every row (Replica._swap): the same steps, bit for bit, and the same rows only
+    # one replica sent
     rng = np.random.default_rng(8)
     n, dim = 1001, 7
     deltas = []
-    for size in (420, 610):
+    for size in (420, 610, 77)[:replicas]:
         ids = np.sort(rng.choice(n, size, replace=False)).astype(np.int32)
         deltas.append(RowDelta(ids, (rng.standard_normal((size, dim)) * 1e-2).astype(WIRE_DTYPE)))
-    whole = merge(n, deltas, "momentum", replicas=2)
-    bounds = row_ranges(n, 2)
-    for g, part in enumerate(split(whole, bounds)):
-        low, high = bounds[g], bounds[g + 1]
-        local = [shifted(d, -low) for d in (split(d, bounds)[g] for d in deltas)]
-        owned = shifted(merge(high - low, local, "momentum", replicas=2), low)
+    whole = merge(n, deltas, "sum")
+    parts = split(whole, replicas)
+    assert sorted(np.concatenate([p.ids for p in parts]).tolist()) == whole.ids.tolist()
+    for g, part in enumerate(parts):
+        assert np.all(part.ids % replicas == g) and np.all(np.diff(part.ids) > 0)
+        local = [local_rows(split(d, replicas)[g], replicas) for d in deltas]
+        owned = table_rows(merge(owned_rows(n, replicas, g), local, "sum"), replicas, g)
         assert np.array_equal(part.ids, owned.ids)
         assert np.array_equal(part.values.view(np.uint16), owned.values.view(np.uint16))
         assert np.array_equal(part.owner, owned.owner)
+    assert sum(owned_rows(n, replicas, g) for g in range(replicas)) == n
 
 
 @pytest.mark.parametrize("mode", ["average", "sum"])

@@ -9,8 +9,8 @@ A model given ``client=`` (a ``dask.distributed.Client``) trains like this:
 2. each epoch runs in **rounds** (``syncs_per_epoch``, or rounds of about :data:`ROUND_UNITS` units per
    replica): the client calls every replica at once (an actor call goes straight to its worker: no task,
    no scheduler on the way), which trains the same fraction of its shards with embkit's nogil kernel on
-   its own threads (``workers``), then reconciles with the other replicas directly: each merges one range
-   of the rows (:mod:`embkit.core.reconcile`; two replicas each merge every row) from the changed rows the
+   its own threads (``workers``), then reconciles with the other replicas directly: each merges every
+   n-th row of the tables (:mod:`embkit.core.reconcile`; two replicas each merge every row) from the changed rows the
    others send it (with ``exchange_share`` below 1, the farthest moved of them, the rest kept for later
    rounds) and sends the merged rows to the others and back to the client, which adds them to its tables
    (they are the model's ``W_in`` / ``W_out`` after every round);
@@ -31,7 +31,7 @@ import uuid
 import numpy as np
 
 from embkit.core.checks import POSITIVE_INT, check_param
-from embkit.core.reconcile import BLOCK_RATE, DEFAULT_MODE, MODES, apply_update, row_ranges
+from embkit.core.reconcile import BLOCK_RATE, DEFAULT_MODE, MODES, apply_update
 from embkit.core.replica import RoundAborted, ShardReadError, open_replica
 from embkit.core.training import run_steps
 
@@ -134,7 +134,7 @@ class ClusterStats:
     rounds : int
         Reconciliations done.
     bytes_up, bytes_down : int
-        Bytes of changed rows the replicas sent to the owners of their ranges, and of merged rows the
+        Bytes of changed rows the replicas sent to the owners of those rows, and of merged rows the
         owners sent to the other replicas and to the client, over the run.
     rows_changed : list of int
         Rows (both tables) changed per reconciliation.
@@ -442,7 +442,7 @@ class _Run:
             self.open(placements)
 
     def reconcile(self, results):
-        """Add the merged rows of the round (each replica's ranges) to the model's tables."""
+        """Add the merged rows of the round (each replica's own rows) to the model's tables."""
         clock = time.perf_counter()
         tables = (self.model.W_in, self.model.W_out)
         for res in results:
@@ -463,8 +463,7 @@ class _Run:
             if part is None:    # its worker is lost: the round that reopens the replicas restarts momentum
                 continue
             for table, rows in zip(self.momentum, part):
-                low = row_ranges(len(table), len(self.groups))[g]
-                table[low:low + len(rows)] = rows
+                table[g::len(self.groups)] = rows
         return self.momentum
 
     def scatter_momentum(self, momentum):

@@ -181,23 +181,34 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
     return _compact(values, ids, count)
 
 
-def row_ranges(n_rows, parts):
-    """Bounds of ``parts`` ranges of consecutive rows of about equal size: range ``p`` is
-    ``[bounds[p], bounds[p + 1])``."""
-    return [n_rows * p // parts for p in range(parts + 1)]
+def owned_rows(n_rows, parts, part):
+    """Rows of a table of ``n_rows`` that owner ``part`` of ``parts`` merges: every ``parts``-th row from row
+    ``part`` (so that the frequent rows at the top of a frequency-sorted vocabulary, which every replica
+    changes every round, are spread evenly over the owners); their number."""
+    return len(range(part, n_rows, parts))
 
 
-def split(delta, bounds):
-    """The parts of ``delta`` whose rows fall in each range of ``bounds`` (:func:`row_ranges`), as views."""
-    cuts = np.searchsorted(delta.ids, bounds)
-    owner = delta.owner
-    return [RowDelta(delta.ids[a:b], delta.values[a:b], None if owner is None else owner[a:b])
-            for a, b in zip(cuts[:-1], cuts[1:])]
+def split(delta, parts):
+    """The parts of ``delta`` each of ``parts`` owners merges (:func:`owned_rows`): part ``p`` holds its rows
+    ``p, p + parts, ...``, in order."""
+    if parts == 1:
+        return [delta]
+    owner = delta.ids % parts
+    order = np.argsort(owner, kind="stable")
+    cuts = np.searchsorted(owner[order], np.arange(parts + 1))
+    ids, values = delta.ids[order], delta.values[order]
+    rows = None if delta.owner is None else delta.owner[order]
+    return [RowDelta(ids[a:b], values[a:b], None if rows is None else rows[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
 
 
-def shifted(delta, offset):
-    """``delta`` with its row ids moved by ``offset`` (the values shared)."""
-    return RowDelta((delta.ids + offset).astype(np.int32, copy=False), delta.values, delta.owner)
+def local_rows(delta, parts):
+    """A part of :func:`split` numbered among its owner's rows (row ``i`` becomes ``i // parts``)."""
+    return RowDelta((delta.ids // parts).astype(np.int32, copy=False), delta.values, delta.owner)
+
+
+def table_rows(delta, parts, part):
+    """:func:`local_rows` of owner ``part`` back in the table's numbering."""
+    return RowDelta((delta.ids * parts + part).astype(np.int32, copy=False), delta.values, delta.owner)
 
 
 def apply_update(update, table):

@@ -8,13 +8,13 @@ scheduler on the way).  It is a model of the client's class built from the clien
 (the vocabulary, the class counts), with its own copy of the tables, its own loss, sampler and kernel
 trainer (the same objects as a single-process run), and the shards it reads itself.
 
-Reconciliation runs among the replicas, not through the client: the rows of each table are cut into as many
-ranges as there are replicas (:func:`~embkit.core.reconcile.row_ranges`), replica ``g`` owning range
-``g``.  After training a round, a replica sends each owner the part of its changed rows in that owner's
-range, merges the parts of its own range it receives (the one merge of those rows in the run), and sends the
-merged rows to every other replica (less the rows only that replica sent, which it knows) and back to the
-client, which keeps the reconciled tables.  Each replica then adopts the merged rows of every range: all
-hold the same reconciled tables again, bit for bit.  The parts travel as actor calls between the workers
+Reconciliation runs among the replicas, not through the client: with ``n`` replicas, replica ``g`` owns
+every ``n``-th row of each table from row ``g`` (:func:`~embkit.core.reconcile.owned_rows`: the frequent
+rows, which every replica changes, spread evenly over the owners).  After training a round, a replica sends
+each owner the part of its changed rows that owner owns, merges the parts of its own rows it receives (the
+one merge of those rows in the run), and sends the merged rows to every other replica (less the rows only
+that replica sent, which it knows) and back to the client, which keeps the reconciled tables.  Each replica
+then adopts the merged rows of every owner: all hold the same reconciled tables again, bit for bit.  The parts travel as actor calls between the workers
 (:meth:`Replica.post`, run on the worker's event loop while its training thread waits in its
 :class:`Mailbox`); every link carries about two row sets a round, whatever the number of replicas.  Two
 replicas need only one of the two steps: each sends the other its whole delta and merges every row itself
@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from embkit.core.reconcile import RowDelta, adopt_update, changed_rows, merge, row_ranges, shifted, split
+from embkit.core.reconcile import RowDelta, adopt_update, changed_rows, local_rows, merge, owned_rows, split, table_rows
 from embkit.core.training import check_finite, chunk_pool, train_chunk
 
 __all__ = ["Mailbox", "Replica", "RoundAborted", "ShardReadError", "open_replica", "worker_name"]
@@ -110,9 +110,9 @@ class Mailbox:
 class Replica:
     """Tables, trainer and shards of one shard group on one worker (see the module docstring).
 
-    ``group`` is its index among the run's ``run["replicas"]`` replicas (the range of rows it merges);
-    ``momentum`` (``"momentum"`` merges of 3 replicas or more) the block momentum of both tables, of which it
-    keeps its range.
+    ``group`` is its index among the run's ``run["replicas"]`` replicas (the rows it merges:
+    :func:`~embkit.core.reconcile.owned_rows`); ``momentum`` (``"momentum"`` merges of 3 replicas or more)
+    the block momentum of both tables, of which it keeps that of its own rows.
     """
 
     def __init__(self, spec, shards, W_in, W_out, run, group=0, momentum=None):
@@ -134,7 +134,6 @@ class Replica:
         self.trainer = model._kernel_trainer(self.loss, self.sampler, run["alpha"], run["min_alpha"],
                                              float(max(self.total, 1)) * run["epochs"])
         self.bases = (model.W_in.copy(), model.W_out.copy())
-        self.ranges = tuple(row_ranges(t.shape[0], self.replicas) for t in self.bases)
         self.momentum = (None, None)
         if momentum is not None:
             self.set_momentum(momentum)
@@ -173,13 +172,13 @@ class Replica:
         self.mail.abort()
 
     def set_momentum(self, momentum):
-        """Keep this replica's range of the block momentum of both tables (full tables given)."""
+        """Keep the block momentum of this replica's rows of both tables (full tables given)."""
         g = self.group
-        self.momentum = tuple(np.array(m[r[g]:r[g + 1]], dtype=np.float32) for m, r in zip(momentum, self.ranges))
+        self.momentum = tuple(np.array(m[g::self.replicas], dtype=np.float32) for m in momentum)
         return True
 
     def momentum_part(self):
-        """This replica's range of the block momentum of both tables (None without momentum)."""
+        """The block momentum of this replica's rows of both tables (None without momentum)."""
         return self.momentum
 
     def refresh_sampler(self, progress):
@@ -204,7 +203,7 @@ class Replica:
         Returns :meth:`train`'s dict with ``pass_seconds`` (finding, merging and adopting rows),
         ``wait_seconds`` (waiting for the peers' parts), ``bytes_up`` / ``bytes_down`` (changed rows sent to
         the other owners; merged rows sent to the other replicas and the client), ``worker``, and ``merged``:
-        the merged steps of this replica's ranges of ``W_in`` and ``W_out``, for the client's tables.
+        the merged steps of this replica's rows of ``W_in`` and ``W_out``, for the client's tables.
         """
         result = self.train(epoch, round_index, rounds)
         finding = time.perf_counter()
@@ -252,12 +251,12 @@ class Replica:
 
     def reconcile(self, key, sent, partial):
         """Exchange the rows of ``sent`` (this replica's delta of each table) with the peers, merge this
-        replica's ranges and adopt the merged rows of all; the result's exchange entries."""
+        replica's rows and adopt the merged rows of all; the result's exchange entries."""
         if self.replicas == 2:
             return self._swap(key, sent, partial)
         g, n = self.group, self.replicas
         others = [p for p in range(n) if p != g]
-        parts = [split(d, r) for d, r in zip(sent, self.ranges)]
+        parts = [split(d, n) for d in sent]
         posts = [self._post(p, ("part",) + key, tuple(part[p] for part in parts)) for p in others]
         up = sum(part[p].nbytes for part in parts for p in others)
         waited = time.perf_counter()
@@ -275,7 +274,7 @@ class Replica:
         wait += time.perf_counter() - waited
         got[g] = tuple(m.without(g) for m in merged)   # its own rows stay as they are (no float32 round trip)
         for t, (table, base) in enumerate(zip((self.model.W_in, self.model.W_out), self.bases)):
-            for p in range(n):      # the ranges are disjoint: each adopts the merged rows of its range
+            for p in range(n):      # the owners' rows are disjoint: each part adopts the merged rows of one
                 adopt_update(got[p][t], table, base, parts[t][p], partial)
         self._delivered(key, posts)
         mine = tuple(RowDelta(m.ids, m.values) for m in merged)
@@ -284,8 +283,8 @@ class Replica:
 
     def _swap(self, key, sent, partial):
         """:meth:`reconcile` of two replicas: each sends the other its whole delta and merges every row itself,
-        in group order as the owner of each range would (the same steps, bit for bit): one message each way
-        where the ranges take two (a part, then the merged rows), for about the same bytes."""
+        in group order as the owner of each row would (the same steps, bit for bit): one message each way
+        where the owners take two (a part, then the merged rows), for about the same bytes."""
         g = self.group
         peer = 1 - g
         post = self._post(peer, ("delta",) + key, sent)
@@ -297,18 +296,19 @@ class Replica:
         for t, (table, base) in enumerate(zip((self.model.W_in, self.model.W_out), self.bases)):
             merged = merge(table.shape[0], [deltas[0][t], deltas[1][t]], self.run["mode"], None, None, 2)
             adopt_update(merged.without(g), table, base, sent[t], partial)
-            own = split(merged, self.ranges[t])[g]     # the client takes each range from its owner
-            mine.append(RowDelta(own.ids, own.values))
+            half = slice(0, len(merged) // 2) if g == 0 else slice(len(merged) // 2, None)
+            mine.append(RowDelta(merged.ids[half], merged.values[half]))   # the client takes half from each
         self._delivered(key, [post])
         return {"merged": tuple(mine), "bytes_up": sum(d.nbytes for d in sent),
                 "bytes_down": sum(m.nbytes for m in mine), "wait_seconds": wait}
 
     def _merge(self, t, deltas):
-        """The merged steps of this replica's range of table ``t`` from every replica's part (in group order;
+        """The merged steps of this replica's rows of table ``t`` from every replica's part (in group order;
         a row's ``owner`` is the group of the only replica that sent it)."""
-        low, high = self.ranges[t][self.group], self.ranges[t][self.group + 1]
-        local = [shifted(d, -low) for d in deltas]
-        return shifted(merge(high - low, local, self.run["mode"], None, self.momentum[t], self.replicas), low)
+        g, n = self.group, self.replicas
+        rows = owned_rows(self.bases[t].shape[0], n, g)
+        local = [local_rows(d, n) for d in deltas]
+        return table_rows(merge(rows, local, self.run["mode"], None, self.momentum[t], n), n, g)
 
     def _post(self, peer, key, payload):
         """Send ``payload`` to the mailbox of replica ``peer`` (the call's future)."""
