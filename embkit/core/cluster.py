@@ -10,10 +10,10 @@ A model given ``client=`` (a ``dask.distributed.Client``) trains like this:
    replica): the client calls every replica at once (an actor call goes straight to its worker: no task,
    no scheduler on the way), which trains the same fraction of its shards with embkit's nogil kernel on
    its own threads (``workers``), then reconciles with the other replicas directly: each merges every
-   n-th row of the tables (:mod:`embkit.core.reconcile`; two replicas each merge every row) from the changed rows the
-   others send it (with ``exchange_share`` below 1, the farthest moved of them, the rest kept for later
-   rounds) and sends the merged rows to the others and back to the client, which adds them to its tables
-   (they are the model's ``W_in`` / ``W_out`` after every round);
+   n-th row of the tables (:mod:`embkit.core.reconcile`; two replicas each merge every row) from the
+   changed rows the others send it (with ``exchange_share`` below 1, the farthest moved of them, the rest
+   kept for later rounds) and sends the merged rows to the others and back to the client, which adds them
+   to its tables (they are the model's ``W_in`` / ``W_out`` after every round);
 3. when a worker is lost mid-round, the client calls the round off on the others, opens every replica
    again (the lost one on a live worker) from its reconciled tables, and trains the same round again: the
    run goes on, and the result is the same kind of model.

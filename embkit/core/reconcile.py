@@ -198,7 +198,8 @@ def split(delta, parts):
     cuts = np.searchsorted(owner[order], np.arange(parts + 1))
     ids, values = delta.ids[order], delta.values[order]
     rows = None if delta.owner is None else delta.owner[order]
-    return [RowDelta(ids[a:b], values[a:b], None if rows is None else rows[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+    return [RowDelta(ids[a:b], values[a:b], None if rows is None else rows[a:b])
+            for a, b in zip(cuts[:-1], cuts[1:])]
 
 
 def local_rows(delta, parts):

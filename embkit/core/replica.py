@@ -14,12 +14,12 @@ rows, which every replica changes, spread evenly over the owners).  After traini
 each owner the part of its changed rows that owner owns, merges the parts of its own rows it receives (the
 one merge of those rows in the run), and sends the merged rows to every other replica (less the rows only
 that replica sent, which it knows) and back to the client, which keeps the reconciled tables.  Each replica
-then adopts the merged rows of every owner: all hold the same reconciled tables again, bit for bit.  The parts travel as actor calls between the workers
-(:meth:`Replica.post`, run on the worker's event loop while its training thread waits in its
-:class:`Mailbox`); every link carries about two row sets a round, whatever the number of replicas.  Two
-replicas need only one of the two steps: each sends the other its whole delta and merges every row itself
-(:meth:`Replica._swap`: the same steps as the owners' merges, bit for bit, and about the same bytes, with
-one wait for a peer a round instead of two).
+then adopts the merged rows of every owner: all hold the same reconciled tables again, bit for bit.  The
+parts travel as actor calls between the workers (:meth:`Replica.post`, run on the worker's event loop while
+its training thread waits in its :class:`Mailbox`); every link carries about two row sets a round, whatever
+the number of replicas.  Two replicas need only one of the two steps: each sends the other its whole delta
+and merges every row itself (:meth:`Replica._swap`: the same steps as the owners' merges, bit for bit, and
+about the same bytes, with one wait for a peer a round instead of two).
 
 A shard is an object with ``name`` (what an error names), ``open(model)`` (read it on the worker, return
 its units per epoch) and ``chunks(model, start, stop)`` (the chunks of its units ``[start, stop)``).
@@ -33,7 +33,8 @@ import time
 
 import numpy as np
 
-from embkit.core.reconcile import RowDelta, adopt_update, changed_rows, local_rows, merge, owned_rows, split, table_rows
+from embkit.core.reconcile import (RowDelta, adopt_update, changed_rows, local_rows, merge, owned_rows, split,
+                                   table_rows)
 from embkit.core.training import check_finite, chunk_pool, train_chunk
 
 __all__ = ["Mailbox", "Replica", "RoundAborted", "ShardReadError", "open_replica", "worker_name"]
