@@ -1,6 +1,7 @@
 """Training on a real Dask LocalCluster (2 worker processes): vocabulary, training with every loss and
 sampler, a worker lost mid-epoch, bad input, and the command line.  Skipped without the [cluster] extra."""
 import gzip
+import logging
 import os
 import signal
 import time
@@ -301,7 +302,7 @@ def test_a_cluster_run_resumes_from_its_checkpoint_bit_identical(client, planted
 
 
 def test_three_replicas_keep_the_block_momentum_through_a_checkpoint(planted_shards, tmp_path, purity):
-    # 3 replicas merge with block momentum, each keeping the momentum of its range of rows: a checkpoint
+    # 3 replicas merge with block momentum, each keeping the momentum of its own rows: a checkpoint
     # gathers it and a resumed run hands it back, so the resumed run ends as the uninterrupted one, bit for bit
     groups, _, pattern = planted_shards
     with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
@@ -345,6 +346,16 @@ def test_a_glob_matching_nothing_says_so(client, tmp_path):
         resolve_files([str(tmp_path / "missing.txt")])
 
 
+def test_fewer_shards_than_workers_are_named(client, planted, tmp_path, caplog):
+    # one compressed file is one shard: one of the two workers trains, and the run says why
+    _, sentences = planted
+    path = write_shards(tmp_path, sentences, 1, ".txt.gz")[0]
+    with caplog.at_level(logging.WARNING, logger="embkit.core.cluster"):
+        model = Word2Vec(corpus_file=path, client=client, **SMALL)
+    assert model.last_cluster_stats.replicas == 1
+    assert "1 shard for 2 workers: only 1 of them trains" in caplog.text
+
+
 def test_a_client_without_workers_is_a_clear_error(monkeypatch, planted_shards):
     _, _, pattern = planted_shards
     monkeypatch.setattr(cluster_mod, "WORKER_WAIT", 0.5)
@@ -376,7 +387,7 @@ def test_cli_trains_on_the_scheduler(client, planted_shards, tmp_path, capsys):
     assert code == 0
     printed = capsys.readouterr().out
     assert "training:   2 epochs" in printed
-    assert "cluster:    2 workers, 2 reconciliations" in printed      # a small corpus: one an epoch
+    assert "cluster:    2 replicas, 2 reconciliations" in printed      # a small corpus: one an epoch
     from gensim.models import KeyedVectors
     kv = KeyedVectors.load_word2vec_format(out)
     assert kv.vector_size == 16 and len(kv) == 50

@@ -317,6 +317,7 @@ def cluster_summary(model):
 
 def cluster_line(summary):
     """``cluster_summary`` as a line of a text report."""
-    return ("cluster:    %d workers, %d reconciliations of %.1f MB, %.2f s reconciling, %d replicas reopened"
-            % (summary["replicas"], summary["reconciliations"], summary["mb_per_reconciliation"],
+    replicas = summary["replicas"]
+    return ("cluster:    %d replica%s, %d reconciliations of %.1f MB, %.2f s reconciling, %d replicas reopened"
+            % (replicas, "" if replicas == 1 else "s", summary["reconciliations"], summary["mb_per_reconciliation"],
                summary["reconcile_seconds"], summary["reopened"]))

@@ -219,6 +219,11 @@ class _Run:
         self.distributed = distributed_module()
         workers = sorted(check_client(client))
         self.groups = group_shards(shards, len(workers))
+        if len(self.groups) < len(workers):
+            logger.warning("%d shard%s for %d workers: only %d of them train%s (a compressed file is one shard: split "
+                           "the corpus into at least as many files as workers)", len(shards),
+                           "" if len(shards) == 1 else "s", len(workers), len(self.groups),
+                           "s" if len(self.groups) == 1 else "")
         self.spec = model._cluster_spec()
         self.address = {}
         self.actors = {}        # group -> (future of its open task, Actor)
@@ -533,8 +538,8 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
     try:
         units_per_epoch = sum(job.units.values())
         rounds = run["rounds"] = rounds_per_epoch(model.syncs_per_epoch, job.units.values())
-        logger.info("%d replicas, %d rounds an epoch (about %.0f %s per replica and round)", len(job.groups),
-                    rounds, max(job.units.values()) / rounds, model.unit)
+        logger.info("%d replica%s, %d rounds an epoch (about %.0f %s per replica and round)", len(job.groups),
+                    "" if len(job.groups) == 1 else "s", rounds, max(job.units.values()) / rounds, model.unit)
         record = {"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha),
                   "units_per_epoch": units_per_epoch, "args": dict(run_args or {}), "fingerprint": fingerprint,
                   "cluster": {"syncs_per_epoch": rounds, "reconcile": model.reconcile}}
