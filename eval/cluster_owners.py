@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def owners_rows(model, files, n, rounds, round_index, share):
     """``{"consecutive ranges": counts, "every n-th row": counts}``: rows each of ``n`` owners receives."""
     from embkit.core.cluster import group_shards
-    from embkit.core.reconcile import changed_rows
+    from embkit.core.reconcile import changed_rows, split
     from embkit.core.replica import Replica
     from embkit.text.shards import TextShard
 
@@ -41,9 +41,9 @@ def owners_rows(model, files, n, rounds, round_index, share):
         replica = Replica(model._cluster_spec(), shards, model.W_in, model.W_out, settings, g)
         replica.train(0, round_index, rounds)
         for table, base in zip((replica.model.W_in, replica.model.W_out), replica.bases):
-            ids = changed_rows(table, base, share).ids
-            counts["consecutive ranges"] += np.bincount(ids * n // len(table), minlength=n)
-            counts["every n-th row"] += np.bincount(ids % n, minlength=n)
+            sent = changed_rows(table, base, share)
+            counts["consecutive ranges"] += np.bincount(sent.ids * n // len(table), minlength=n)
+            counts["every n-th row"] += [len(part) for part in split(sent, n)]     # embkit's owners
         replica.close()
     return counts
 
