@@ -77,6 +77,38 @@ def test_text_shard_rounds_cover_every_sentence_once(tmp_path, planted):
     shard.close()
 
 
+def test_a_replica_trains_a_round_of_many_shards_as_chunks_its_threads_share(tmp_path, planted):
+    # in-process: a round holds a slice of each of the replica's shards; the slices are joined (up to the
+    # model's chunk_tokens) so that a chunk is large enough to be shared among the worker's threads, and
+    # the joined chunks hold every sentence of the round once, in the shards' order
+    _, sentences = planted
+    paths = write_shards(tmp_path, sentences, 6)
+    params = dict(SMALL, workers=2, batch_words=100)
+    model = Word2Vec(chunk_tokens=2000, **params).build_vocab(sentences)
+    run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001, "mode": "momentum", "replicas": 1}
+    replica = open_replica((model._cluster_spec(), (model.W_in, model.W_out), None),
+                           [TextShard(p, os.path.getsize(p)) for p in paths], run)
+    try:
+        rounds = 3
+        for r in range(rounds):
+            slices = [c for shard, units in zip(replica.shards, replica.units)
+                      for c in shard.chunks(replica.model, units * r // rounds, units * (r + 1) // rounds)]
+            joined = list(replica.round_chunks(r, rounds))
+            assert len(slices) >= 6 and len(joined) < len(slices)
+            longest = max(len(c) for c in slices)
+            assert all(2000 - longest < len(c) <= 2000 for c in joined[:-1])     # filled up to chunk_tokens
+            assert np.array_equal(np.concatenate([c.tokens for c in joined]),
+                                  np.concatenate([c.tokens for c in slices]))
+            ends = [np.split(c.tokens, c.ends[:-1]) for c in slices + joined]
+            assert [s.tolist() for e in ends[:len(slices)] for s in e] == \
+                [s.tolist() for e in ends[len(slices):] for s in e]
+            assert sum(c.raw_words for c in joined) == sum(c.raw_words for c in slices)
+        result = replica.train_round(0, 0, rounds)
+        assert result["words"] == sum(len(c) for c in replica.round_chunks(0, rounds))
+    finally:
+        replica.close()
+
+
 def test_replica_refreshes_an_adaptive_sampler_after_a_reconciliation(tmp_path, planted):
     # in-process (the actor's task and methods called directly, one replica): an LSH sampler rebuilds its
     # tables from the reconciled W_out after a round

@@ -335,3 +335,62 @@ def test_a_replica_that_sent_part_of_its_rows_keeps_the_rest():
     np.testing.assert_array_equal(table, reconciled + kept)
     # the next round finds what it kept, with whatever it trains meanwhile
     assert changed_rows(table, base).ids.tolist() == [1, 4]
+
+
+def _replica_round(rng, n, dim, share_rows):
+    """A base table and a table where ``share_rows`` of the rows moved (steps of every magnitude)."""
+    base = rng.standard_normal((n, dim)).astype(np.float32)
+    table = base.copy()
+    rows = rng.choice(n, int(share_rows * n), replace=False)
+    table[rows] += (rng.standard_normal((len(rows), dim)) * 10.0 ** rng.integers(-6, 0, (len(rows), 1))
+                    ).astype(np.float32)
+    return table, base
+
+
+@pytest.mark.parametrize("n", [1, 7, 1001])
+@pytest.mark.parametrize("share", [1.0, 0.5])
+def test_the_passes_give_the_same_bits_on_any_number_of_threads(n, share):
+    # every pass a replica makes in a round, on 1 thread and on several: finding its rows, merging the
+    # replicas' deltas (with the table), adopting the merged rows (skipping its own by their owner, whole
+    # or partial): the same bits, whatever ranges the threads walked
+    rng = np.random.default_rng(n)
+    dim = 9
+    rounds = [_replica_round(rng, n, dim, f) for f in (0.3, 0.9, 0.0)]
+    results = {}
+    for threads in (1, 2, 3, 8):
+        found = [changed_rows(t, b, share, None, threads) for t, b in rounds]
+        found = [RowDelta(d.ids.copy(), d.values.copy()) for d in found]
+        client = rounds[0][1].copy()
+        merged = merge(n, found, "sum", client, replicas=3, threads=threads)
+        adopted = []
+        for g, (t, b) in enumerate(rounds):
+            table, base = t.copy(), b.copy()
+            adopt_update(merged, table, base, found[g], share < 1, g, threads)
+            adopted += [table, base]
+        results[threads] = [d.ids for d in found] + [d.values.view(np.uint16) for d in found] + [
+            merged.ids, merged.values.view(np.uint16), np.zeros(0, np.int32) if merged.owner is None else merged.owner, client] + adopted
+    for threads in (2, 3, 8):
+        for one, many in zip(results[1], results[threads]):
+            assert one.dtype == many.dtype and np.array_equal(one.view(np.uint8), many.view(np.uint8))
+    # and adopting through the owners is adopting the update without the rows only it sent
+    for g, (t, b) in enumerate(rounds):
+        table, base = t.copy(), b.copy()
+        found = changed_rows(t, b, share)
+        others = [changed_rows(*r, share) for r in rounds]
+        update = merge(n, others, "sum")
+        adopt_update(update.without(g), table, base, found, share < 1)
+        assert np.array_equal(table, results[1][len(rounds) * 2 + 4 + 2 * g])
+        assert np.array_equal(base, results[1][len(rounds) * 2 + 5 + 2 * g])
+
+
+def test_a_threaded_pass_refuses_what_a_single_thread_refuses():
+    table = np.zeros((6, 2), np.float32)
+    with pytest.raises(ValueError, match="row 9 outside a table of 6 rows"):
+        deltas.adopt_rows(table, table.copy(), np.array([1, 9], np.int32), np.zeros((2, 2), np.uint16),
+                          np.zeros(0, np.int32), np.zeros((0, 2), np.uint16), True, None, -1, 4)
+    with pytest.raises(ValueError, match="owners"):
+        deltas.adopt_rows(table, table.copy(), np.array([1, 2], np.int32), np.zeros((2, 2), np.uint16),
+                          np.zeros(0, np.int32), np.zeros((0, 2), np.uint16), True, np.zeros(1, np.int32), 0, 4)
+    with pytest.raises(ValueError, match="not increasing"):
+        deltas.merge_rows([np.array([3, 1], np.int32)], [np.zeros((2, 2), np.uint16)], 6, False,
+                          np.zeros((2, 2), np.uint16), np.zeros(2, np.int32), None, None, 3)

@@ -4,12 +4,18 @@ Deltas are float16 on the wire; here they are ``uint16`` arrays holding the floa
 converts a row at a time, with the CPU's F16C instructions where it has them, rounding to nearest even as
 numpy does), so that every function runs without the GIL and without temporary float32 tables (one row of
 scratch).  Ids are ``int32``; within one delta they are increasing and unique.
+
+The passes a replica makes every round (:func:`row_energies`, :func:`changed_rows`, :func:`merge_rows`,
+:func:`adopt_rows`) take ``threads``: with more than one (and an OpenMP build) they split the table's rows
+into ranges that OpenMP threads walk at once, each row on one thread, so the result is the same, bit for
+bit, for any number of threads.
 """
 import numpy as np
 
 from libc.stdint cimport int32_t, uint16_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memmove
+from cython.parallel cimport parallel, prange
 
 cdef extern from "half.h" nogil:
     void halves_from_floats(const float *src, uint16_t *dst, long n, int use_f16c)
@@ -63,25 +69,40 @@ def _check_pair(const float[:, ::1] table, const float[:, ::1] base, str what):
                                                               (base.shape[0], base.shape[1])))
 
 
-def row_energies(const float[:, ::1] table, const float[:, ::1] base, double[::1] out):
+cdef inline double _energy(const float *row, const float *base_row, Py_ssize_t d) noexcept nogil:
+    cdef double total = 0.0, step
+    cdef Py_ssize_t j
+    for j in range(d):
+        step = row[j] - base_row[j]
+        total += step * step
+    return total
+
+
+def row_energies(const float[:, ::1] table, const float[:, ::1] base, double[::1] out, int threads=1):
     """``out[i] = sum_j (table[i, j] - base[i, j]) ** 2``: how far each row moved."""
-    cdef Py_ssize_t n = table.shape[0], d = table.shape[1], i, j
-    cdef double total, step
+    cdef Py_ssize_t n = table.shape[0], d = table.shape[1], i
     _check_pair(table, base, "row_energies")
     if out.shape[0] != n:
         raise ValueError("row_energies: %d rows, room for %d" % (n, out.shape[0]))
-    with nogil:
+    if d == 0:
         for i in range(n):
-            total = 0.0
-            for j in range(d):
-                step = table[i, j] - base[i, j]
-                total += step * step
-            out[i] = total
+            out[i] = 0.0
+        return
+    with nogil:
+        if threads > 1:
+            for i in prange(n, schedule="static", num_threads=threads):
+                out[i] = _energy(&table[i, 0], &base[i, 0], d)
+        else:
+            for i in range(n):
+                out[i] = _energy(&table[i, 0], &base[i, 0], d)
 
 
 #: buckets of :func:`share_threshold`: a positive double's exponent and top 3 mantissa bits (its bits are
 #: ordered as its values), so a bucket spans at most 1/8 of its lower bound
 DEF BUCKET_SHIFT = 49
+#: ranges of rows per thread of a threaded pass (rows are not changed evenly: more ranges than threads,
+#: taken as threads come free, even out the work)
+DEF PARTS_PER_THREAD = 4
 DEF N_BUCKETS = 1 << (63 - BUCKET_SHIFT)
 
 
@@ -159,39 +180,87 @@ def share_threshold(const double[::1] energy, double share):
     return result
 
 
+cdef inline bint _differs(const float *row, const float *base_row, Py_ssize_t d) noexcept nogil:
+    cdef Py_ssize_t j
+    for j in range(d):
+        if row[j] != base_row[j]:
+            return True
+    return False
+
+
+cdef inline void _write_change(const float *row, const float *base_row, Py_ssize_t d, float *step,
+                               uint16_t *out) noexcept nogil:
+    """Write ``row - base_row`` as float16 bits to ``out``."""
+    cdef Py_ssize_t j
+    for j in range(d):
+        step[j] = row[j] - base_row[j]
+    halves_from_floats(step, out, d, 1)
+
+
+cdef Py_ssize_t _changed_range(const float[:, ::1] table, const float[:, ::1] base, uint16_t[:, ::1] values,
+                               int32_t[::1] ids, const unsigned char[::1] only, bint every, Py_ssize_t start,
+                               Py_ssize_t stop, float *step) noexcept nogil:
+    """:func:`changed_rows` of the rows ``[start, stop)``, written from position ``start`` on; their number."""
+    cdef Py_ssize_t i, k = start, d = table.shape[1]
+    for i in range(start, stop):
+        if (every or only[i]) and _differs(&table[i, 0], &base[i, 0], d):
+            _write_change(&table[i, 0], &base[i, 0], d, step, &values[k, 0])
+            ids[k] = <int32_t>i
+            k += 1
+    return k - start
+
+
 def changed_rows(const float[:, ::1] table, const float[:, ::1] base, uint16_t[:, ::1] values,
-                 int32_t[::1] ids, const unsigned char[::1] only=None):
+                 int32_t[::1] ids, const unsigned char[::1] only=None, int threads=1):
     """Write the rows where ``table`` differs from ``base`` (with ``only``, those of them where ``only`` is
     not 0): their ids and ``table - base`` as float16 bits.
 
-    ``values`` and ``ids`` have room for every row; returns the number of rows written.
+    ``values`` and ``ids`` have room for every row; returns the number of rows written.  With ``threads``,
+    each thread writes the rows of its ranges of rows from the range's first row on, and the ranges are then
+    moved together (reading the table once: counting the rows first would read it twice).
     """
-    cdef Py_ssize_t n = table.shape[0], d = table.shape[1], i, j, k = 0
-    cdef bint changed, every = only is None
+    cdef Py_ssize_t n = table.shape[0], d = table.shape[1], k = 0, p, c, parts
+    cdef bint every = only is None
+    cdef float *step = NULL
+    cdef Py_ssize_t *counts
     _check_pair(table, base, "changed_rows")
     if values.shape[0] < n or values.shape[1] != d or ids.shape[0] < n or (not every and only.shape[0] != n):
         raise ValueError("changed_rows: table %s, values %s, ids %s and only %s do not fit"
                          % ((n, d), (values.shape[0], values.shape[1]), ids.shape[0],
                             None if every else only.shape[0]))
-    if d == 0:
+    if d == 0 or n == 0:
         return 0
-    cdef float *row = _scratch(d)
+    if threads <= 1:
+        step = _scratch(d)
+        with nogil:
+            k = _changed_range(table, base, values, ids, only, every, 0, n, step)
+        free(step)
+        return k
+    parts = min(n, PARTS_PER_THREAD * threads)
+    counts = <Py_ssize_t *>calloc(parts, sizeof(Py_ssize_t))
+    if counts == NULL:
+        raise MemoryError()
+    with nogil, parallel(num_threads=threads):
+        step = <float *>malloc(d * sizeof(float))
+        for p in prange(parts, schedule="dynamic"):
+            if step == NULL:
+                counts[p] = -1
+            else:
+                counts[p] = _changed_range(table, base, values, ids, only, every, n * p // parts,
+                                           n * (p + 1) // parts, step)
+        free(step)
+    for p in range(parts):
+        if counts[p] < 0:
+            free(counts)
+            raise MemoryError()
     with nogil:
-        for i in range(n):
-            if not every and only[i] == 0:
-                continue
-            changed = False
-            for j in range(d):
-                if table[i, j] != base[i, j]:
-                    changed = True
-                    break
-            if changed:
-                for j in range(d):
-                    row[j] = table[i, j] - base[i, j]
-                halves_from_floats(row, &values[k, 0], d, 1)
-                ids[k] = <int32_t>i
-                k += 1
-    free(row)
+        for p in range(parts):
+            c = counts[p]
+            if c and k != n * p // parts:
+                memmove(&values[k, 0], &values[n * p // parts, 0], c * d * sizeof(uint16_t))
+                memmove(&ids[k], &ids[n * p // parts], c * sizeof(int32_t))
+            k += c
+    free(counts)
     return k
 
 
@@ -215,8 +284,69 @@ def accumulate(float[:, ::1] total, int32_t[::1] seen, const int32_t[::1] ids, c
     free(row)
 
 
+cdef inline Py_ssize_t _lower_bound(const int32_t *ids, Py_ssize_t length, int32_t value) noexcept nogil:
+    """The first position of the increasing ``ids`` holding ``value`` or more."""
+    cdef Py_ssize_t lo = 0, hi = length, mid
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ids[mid] < value:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef Py_ssize_t _merge_range(Py_ssize_t n, const int32_t **id_ptr, const uint16_t **value_ptr, Py_ssize_t *at,
+                             const Py_ssize_t *end, Py_ssize_t d, bint average, uint16_t *out_values,
+                             int32_t *out_ids, int32_t *owner, float *table, float *row, float *step) noexcept nogil:
+    """Merge the deltas' rows ``at[k] .. end[k]`` of every delta ``k`` (``at`` advances), writing from the
+    start of the outputs; with ``out_values`` NULL only count the rows.  Their number."""
+    cdef Py_ssize_t c = 0, k, j
+    cdef int32_t low
+    cdef int seen, only = 0
+    cdef float scale
+    while True:
+        low = -1
+        for k in range(n):
+            if at[k] < end[k] and (low < 0 or id_ptr[k][at[k]] < low):
+                low = id_ptr[k][at[k]]
+        if low < 0:
+            break
+        if out_values == NULL:
+            for k in range(n):
+                if at[k] < end[k] and id_ptr[k][at[k]] == low:
+                    at[k] += 1
+            c += 1
+            continue
+        for j in range(d):
+            step[j] = 0.0
+        seen = 0
+        for k in range(n):
+            if at[k] < end[k] and id_ptr[k][at[k]] == low:
+                floats_from_halves(value_ptr[k] + at[k] * d, row, d, 1)
+                for j in range(d):
+                    step[j] += row[j]
+                seen += 1
+                only = k
+                at[k] += 1
+        if average and seen > 1:
+            scale = 1.0 / seen
+            for j in range(d):
+                step[j] = step[j] * scale
+        halves_from_floats(step, out_values + c * d, d, 1)
+        if table != NULL:
+            floats_from_halves(out_values + c * d, step, d, 1)
+            for j in range(d):
+                table[low * d + j] += step[j]
+        out_ids[c] = low
+        if owner != NULL:
+            owner[c] = only if seen == 1 else -1
+        c += 1
+    return c
+
+
 def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[:, ::1] out_values,
-               int32_t[::1] out_ids, float[:, ::1] table=None, int32_t[::1] owner=None):
+               int32_t[::1] out_ids, float[:, ::1] table=None, int32_t[::1] owner=None, int threads=1):
     """One float16 step per row of any delta: the sum of the deltas' steps (added in the deltas' order,
     as :func:`accumulate` adds them), or with ``average`` the sum over the number of deltas holding the
     row; with ``table``, also add each step (as float16 widened) to it; with ``owner``, the index of the
@@ -224,13 +354,11 @@ def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[
 
     ``ids`` and ``values`` hold one delta each (ids increasing, below ``n_rows``); the deltas are walked
     together in id order, so only their rows are visited.  ``out_values`` / ``out_ids`` (and ``owner``)
-    have room for every row of every delta; returns the number written.
+    have room for every row of every delta; returns the number written.  With ``threads``, the rows are
+    cut into ranges: the threads count each range's rows, then merge each range into its place.
     """
-    cdef Py_ssize_t n = len(ids), d = out_values.shape[1], k, j, c = 0, total_rows = 0
-    cdef int32_t low
-    cdef int seen, only
-    cdef float scale
-    cdef bint apply = table is not None, owners = owner is not None
+    cdef Py_ssize_t n = len(ids), d = out_values.shape[1], k, p, c = 0, total_rows = 0, parts
+    cdef bint failed = False
     cdef const int32_t[::1] one_ids
     cdef const uint16_t[:, ::1] one_values
     if len(values) != n:
@@ -244,61 +372,76 @@ def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[
             raise ValueError("merge_rows: delta %d has %d ids for %d rows of values" % (k, one_ids.shape[0],
                                                                                     one_values.shape[0]))
         _check_rows(one_ids, n_rows, "a delta")
-        for j in range(1, one_ids.shape[0]):
-            if one_ids[j] <= one_ids[j - 1]:
-                raise ValueError("merge_rows: delta %d: its ids are not increasing at %d" % (k, j))
+        for p in range(1, one_ids.shape[0]):
+            if one_ids[p] <= one_ids[p - 1]:
+                raise ValueError("merge_rows: delta %d: its ids are not increasing at %d" % (k, p))
         total_rows += one_ids.shape[0]
-    if out_ids.shape[0] < total_rows or out_values.shape[0] < total_rows or (owners and owner.shape[0] < total_rows):
+    if out_ids.shape[0] < total_rows or out_values.shape[0] < total_rows or (owner is not None and
+                                                                             owner.shape[0] < total_rows):
         raise ValueError("merge_rows: room for %d rows, the deltas hold %d" % (out_ids.shape[0], total_rows))
     if n == 0 or d == 0 or total_rows == 0:
         return 0
+    parts = 1 if threads <= 1 else min(n_rows, PARTS_PER_THREAD * threads)
     cdef const int32_t **id_ptr = <const int32_t **>malloc(n * sizeof(int32_t *))
     cdef const uint16_t **value_ptr = <const uint16_t **>malloc(n * sizeof(uint16_t *))
-    cdef Py_ssize_t *length = <Py_ssize_t *>malloc(n * sizeof(Py_ssize_t))
-    cdef Py_ssize_t *at = <Py_ssize_t *>calloc(n, sizeof(Py_ssize_t))
-    cdef float *row = <float *>malloc(d * sizeof(float))
-    cdef float *step = <float *>malloc(d * sizeof(float))
-    if id_ptr == NULL or value_ptr == NULL or length == NULL or at == NULL or row == NULL or step == NULL:
-        free(id_ptr); free(value_ptr); free(length); free(at); free(row); free(step)
+    cdef Py_ssize_t *cuts = <Py_ssize_t *>malloc((parts + 1) * n * sizeof(Py_ssize_t))
+    cdef Py_ssize_t *offset = <Py_ssize_t *>calloc(parts + 1, sizeof(Py_ssize_t))
+    if id_ptr == NULL or value_ptr == NULL or cuts == NULL or offset == NULL:
+        free(id_ptr); free(value_ptr); free(cuts); free(offset)
         raise MemoryError()
     for k in range(n):
         one_ids, one_values = ids[k], values[k]
-        length[k] = one_ids.shape[0]
-        id_ptr[k] = &one_ids[0] if length[k] else NULL
-        value_ptr[k] = &one_values[0, 0] if length[k] else NULL
-    with nogil:
-        while True:
-            low = -1
-            for k in range(n):
-                if at[k] < length[k] and (low < 0 or id_ptr[k][at[k]] < low):
-                    low = id_ptr[k][at[k]]
-            if low < 0:
-                break
-            for j in range(d):
-                step[j] = 0.0
-            seen = 0
-            for k in range(n):
-                if at[k] < length[k] and id_ptr[k][at[k]] == low:
-                    floats_from_halves(value_ptr[k] + at[k] * d, row, d, 1)
-                    for j in range(d):
-                        step[j] += row[j]
-                    seen += 1
-                    only = k
-                    at[k] += 1
-            if average and seen > 1:
-                scale = 1.0 / seen
-                for j in range(d):
-                    step[j] = step[j] * scale
-            halves_from_floats(step, &out_values[c, 0], d, 1)
-            if apply:
-                floats_from_halves(&out_values[c, 0], step, d, 1)
-                for j in range(d):
-                    table[low, j] += step[j]
-            out_ids[c] = low
-            if owners:
-                owner[c] = only if seen == 1 else -1
-            c += 1
-    free(id_ptr); free(value_ptr); free(length); free(at); free(row); free(step)
+        id_ptr[k] = &one_ids[0] if one_ids.shape[0] else NULL
+        value_ptr[k] = &one_values[0, 0] if one_ids.shape[0] else NULL
+        for p in range(parts + 1):      # range p holds rows [n_rows p / parts, n_rows (p + 1) / parts)
+            cuts[p * n + k] = one_ids.shape[0] if p == parts else \
+                _lower_bound(id_ptr[k], one_ids.shape[0], <int32_t>(n_rows * p // parts))
+    cdef Py_ssize_t *written = <Py_ssize_t *>calloc(parts, sizeof(Py_ssize_t))
+    if written == NULL:
+        free(id_ptr); free(value_ptr); free(cuts); free(offset)
+        raise MemoryError()
+    cdef float *table_ptr = &table[0, 0] if table is not None else NULL
+    cdef int32_t *owner_ptr = &owner[0] if owner is not None else NULL
+    cdef Py_ssize_t *at = NULL
+    cdef float *row = NULL
+    cdef float *step = NULL
+    if parts > 1:       # each range's place: the rows of the ranges before it
+        with nogil, parallel(num_threads=threads):
+            at = <Py_ssize_t *>malloc(n * sizeof(Py_ssize_t))
+            for p in prange(parts, schedule="dynamic"):
+                if at == NULL:
+                    written[p] = -1
+                else:
+                    memcpy(at, cuts + p * n, n * sizeof(Py_ssize_t))
+                    offset[p + 1] = _merge_range(n, id_ptr, value_ptr, at, cuts + (p + 1) * n, d, average, NULL,
+                                                 NULL, NULL, NULL, NULL, NULL)
+            free(at)
+        for p in range(parts):
+            failed = failed or written[p] < 0
+            offset[p + 1] += offset[p]
+    if not failed:
+        with nogil, parallel(num_threads=max(1, threads)):
+            at = <Py_ssize_t *>malloc(n * sizeof(Py_ssize_t))
+            row = <float *>malloc(d * sizeof(float))
+            step = <float *>malloc(d * sizeof(float))
+            for p in prange(parts, schedule="dynamic"):
+                if at == NULL or row == NULL or step == NULL:
+                    written[p] = -1
+                else:
+                    memcpy(at, cuts + p * n, n * sizeof(Py_ssize_t))
+                    written[p] = _merge_range(n, id_ptr, value_ptr, at, cuts + (p + 1) * n, d, average,
+                                              &out_values[0, 0] + offset[p] * d, &out_ids[0] + offset[p],
+                                              owner_ptr + offset[p] if owner_ptr != NULL else NULL, table_ptr,
+                                              row, step)
+            free(at)
+            free(row)
+            free(step)
+        for p in range(parts):
+            failed = failed or written[p] < 0
+            c += written[p]
+    free(id_ptr); free(value_ptr); free(cuts); free(offset); free(written)
+    if failed:
+        raise MemoryError()
     return c
 
 
@@ -356,55 +499,102 @@ def add_rows(float[:, ::1] table, const int32_t[::1] ids, const uint16_t[:, ::1]
     free(row)
 
 
-def adopt_rows(float[:, ::1] table, float[:, ::1] base, const int32_t[::1] ids, const uint16_t[:, ::1] values,
-               const int32_t[::1] sent_ids, const uint16_t[:, ::1] sent_values, bint exact):
-    """A replica takes in a reconciliation, in one walk over the rows of the update and of what it sent.
-
-    ``ids`` / ``values``: the merged steps, except (possibly) of rows only this replica sent, whose merged
-    step is what it sent (``sent_ids`` / ``sent_values``).  ``base`` takes every merged step.  With
-    ``exact`` (it sent every row it changed) ``table`` equals ``base`` on those rows afterwards; else
-    ``table`` takes the merged step less what it sent, so that what it kept stays.  Ids increasing.
-    """
-    cdef Py_ssize_t m = ids.shape[0], s = sent_ids.shape[0], d = table.shape[1], a = 0, b = 0, j
+cdef void _adopt_range(float *table, float *base, Py_ssize_t d, const int32_t *ids, const uint16_t *values,
+                       const int32_t *owner, int32_t me, Py_ssize_t a, Py_ssize_t m, const int32_t *sent_ids,
+                       const uint16_t *sent_values, Py_ssize_t b, Py_ssize_t s, bint exact, float *step,
+                       float *own_step) noexcept nogil:
+    """:func:`adopt_rows` of the update's rows ``[a, m)`` and the sent rows ``[b, s)``."""
+    cdef Py_ssize_t j
     cdef int32_t i
     cdef bint merged, own
+    while a < m or b < s:
+        if owner != NULL and a < m and owner[a] == me:
+            a += 1      # a row only this replica sent: its step is the one it sent, taken below
+            continue
+        if b >= s or (a < m and ids[a] < sent_ids[b]):
+            i, merged, own = ids[a], True, False
+        elif a >= m or sent_ids[b] < ids[a]:
+            i, merged, own = sent_ids[b], False, True
+        else:
+            i, merged, own = ids[a], True, True
+        if merged:
+            floats_from_halves(values + a * d, step, d, 1)
+            a += 1
+        if own:
+            floats_from_halves(sent_values + b * d, own_step, d, 1)
+            b += 1
+            if not merged:
+                memcpy(step, own_step, d * sizeof(float))
+        for j in range(d):
+            base[i * d + j] += step[j]
+        if exact:
+            memcpy(table + i * d, base + i * d, d * sizeof(float))
+        elif merged:
+            for j in range(d):
+                table[i * d + j] += step[j]
+            if own:
+                for j in range(d):
+                    table[i * d + j] -= own_step[j]
+
+
+def adopt_rows(float[:, ::1] table, float[:, ::1] base, const int32_t[::1] ids, const uint16_t[:, ::1] values,
+               const int32_t[::1] sent_ids, const uint16_t[:, ::1] sent_values, bint exact,
+               const int32_t[::1] owner=None, int32_t me=-1, int threads=1):
+    """A replica takes in a reconciliation, in one walk over the rows of the update and of what it sent.
+
+    ``ids`` / ``values``: the merged steps; the rows only this replica sent have its own step as their
+    merged step (bit for bit): the update may leave them out, or mark them with ``owner == me`` (a merge's
+    owners), and they are taken from ``sent_ids`` / ``sent_values``.  ``base`` takes every merged step.
+    With ``exact`` (it sent every row it changed) ``table`` equals ``base`` on those rows afterwards; else
+    ``table`` takes the merged step less what it sent, so that what it kept stays.  Ids increasing.  With
+    ``threads``, the rows are cut into ranges walked at once.
+    """
+    cdef Py_ssize_t m = ids.shape[0], s = sent_ids.shape[0], d = table.shape[1], n_rows = table.shape[0], p, parts
+    cdef Py_ssize_t a0, a1, b0, b1
+    cdef int32_t lo, hi
+    cdef bint failed = False
     _check_pair(table, base, "adopt_rows")
-    _check_rows(ids, table.shape[0], "an update")
-    _check_rows(sent_ids, table.shape[0], "a delta")
+    _check_rows(ids, n_rows, "an update")
+    _check_rows(sent_ids, n_rows, "a delta")
     if values.shape[0] != m or sent_values.shape[0] != s or (m and values.shape[1] != d) or \
-            (s and sent_values.shape[1] != d):
-        raise ValueError("adopt_rows: %d ids for %d rows of values, %d sent ids for %d rows"
-                         % (m, values.shape[0], s, sent_values.shape[0]))
+            (s and sent_values.shape[1] != d) or (owner is not None and owner.shape[0] != m):
+        raise ValueError("adopt_rows: %d ids for %d rows of values (%s owners), %d sent ids for %d rows"
+                         % (m, values.shape[0], None if owner is None else owner.shape[0], s,
+                            sent_values.shape[0]))
     if (m == 0 and s == 0) or d == 0:
         return
-    cdef float *step = _scratch(d)
-    cdef float *own_step = _scratch(d)
-    with nogil:
-        while a < m or b < s:
-            if b >= s or (a < m and ids[a] < sent_ids[b]):
-                i, merged, own = ids[a], True, False
-            elif a >= m or sent_ids[b] < ids[a]:
-                i, merged, own = sent_ids[b], False, True
-            else:
-                i, merged, own = ids[a], True, True
-            if merged:
-                floats_from_halves(&values[a, 0], step, d, 1)
-                a += 1
-            if own:
-                floats_from_halves(&sent_values[b, 0], own_step, d, 1)
-                b += 1
-                if not merged:
-                    memcpy(step, own_step, d * sizeof(float))
-            for j in range(d):
-                base[i, j] += step[j]
-            if exact:
-                for j in range(d):
-                    table[i, j] = base[i, j]
-            elif merged:
-                for j in range(d):
-                    table[i, j] += step[j]
-                if own:
-                    for j in range(d):
-                        table[i, j] -= own_step[j]
-    free(step)
-    free(own_step)
+    cdef const int32_t *id_ptr = &ids[0] if m else NULL
+    cdef const uint16_t *value_ptr = &values[0, 0] if m else NULL
+    cdef const int32_t *owner_ptr = &owner[0] if owner is not None and m else NULL
+    cdef const int32_t *sent_ptr = &sent_ids[0] if s else NULL
+    cdef const uint16_t *sent_value_ptr = &sent_values[0, 0] if s else NULL
+    cdef float *table_ptr = &table[0, 0]
+    cdef float *base_ptr = &base[0, 0]
+    cdef float *step = NULL
+    cdef float *own_step = NULL
+    parts = 1 if threads <= 1 else min(n_rows, PARTS_PER_THREAD * threads)
+    cdef unsigned char *status = <unsigned char *>calloc(parts, 1)
+    if status == NULL:
+        raise MemoryError()
+    with nogil, parallel(num_threads=max(1, threads)):
+        step = <float *>malloc(d * sizeof(float))
+        own_step = <float *>malloc(d * sizeof(float))
+        for p in prange(parts, schedule="dynamic"):
+            if step == NULL or own_step == NULL:
+                status[p] = 1
+            else:       # range p: rows [n_rows p / parts, n_rows (p + 1) / parts)
+                lo = <int32_t>(n_rows * p // parts)
+                hi = <int32_t>(n_rows * (p + 1) // parts)
+                a0 = _lower_bound(id_ptr, m, lo)
+                a1 = _lower_bound(id_ptr, m, hi)
+                b0 = _lower_bound(sent_ptr, s, lo)
+                b1 = _lower_bound(sent_ptr, s, hi)
+                _adopt_range(table_ptr, base_ptr, d, id_ptr, value_ptr, owner_ptr, me, a0, a1, sent_ptr,
+                             sent_value_ptr, b0, b1, exact, step, own_step)
+        free(step)
+        free(own_step)
+    for p in range(parts):
+        failed = failed or status[p]
+    free(status)
+    if failed:
+        raise MemoryError()

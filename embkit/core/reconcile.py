@@ -97,14 +97,15 @@ def _compact(values, ids, count, owner=None):
     return RowDelta(ids[:count], values[:count].view(WIRE_DTYPE), None if owner is None else owner[:count])
 
 
-def changed_rows(table, base, share=1.0, scratch=None):
+def changed_rows(table, base, share=1.0, scratch=None, threads=1):
     """:class:`RowDelta` of the rows where ``table`` differs from ``base`` (``table - base`` there); with
     ``share`` below 1, only the fewest rows (the farthest moved) that hold that share of
     ``sum ((table - base) ** 2)`` (rows moved exactly as far as the last of them included).
 
     ``scratch`` (a dict the caller keeps for one table) holds the buffers from one call to the next, so that
     a replica does not allocate (and the system zero) a table's worth of memory every round; the result
-    then views them, and is valid until the next call with the same ``scratch``.
+    then views them, and is valid until the next call with the same ``scratch``.  ``threads``: OpenMP
+    threads of the passes over the rows (the result is the same for any number).
     """
     scratch = {} if scratch is None else scratch
     if scratch.get("shape") != table.shape:
@@ -115,12 +116,12 @@ def changed_rows(table, base, share=1.0, scratch=None):
     only = None
     if share < 1:
         energy = scratch["energy"]
-        _kernel.row_energies(table, base, energy)
+        _kernel.row_energies(table, base, energy, threads)
         only = (energy >= _kernel.share_threshold(energy, share)).view(np.uint8)
-    return _compact(values, ids, _kernel.changed_rows(table, base, values, ids, only))
+    return _compact(values, ids, _kernel.changed_rows(table, base, values, ids, only, threads))
 
 
-def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas=None):
+def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas=None, threads=1):
     """One step per row that any replica changed (with ``"momentum"``: per row that moves).
 
     Parameters
@@ -138,6 +139,8 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
         at the start of a run), updated in place (with fewer replicas it has no part in the steps).
     replicas : int, optional
         With ``"momentum"``: the number of replicas ``n`` of the run (the momentum is ``1 - 2/n``).
+    threads : int
+        OpenMP threads of the merge of the deltas' rows (the result is the same for any number).
 
     Returns
     -------
@@ -166,7 +169,7 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
         owner = np.empty(room, dtype=np.int32)
         count = _kernel.merge_rows([np.ascontiguousarray(d.ids, dtype=np.int32) for d in deltas],
                                    [_bits(d.values) for d in deltas], n_rows, mode == "average", values, ids, table,
-                                   owner)
+                                   owner, threads)
         only = owner[:count] >= 0
         owner[:count][only] = np.asarray(index, np.int32)[owner[:count][only]]
         return _compact(values, ids, count, owner)
@@ -218,14 +221,15 @@ def apply_update(update, table):
         _kernel.add_rows(table, update.ids, _bits(update.values))
 
 
-def adopt_update(update, table, base, sent=None, partial=False):
+def adopt_update(update, table, base, sent=None, partial=False, replica=None, threads=1):
     """Make a replica's ``base`` the reconciled table: ``base`` takes the merged steps (as the client's table
     did) and ``table`` copies the changed rows from it, in one pass (:func:`embkit._kernels.deltas.adopt_rows`).
 
     Parameters
     ----------
     update : RowDelta
-        The merged steps; it may leave out the rows only this replica sent (:meth:`RowDelta.without`).
+        The merged steps; it may leave out the rows only this replica sent (:meth:`RowDelta.without`), or
+        hold them with their ``owner`` (a merge's) when ``replica`` is given.
     table, base : ndarray
         The replica's table and its copy of the last reconciled one.
     sent : RowDelta, optional
@@ -234,8 +238,15 @@ def adopt_update(update, table, base, sent=None, partial=False):
         The replica sent only part of what it changed (``exchange_share`` below 1): ``table`` takes the
         merged steps less its own instead, so that what it kept (``table - base`` outside ``sent``, and the
         rounding of ``sent``) stays for later rounds.
+    replica : int, optional
+        This replica's index in the merge: the update's rows whose ``owner`` it is are taken from ``sent``
+        (as if the update left them out, without copying it).
+    threads : int
+        OpenMP threads of the pass (the result is the same for any number).
     """
     if sent is None:
         sent = RowDelta(np.zeros(0, np.int32), np.zeros((0, table.shape[1]), WIRE_DTYPE))
+    owner = None if replica is None or update.owner is None else np.ascontiguousarray(update.owner, dtype=np.int32)
     _kernel.adopt_rows(table, base, np.ascontiguousarray(update.ids, dtype=np.int32), _bits(update.values),
-                       np.ascontiguousarray(sent.ids, dtype=np.int32), _bits(sent.values), not partial)
+                       np.ascontiguousarray(sent.ids, dtype=np.int32), _bits(sent.values), not partial, owner,
+                       -1 if replica is None else replica, threads)

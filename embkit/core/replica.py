@@ -144,6 +144,7 @@ class Replica:
         self.peers = None
         self.mail = Mailbox(_wanted())
         self.pool = chunk_pool(model.workers)
+        self.threads = max(1, int(model.workers))     # of the passes over the rows, as of the kernels
 
     @property
     def base_in(self):
@@ -210,7 +211,7 @@ class Replica:
         finding = time.perf_counter()
         last = epoch == self.run["epochs"] - 1 and round_index == rounds - 1
         share = 1.0 if last else self.run.get("share", 1.0)     # the run's last round sends what is left
-        sent = tuple(changed_rows(t, b, share, s)
+        sent = tuple(changed_rows(t, b, share, s, self.threads)
                      for t, b, s in zip((self.model.W_in, self.model.W_out), self.bases, self.scratch))
         result.update(self.reconcile((epoch, round_index), sent, share < 1))
         if not last:
@@ -218,6 +219,26 @@ class Replica:
         result["pass_seconds"] = time.perf_counter() - finding - result["wait_seconds"]
         result["worker"] = worker_name()
         return result
+
+    def round_chunks(self, round_index, rounds):
+        """The chunks of round ``round_index`` of every shard, those that can be joined (``join``) joined up to
+        the model's ``chunk_tokens``: a round holds a slice of each shard, and only a chunk of
+        ``workers * batch_words`` units or more is shared among the worker's threads."""
+        limit = getattr(self.model, "chunk_tokens", None)
+        pending, size = [], 0
+        for shard, units in zip(self.shards, self.units):
+            start, stop = self.bounds(units, round_index, rounds), self.bounds(units, round_index + 1, rounds)
+            for chunk in shard.chunks(self.model, start, stop):
+                if limit is None or not hasattr(chunk, "join"):
+                    yield chunk
+                    continue
+                if pending and size + len(chunk) > limit:
+                    yield pending[0].join(pending) if len(pending) > 1 else pending[0]
+                    pending, size = [], 0
+                pending.append(chunk)
+                size += len(chunk)
+        if pending:
+            yield pending[0].join(pending) if len(pending) > 1 else pending[0]
 
     def train(self, epoch, round_index, rounds):
         """Train round ``round_index`` of the ``rounds`` of ``epoch`` on every shard, with nothing exchanged.
@@ -233,20 +254,18 @@ class Replica:
         examples = words = raw = 0
         index = 0
         min_per_thread = getattr(model, "batch_words", None)
-        for shard, units in zip(self.shards, self.units):
-            start, stop = self.bounds(units, round_index, rounds), self.bounds(units, round_index + 1, rounds)
-            for chunk in shard.chunks(model, start, stop):
-                seed = ((epoch * rounds + round_index) * 1000003 + index) * 65537 + self.group
-                self.trainer.before_chunk(done / total_units)
-                c_loss, c_examples, c_words = train_chunk(self.trainer, chunk, done, seed, model.workers, self.pool,
-                                                          min_per_thread)
-                check_finite(c_loss, epoch, done / total_units, run["alpha"])
-                loss += c_loss
-                examples += c_examples
-                words += c_words
-                raw += chunk.raw_words
-                done += c_words
-                index += 1
+        for chunk in self.round_chunks(round_index, rounds):
+            seed = ((epoch * rounds + round_index) * 1000003 + index) * 65537 + self.group
+            self.trainer.before_chunk(done / total_units)
+            c_loss, c_examples, c_words = train_chunk(self.trainer, chunk, done, seed, model.workers, self.pool,
+                                                      min_per_thread)
+            check_finite(c_loss, epoch, done / total_units, run["alpha"])
+            loss += c_loss
+            examples += c_examples
+            words += c_words
+            raw += chunk.raw_words
+            done += c_words
+            index += 1
         return {"loss": loss, "examples": examples, "words": words, "raw_words": raw,
                 "seconds": time.perf_counter() - clock, "progress": done / total_units}
 
@@ -273,10 +292,10 @@ class Replica:
         waited = time.perf_counter()
         got = self.mail.take(("merged",) + key, others)
         wait += time.perf_counter() - waited
-        got[g] = tuple(m.without(g) for m in merged)   # its own rows stay as they are (no float32 round trip)
+        got[g] = merged     # the rows only it sent stay as they are (no float32 round trip): adopt skips them
         for t, (table, base) in enumerate(zip((self.model.W_in, self.model.W_out), self.bases)):
             for p in range(n):      # the owners' rows are disjoint: each part adopts the merged rows of one
-                adopt_update(got[p][t], table, base, parts[t][p], partial)
+                adopt_update(got[p][t], table, base, parts[t][p], partial, g, self.threads)
         self._delivered(key, posts)
         mine = tuple(RowDelta(m.ids, m.values) for m in merged)
         return {"merged": mine, "bytes_up": up, "bytes_down": down + sum(m.nbytes for m in mine),
@@ -295,8 +314,9 @@ class Replica:
         deltas[g] = sent
         mine = []
         for t, (table, base) in enumerate(zip((self.model.W_in, self.model.W_out), self.bases)):
-            merged = merge(table.shape[0], [deltas[0][t], deltas[1][t]], self.run["mode"], None, None, 2)
-            adopt_update(merged.without(g), table, base, sent[t], partial)
+            merged = merge(table.shape[0], [deltas[0][t], deltas[1][t]], self.run["mode"], None, None, 2,
+                           self.threads)
+            adopt_update(merged, table, base, sent[t], partial, g, self.threads)
             half = slice(0, len(merged) // 2) if g == 0 else slice(len(merged) // 2, None)
             mine.append(RowDelta(merged.ids[half], merged.values[half]))   # the client takes half from each
         self._delivered(key, [post])
@@ -309,7 +329,7 @@ class Replica:
         g, n = self.group, self.replicas
         rows = owned_rows(self.bases[t].shape[0], n, g)
         local = [local_rows(d, n) for d in deltas]
-        return table_rows(merge(rows, local, self.run["mode"], None, self.momentum[t], n), n, g)
+        return table_rows(merge(rows, local, self.run["mode"], None, self.momentum[t], n, self.threads), n, g)
 
     def _post(self, peer, key, payload):
         """Send ``payload`` to the mailbox of replica ``peer`` (the call's future)."""

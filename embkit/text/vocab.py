@@ -276,6 +276,14 @@ class EncodedChunk:
         """What the ``windows`` driver's ``train_chunk`` takes before its common arguments."""
         return self.tokens, self.ends
 
+    @classmethod
+    def join(cls, chunks):
+        """One chunk of ``chunks``' sentences, in order."""
+        starts = np.cumsum([0] + [len(c) for c in chunks[:-1]])
+        return cls(np.concatenate([c.tokens for c in chunks]),
+                   np.concatenate([c.ends + int(s) for c, s in zip(chunks, starts)]).astype(np.int32, copy=False),
+                   sum(c.raw_words for c in chunks))
+
 
 def check_tokens(sentence, where="a sentence"):
     """TypeError naming the first token of ``sentence`` that is not a string (tokens must be str)."""
