@@ -2,8 +2,8 @@
 
 Skip-gram (dim 100, window 5, 5 negatives, sample 1e-3, min_count 5, ``--epochs``), by default on the shared
 data folder's ``corpora/gcide.txt.gz``, cut into ``--shards`` files of consecutive lines (as a corpus sits in
-object storage).  Every trainer has single-threaded kernels (``workers=1``): the one-process run, and each
-worker process of the clusters.  For every run: training seconds and in-vocabulary words/s (vocabulary
+object storage).  Every trainer has single-threaded kernels (``workers=1``; ``--threads N`` for N): the
+one-process run, and each worker process of the clusters (a Dask worker of as many threads).  For every run: training seconds and in-vocabulary words/s (vocabulary
 excluded; a cluster run's time includes its rounds' exchanges and merges), reconciliations, mean bytes per
 reconciliation (changed rows up from every replica plus reconciled rows down to every replica), seconds of
 merging on the client, and analogy accuracy (restrict_vocab 30000), WS-353 and SimLex-999 Spearman.
@@ -12,7 +12,7 @@ Usage::
 
     python eval/bench_cluster.py [--corpus FILE] [--epochs 5] [--alpha 0.05] [--seeds 1 2 3] [--clusters 1 2]
                                  [--syncs N] [--reconcile momentum] [--exchange-share 1] [--interleave]
-                                 [--repeat 1] [--json out.json]
+                                 [--repeat 1] [--threads 1] [--json out.json]
 
 ``--repeat N`` runs every seed's trainers N times, one after the other (1 process, 1 worker, 2 workers, 1
 process, ...), so that the speed of each is a mean over runs spread across the sitting.
@@ -56,7 +56,7 @@ def write_shards(corpus, directory, n, interleave=False):
 
 def params(args, seed):
     return dict(vector_size=100, window=5, negative=5, sample=1e-3, min_count=5, sg=1, epochs=args.epochs,
-                workers=1, seed=seed, alpha=args.alpha)
+                workers=args.threads, seed=seed, alpha=args.alpha)
 
 
 def run_one(args, label, seed, corpus, client=None, n_workers=0):
@@ -128,6 +128,7 @@ def main(argv=None):
     p.add_argument("--exchange-share", type=float, default=EXCHANGE_SHARE,
                    help="share of a round's squared step each replica sends (1: every changed row)")
     p.add_argument("--repeat", type=int, default=1, help="runs of every seed's trainers, interleaved")
+    p.add_argument("--threads", type=int, default=1, help="kernel threads of every trainer (and of each worker)")
     p.add_argument("--json", default=None, metavar="FILE")
     args = p.parse_args(argv)
     from distributed import Client, LocalCluster
@@ -139,7 +140,7 @@ def main(argv=None):
             if not args.no_single:
                 rows.append(run_one(args, "1 process", seed, args.corpus))
             for n in args.clusters:
-                with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+                with LocalCluster(n_workers=n, threads_per_worker=args.threads, processes=True, dashboard_address=None) as lc, \
                         Client(lc) as client:
                     rows.append(run_one(args, "cluster, %d worker%s" % (n, "s" if n > 1 else ""), seed, pattern,
                                         client, n))
