@@ -3,10 +3,11 @@
 Skip-gram (dim 100, window 5, 5 negatives, sample 1e-3, min_count 5, ``--epochs``), by default on the shared
 data folder's ``corpora/gcide.txt.gz``, cut into ``--shards`` files of consecutive lines (as a corpus sits in
 object storage).  Every trainer has single-threaded kernels (``workers=1``; ``--threads N`` for N): the
-one-process run, and each worker process of the clusters (a Dask worker of as many threads).  For every run: training seconds and in-vocabulary words/s (vocabulary
-excluded; a cluster run's time includes its rounds' exchanges and merges), reconciliations, mean bytes per
-reconciliation (changed rows up from every replica plus reconciled rows down to every replica), seconds of
-merging on the client, and analogy accuracy (restrict_vocab 30000), WS-353 and SimLex-999 Spearman.
+one-process run, and each worker process of the clusters (a Dask worker of as many threads).  For every run:
+training seconds and in-vocabulary words/s (vocabulary excluded; a cluster run's time includes its rounds'
+exchanges and merges), reconciliations, mean bytes per reconciliation (changed rows up from every replica plus
+reconciled rows down to every replica), seconds of merging on the client, and analogy accuracy
+(restrict_vocab 30000), WS-353 and SimLex-999 Spearman.
 
 Usage::
 
@@ -140,8 +141,8 @@ def main(argv=None):
             if not args.no_single:
                 rows.append(run_one(args, "1 process", seed, args.corpus))
             for n in args.clusters:
-                with LocalCluster(n_workers=n, threads_per_worker=args.threads, processes=True, dashboard_address=None) as lc, \
-                        Client(lc) as client:
+                with LocalCluster(n_workers=n, threads_per_worker=args.threads, processes=True,
+                                  dashboard_address=None) as lc, Client(lc) as client:
                     rows.append(run_one(args, "cluster, %d worker%s" % (n, "s" if n > 1 else ""), seed, pattern,
                                         client, n))
     table(rows)

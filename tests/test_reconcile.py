@@ -354,33 +354,34 @@ def test_the_passes_give_the_same_bits_on_any_number_of_threads(n, share):
     # replicas' deltas (with the table), adopting the merged rows (skipping its own by their owner, whole
     # or partial): the same bits, whatever ranges the threads walked
     rng = np.random.default_rng(n)
-    dim = 9
-    rounds = [_replica_round(rng, n, dim, f) for f in (0.3, 0.9, 0.0)]
-    results = {}
-    for threads in (1, 2, 3, 8):
+    rounds = [_replica_round(rng, n, 9, f) for f in (0.3, 0.9, 0.0)]
+
+    def passes(threads):
         found = [changed_rows(t, b, share, None, threads) for t, b in rounds]
-        found = [RowDelta(d.ids.copy(), d.values.copy()) for d in found]
         client = rounds[0][1].copy()
         merged = merge(n, found, "sum", client, replicas=3, threads=threads)
-        adopted = []
+        out = {"client": client, "merged ids": merged.ids, "merged steps": merged.values,
+               "owners": np.zeros(0, np.int32) if merged.owner is None else merged.owner}
         for g, (t, b) in enumerate(rounds):
-            table, base = t.copy(), b.copy()
-            adopt_update(merged, table, base, found[g], share < 1, g, threads)
-            adopted += [table, base]
-        results[threads] = [d.ids for d in found] + [d.values.view(np.uint16) for d in found] + [
-            merged.ids, merged.values.view(np.uint16), np.zeros(0, np.int32) if merged.owner is None else merged.owner, client] + adopted
+            out["ids %d" % g], out["steps %d" % g] = found[g].ids, found[g].values
+            out["table %d" % g], out["base %d" % g] = t.copy(), b.copy()
+            adopt_update(merged, out["table %d" % g], out["base %d" % g], found[g], share < 1, g, threads)
+        return out
+
+    one = passes(1)
     for threads in (2, 3, 8):
-        for one, many in zip(results[1], results[threads]):
-            assert one.dtype == many.dtype and np.array_equal(one.view(np.uint8), many.view(np.uint8))
+        many = passes(threads)
+        for name, array in one.items():
+            other = many[name]
+            assert array.dtype == other.dtype and np.array_equal(array.view(np.uint8), other.view(np.uint8)), \
+                (threads, name)
     # and adopting through the owners is adopting the update without the rows only it sent
+    found = [changed_rows(t, b, share) for t, b in rounds]
+    update = merge(n, found, "sum")
     for g, (t, b) in enumerate(rounds):
         table, base = t.copy(), b.copy()
-        found = changed_rows(t, b, share)
-        others = [changed_rows(*r, share) for r in rounds]
-        update = merge(n, others, "sum")
-        adopt_update(update.without(g), table, base, found, share < 1)
-        assert np.array_equal(table, results[1][len(rounds) * 2 + 4 + 2 * g])
-        assert np.array_equal(base, results[1][len(rounds) * 2 + 5 + 2 * g])
+        adopt_update(update.without(g), table, base, found[g], share < 1)
+        assert np.array_equal(table, one["table %d" % g]) and np.array_equal(base, one["base %d" % g])
 
 
 def test_a_threaded_pass_refuses_what_a_single_thread_refuses():
