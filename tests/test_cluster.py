@@ -212,6 +212,19 @@ def test_cluster_training_learns_and_gives_a_normal_model(client, planted_shards
     np.testing.assert_array_equal(loaded.wv.vectors, model.wv.vectors)
 
 
+def test_replicas_with_several_threads_train_on_the_cluster(client, planted_shards, purity):
+    # two threads a replica (OpenMP inside the Dask workers): the round's joined chunks are shared among
+    # them and the passes over the rows run on them, sending every row or a share; the run learns and
+    # trains every word once an epoch
+    groups, _, pattern = planted_shards
+    for share in (1.0, 0.5):
+        model = Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, exchange_share=share,
+                         **dict(SMALL, workers=2, batch_words=50))
+        assert model.last_cluster_stats.rounds == 4 * SMALL["epochs"]
+        assert model.last_report.words == SMALL["epochs"] * model.vocab.total_words
+        assert purity(model.wv, groups)[0] >= 0.8
+
+
 @pytest.mark.parametrize("loss, sampler", pairings())
 def test_every_loss_and_sampler_trains_on_the_cluster(client, planted_shards, purity, loss, sampler):
     groups, _, pattern = planted_shards
