@@ -1,22 +1,84 @@
-# Pieces every driver (windows, pairs, rows) shares: the learning-rate schedule, per-slice results and the
+# What every driver (windows, pairs, rows) shares: the base class that cuts chunks into slices and trains them
+# on the worker threads of a Pipeline, the checks of tables and ids, the learning-rate schedule, and the
 # negatives of the current example, drawn one example ahead when the sampler ignores the query.
 from libc.stdint cimport uint64_t, int32_t, int64_t
-from libc.stdlib cimport malloc, calloc, free
+from libc.stdlib cimport malloc, free
 
 from embkit._kernels.common cimport emb_prefetch_row
-from embkit._kernels.losses cimport Loss
+from embkit._kernels.losses cimport Loss, StepArgs, scratch_new, scratch_free
 from embkit._kernels.samplers cimport Sampler
+
+
+cdef extern from "sync.h" nogil:
+    ctypedef struct emb_mutex:
+        pass
+    ctypedef struct emb_cond:
+        pass
+    int emb_mutex_init(emb_mutex *m)
+    void emb_mutex_destroy(emb_mutex *m)
+    void emb_mutex_lock(emb_mutex *m)
+    void emb_mutex_unlock(emb_mutex *m)
+    int emb_cond_init(emb_cond *c)
+    void emb_cond_destroy(emb_cond *c)
+    void emb_cond_wait(emb_cond *c, emb_mutex *m)
+    int emb_cond_wait_ms(emb_cond *c, emb_mutex *m, int ms)
+    void emb_cond_broadcast(emb_cond *c)
 
 
 cdef struct SliceResult:
     double loss
-    long long examples
-    long long words
+    long long examples   # loss steps' examples
+    long long units      # the driver's units (words, pairs, rows) the slice covered
     int status           # 0, or -1 when the slice could not allocate its scratch buffers
 
 
 cdef enum:
-    SLICES_PER_THREAD = 4   # slices per thread when several threads share a chunk (dynamic scheduling)
+    SLICES_PER_THREAD = 4   # slices per thread a chunk is cut into when several threads share it
+    MAX_IN_FLIGHT = 8       # chunks a pipeline holds at once
+
+
+cdef class ChunkJob:
+    """One chunk handed to a pipeline: the driver's settings for it, its slices and their results."""
+    cdef void *config            # the driver's per-chunk settings (its own struct, owned)
+    cdef object keep             # the arrays ``config`` points into
+    cdef Py_ssize_t *bounds      # n_slices + 1 boundaries, in the driver's slice units
+    cdef SliceResult *results
+    cdef int n_slices
+    cdef int taken               # slices handed to a thread (under the pipeline's lock)
+    cdef int remaining           # slices not finished (under the pipeline's lock)
+    cdef uint64_t base_seed
+
+
+cdef class Driver:
+    cdef readonly Loss loss
+    cdef readonly Sampler sampler
+    cdef uint64_t seed
+    cdef int train_slice(self, const void *config, Py_ssize_t begin, Py_ssize_t end, uint64_t seed,
+                         SliceResult *out) noexcept nogil
+    cdef ChunkJob open_chunk(self, tuple args, double before, int n_slices)
+
+
+cdef class Pipeline:
+    cdef readonly Driver driver
+    cdef readonly int n_threads
+    cdef emb_mutex mutex
+    cdef emb_cond work_ready         # a slice can be taken, or the workers must stop
+    cdef emb_cond slice_done
+    cdef void *jobs[MAX_IN_FLIGHT]   # ChunkJob pointers in submission order (references held in ``held``)
+    cdef int first                   # index in ``jobs`` of the oldest job
+    cdef int count
+    cdef bint stopping               # workers leave once every submitted slice is taken
+    cdef bint aborting               # workers leave after their current slice
+    cdef bint synced
+    cdef object held
+    cdef list threads
+    cdef void work(self) noexcept nogil
+    cdef void *next_job(self) noexcept nogil
+    cdef void train_next_slice(self, ChunkJob job) noexcept nogil
+    cdef bint wait_oldest(self, ChunkJob job, int ms) noexcept nogil
+
+
+cdef ChunkJob chunk_job(Py_ssize_t config_bytes, int n_slices, object keep)
 
 
 cdef inline int check_objective(Py_ssize_t in_dim, Py_ssize_t out_dim, Py_ssize_t out_rows, Loss loss,
@@ -24,11 +86,10 @@ cdef inline int check_objective(Py_ssize_t in_dim, Py_ssize_t out_dim, Py_ssize_
     """The checks every driver makes of its tables, loss and sampler (ValueError naming the mismatch)."""
     if in_dim != out_dim:
         raise ValueError("W_in and W_out must have the same number of columns")
-    if loss.uses_negatives and negative > 0 and sampler is None:
-        raise ValueError("this loss needs a sampler for its negatives")
-    if sampler is not None and sampler.n_classes != loss._classes_for(out_rows):
+    loss.check_sampler(sampler, negative)
+    if sampler is not None and sampler.n_classes != loss.classes_for_table(out_rows):
         raise ValueError("sampler has %d classes but W_out has %d rows for %d classes"
-                         % (sampler.n_classes, out_rows, loss._classes_for(out_rows)))
+                         % (sampler.n_classes, out_rows, loss.classes_for_table(out_rows)))
     return 0
 
 
@@ -63,45 +124,6 @@ cdef inline int check_offsets(const int64_t[::1] ptr, Py_ssize_t n_items, str wh
     if not ok:
         raise ValueError("%s row pointers must start at 0, never decrease and end at %d" % (what, n_items))
     return 0
-
-
-cdef inline Py_ssize_t loss_classes(Loss loss, Py_ssize_t out_rows) except -1:
-    """Classes ``loss`` scores with an output table of ``out_rows`` rows; ValueError if the table is too small."""
-    cdef Py_ssize_t n = loss._classes_for(out_rows)
-    if loss.output_rows(n) > out_rows:
-        raise ValueError("W_out has %d rows, but the loss trains %d for its %d classes"
-                         % (out_rows, loss.output_rows(n), n))
-    return n
-
-
-cdef inline int slice_count(int n_threads, int slice_index) except -1:
-    """Slices of one chunk: ``n_threads * SLICES_PER_THREAD`` for an OpenMP call (``slice_index = -1``),
-    ``n_threads`` when Python threads each train slice ``slice_index`` of them."""
-    if slice_index >= n_threads:
-        raise IndexError("slice_index %d >= n_threads %d" % (slice_index, n_threads))
-    return n_threads if (slice_index >= 0 or n_threads == 1) else n_threads * SLICES_PER_THREAD
-
-
-cdef inline SliceResult *slices_new(int n) except NULL:
-    """Zeroed results of ``n`` slices (free them with ``free``)."""
-    cdef SliceResult *res = <SliceResult *> calloc(n, sizeof(SliceResult))
-    if res == NULL:
-        raise MemoryError()
-    return res
-
-
-cdef inline tuple slices_total(const SliceResult *res, int n):
-    """``(loss, examples, words)`` summed over the slices; MemoryError if one could not allocate."""
-    cdef double total = 0.0
-    cdef long long examples = 0, words = 0
-    cdef int t
-    for t in range(n):
-        if res[t].status != 0:
-            raise MemoryError("could not allocate training scratch buffers")
-        total += res[t].loss
-        examples += res[t].examples
-        words += res[t].words
-    return total, examples, words
 
 
 cdef inline float linear_lr(double alpha, double min_alpha, double done, double total) noexcept nogil:
@@ -170,30 +192,57 @@ cdef inline void _draw_half(Sampler sampler, uint64_t *rng, const float *query, 
         emb_prefetch_row(ng.W_out + <Py_ssize_t>ids[j] * ng.dim, ng.dim)
 
 
-cdef inline int next_negatives(Sampler sampler, uint64_t *rng, const float *query, int target,
-                               Negatives *ng) noexcept nogil:
-    """Make the negatives of the current example available; return the half that holds them.
+cdef inline void draw_negatives(Sampler sampler, uint64_t *rng, const float *query, Negatives *ng,
+                                StepArgs *a) noexcept nogil:
+    """Give step ``a`` (whose ``target`` is set) its ``k`` negatives and their log-probabilities.
 
     With a query-free sampler the set of the following example is drawn now, so its rows are in cache by
     the time it is needed (the draws come in the same order, so runs stay reproducible).
     """
+    cdef int half = 0
     if not ng.ahead:
-        _draw_half(sampler, rng, query, target, ng, 0)
-        return 0
-    if ng.ready:
-        ng.cur = 1 - ng.cur
+        _draw_half(sampler, rng, query, a.target, ng, 0)
     else:
-        _draw_half(sampler, rng, query, target, ng, ng.cur)
-    _draw_half(sampler, rng, query, target, ng, 1 - ng.cur)
-    ng.ready = True
-    if ng.logq != NULL:
-        ng.tlq[ng.cur] = sampler.log_prob(target)     # drawn ahead: the target was not known then
-    return ng.cur
+        if ng.ready:
+            ng.cur = 1 - ng.cur
+        else:
+            _draw_half(sampler, rng, query, a.target, ng, ng.cur)
+        _draw_half(sampler, rng, query, a.target, ng, 1 - ng.cur)
+        ng.ready = True
+        half = ng.cur
+        if ng.logq != NULL:
+            ng.tlq[half] = sampler.log_prob(a.target)     # drawn ahead: the target was not known then
+    a.neg = ng.ids + half * ng.k
+    a.neg_logq = NULL if ng.logq == NULL else ng.logq + half * ng.k
+    a.target_logq = ng.tlq[half]
 
 
-cdef inline int *neg_ids(Negatives *ng, int half) noexcept nogil:
-    return ng.ids + half * ng.k
+cdef inline int steps_begin(StepArgs *a, Negatives *ng, Loss loss, Sampler sampler, int batch, int k, int columns,
+                            Py_ssize_t sampler_scratch, float *W_out, int dim) noexcept nogil:
+    """Allocate a slice's step buffers: ``dH`` for ``batch`` inputs, the loss's scratch for ``columns``
+    output rows and ``k`` negatives a step, and the negatives; -1 when out of memory (nothing left allocated).
+    """
+    a.W_out = W_out
+    a.dim = dim
+    a.k = k
+    a.m = 1
+    a.target_logq = 0.0
+    a.dH = <float *> malloc(<size_t>batch * dim * sizeof(float))
+    a.work = scratch_new(batch, columns, k)
+    cdef int status = negatives_init(ng, sampler is not None and sampler.query_free, k, loss.needs_logq,
+                                     sampler_scratch, W_out, dim)
+    a.neg = ng.ids
+    a.neg_logq = ng.logq
+    if a.dH == NULL or a.work == NULL or status != 0:
+        steps_end(a, ng)
+        return -1
+    return 0
 
 
-cdef inline double *neg_logq(Negatives *ng, int half) noexcept nogil:
-    return NULL if ng.logq == NULL else ng.logq + half * ng.k
+cdef inline void steps_end(StepArgs *a, Negatives *ng) noexcept nogil:
+    """Free what :func:`steps_begin` allocated."""
+    free(a.dH)
+    scratch_free(a.work)
+    negatives_free(ng)
+    a.dH = NULL
+    a.work = NULL

@@ -183,6 +183,7 @@ cdef class KernelSampler(Sampler):
     draws uniformly.
     """
     QUERY_FREE = False
+    REFRESHES = True
     DRAWS_UNBOUND = True
     cdef readonly str kernel
     cdef readonly int D

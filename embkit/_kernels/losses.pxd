@@ -15,6 +15,22 @@ cdef struct Scratch:
     int cols
 
 
+cdef struct StepArgs:
+    # one loss step (fastText's ``Loss::forward`` state): m hidden vectors sharing a target and k negatives
+    float **H                  # the m hidden vectors
+    int m
+    int target
+    const int *neg             # the k negatives
+    const double *neg_logq     # their log-probabilities under the sampler (NULL when the loss needs none)
+    double target_logq         # the target's log-probability under the sampler
+    int k
+    float lr
+    float *W_out               # the output table, whose rows the step updates
+    int dim
+    float *dH                  # m x dim: receives -lr dL/dH[a], which the driver applies to the input rows
+    Scratch *work              # the thread's step buffers
+
+
 cdef Scratch *scratch_new(int batch, int cols, int k) noexcept nogil
 cdef void scratch_free(Scratch *s) noexcept nogil
 
@@ -22,16 +38,14 @@ cdef void scratch_free(Scratch *s) noexcept nogil
 cdef class Loss:
     cdef readonly bint uses_negatives   # the driver draws negatives for it
     cdef readonly bint needs_logq       # it corrects by the sampler's log-probabilities
-    cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
-                     double target_logq, float lr, float *W_out, int dim, float *dH,
-                     Scratch *work) noexcept nogil
+    cdef double step(self, StepArgs *a) noexcept nogil
     cpdef int columns(self, int k, int n_classes)
     cpdef int output_rows(self, int n_classes)
+    cpdef Py_ssize_t classes_for_table(self, Py_ssize_t out_rows) except -1
 
 
 cdef class SGNS(Loss):
-    cdef double step_one(self, float *h, int target, const int *neg, int k, float lr, float *W_out, int dim,
-                         float *dh, Scratch *work) noexcept nogil
+    cdef double step_one(self, StepArgs *a) noexcept nogil
 
 
 cdef class NCE(Loss):

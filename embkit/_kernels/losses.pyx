@@ -53,17 +53,18 @@ cdef void scratch_free(Scratch *s) noexcept nogil:
         free(s)
 
 
-cdef inline int gather_columns(int target, const int *neg, const double *neg_logq, int k, double target_logq,
-                               float *W_out, int dim, Scratch *w) noexcept nogil:
-    """Column 0 is the target, then the distinct negatives with their multiplicity; ``w.col[j]`` maps
-    negative j to its column (-1: equal to the target, dropped).  Returns the number of columns."""
-    cdef int c = 1, j, q, idx
+cdef inline int gather_columns(const StepArgs *a, bint with_logq, Scratch *w) noexcept nogil:
+    """Column 0 is the target, then the distinct negatives with their multiplicity (and, ``with_logq``,
+    their log-probabilities); ``w.col[j]`` maps negative j to its column (-1: equal to the target, dropped).
+    Returns the number of columns."""
+    cdef int c = 1, j, q, idx, target = a.target, dim = a.dim
+    cdef float *W_out = a.W_out
     w.ids[0] = target
     w.rows[0] = W_out + <Py_ssize_t>target * dim
     w.mult[0] = 1.0
-    w.logq[0] = target_logq
-    for j in range(k):
-        idx = neg[j]
+    w.logq[0] = a.target_logq if with_logq else 0.0
+    for j in range(a.k):
+        idx = a.neg[j]
         if idx == target:
             w.col[j] = -1
             continue
@@ -74,7 +75,7 @@ cdef inline int gather_columns(int target, const int *neg, const double *neg_log
             w.ids[c] = idx
             w.rows[c] = W_out + <Py_ssize_t>idx * dim
             w.mult[c] = 0.0
-            w.logq[c] = neg_logq[j] if neg_logq != NULL else 0.0
+            w.logq[c] = a.neg_logq[j] if with_logq and a.neg_logq != NULL else 0.0
             c += 1
         w.mult[q] += 1.0
         w.col[j] = q
@@ -103,9 +104,7 @@ cdef class Loss:
         self.uses_negatives = type(self).USES_NEGATIVES
         self.needs_logq = type(self).NEEDS_LOGQ
 
-    cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
-                     double target_logq, float lr, float *W_out, int dim, float *dH,
-                     Scratch *work) noexcept nogil:
+    cdef double step(self, StepArgs *a) noexcept nogil:
         return 0.0
 
     cpdef int columns(self, int k, int n_classes):
@@ -115,6 +114,20 @@ cdef class Loss:
     cpdef int output_rows(self, int n_classes):
         """Rows of the output table this loss trains for ``n_classes`` classes."""
         return n_classes
+
+    cpdef Py_ssize_t classes_for_table(self, Py_ssize_t out_rows) except -1:
+        """Classes this loss scores with an output table of ``out_rows`` rows; ValueError when the table
+        lacks rows the loss trains for them."""
+        cdef Py_ssize_t n = self._classes_for(out_rows)
+        if self.output_rows(n) > out_rows:
+            raise ValueError("W_out has %d rows, but the loss trains %d for its %d classes"
+                             % (out_rows, self.output_rows(n), n))
+        return n
+
+    def check_sampler(self, sampler, int negative):
+        """ValueError unless a loss that draws ``negative > 0`` negatives has a sampler to draw them from."""
+        if self.uses_negatives and negative > 0 and sampler is None:
+            raise ValueError("the %s loss draws negatives and needs a sampler" % type(self).__name__)
 
     def py_step(self, H, int target, neg, float[:, ::1] W_out not None, float lr, neg_logq=None,
                 double target_logq=0.0):
@@ -138,10 +151,7 @@ cdef class Loss:
         cdef int k = neg_arr.shape[0]
         if logq_arr.shape[0] != k:
             raise ValueError("neg_logq has %d entries for %d negatives" % (logq_arr.shape[0], k))
-        n_classes = self._classes_for(n_out)
-        if self.output_rows(n_classes) > n_out:
-            raise ValueError("W_out has %d rows, but the loss trains %d for its %d classes"
-                             % (n_out, self.output_rows(n_classes), n_classes))
+        n_classes = self.classes_for_table(n_out)
         if not 0 <= target < n_classes or (k and (neg_arr.min() < 0 or neg_arr.max() >= n_classes)):
             raise IndexError("class id out of range [0, %d)" % n_classes)
         dH = np.zeros((m, dim), dtype=np.float32)
@@ -158,11 +168,23 @@ cdef class Loss:
         cdef int a
         for a in range(m):
             ptrs[a] = &H_v[a, 0]
+        cdef StepArgs args
+        args.H = ptrs
+        args.m = m
+        args.target = target
+        args.neg = &neg_v[0]
+        args.neg_logq = &logq_v[0]
+        args.target_logq = target_logq
+        args.k = k
+        args.lr = lr
+        args.W_out = &W_out[0, 0]
+        args.dim = dim
+        args.dH = &dH_v[0, 0]
+        args.work = work
         cdef double loss
         try:
             with nogil:
-                loss = self.step(ptrs, m, target, &neg_v[0], &logq_v[0], k, target_logq, lr, &W_out[0, 0], dim,
-                                 &dH_v[0, 0], work)
+                loss = self.step(&args)
         finally:
             scratch_free(work)
             free(ptrs)
@@ -179,39 +201,40 @@ cdef class SGNS(Loss):
     objective (word2vec's unigram^0.75).
     """
 
-    cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
-                     double target_logq, float lr, float *W_out, int dim, float *dH,
-                     Scratch *work) noexcept nogil:
-        if m == 1:
-            return self.step_one(H[0], target, neg, k, lr, W_out, dim, dH, work)
-        cdef int c = gather_columns(target, neg, NULL, k, 0.0, W_out, dim, work)
-        emb_scores(H, m, work.rows, c, work.scores, dim)
+    cdef double step(self, StepArgs *a) noexcept nogil:
+        if a.m == 1:
+            return self.step_one(a)
+        cdef Scratch *w = a.work
+        cdef int c = gather_columns(a, False, w)
+        emb_scores(a.H, a.m, w.rows, c, w.scores, a.dim)
         cdef double loss = 0.0
-        cdef int a
-        for a in range(m):
-            loss += logistic_coefficients(work.scores + a * c, work.mult, NULL, 0.0, c, lr, work.coef + a * c)
-        emb_batch_update(H, m, work.rows, c, work.coef, dH, dim)
+        cdef int i
+        for i in range(a.m):
+            loss += logistic_coefficients(w.scores + i * c, w.mult, NULL, 0.0, c, a.lr, w.coef + i * c)
+        emb_batch_update(a.H, a.m, w.rows, c, w.coef, a.dH, a.dim)
         return loss
 
-    cdef double step_one(self, float *h, int target, const int *neg, int k, float lr, float *W_out, int dim,
-                         float *dh, Scratch *work) noexcept nogil:
+    cdef double step_one(self, StepArgs *a) noexcept nogil:
         """The single-input step, row by row as word2vec does (a repeated negative updates twice)."""
-        cdef float *row = W_out + <Py_ssize_t>target * dim
-        cdef float *S = work.scores
+        cdef int dim = a.dim, target = a.target
+        cdef float *h = a.H[0]
+        cdef float *dh = a.dH
+        cdef float *row = a.W_out + <Py_ssize_t>target * dim
+        cdef float *S = a.work.scores
         cdef float logp, p
-        emb_dot_rows(h, W_out, &target, 1, dim, S)
-        emb_dot_rows(h, W_out, neg, k, dim, S + 1)
+        emb_dot_rows(h, a.W_out, &target, 1, dim, S)
+        emb_dot_rows(h, a.W_out, a.neg, a.k, dim, S + 1)
         memset(dh, 0, dim * sizeof(float))
         p = emb_sigmoid_log(S[0], &logp)
         cdef double loss = -logp
-        emb_row_update(lr * (1.0 - p), h, row, dh, dim)
+        emb_row_update(a.lr * (1.0 - p), h, row, dh, dim)
         cdef int j
-        for j in range(k):
-            if neg[j] == target:
+        for j in range(a.k):
+            if a.neg[j] == target:
                 continue
             p = emb_sigmoid_log(S[j + 1], &logp)
             loss -= logp - S[j + 1]
-            emb_row_update(-lr * p, h, W_out + <Py_ssize_t>neg[j] * dim, dh, dim)
+            emb_row_update(-a.lr * p, h, a.W_out + <Py_ssize_t>a.neg[j] * dim, dh, dim)
         return loss
 
 
@@ -224,18 +247,16 @@ cdef class NCE(Loss):
     """
     NEEDS_LOGQ = True
 
-    cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
-                     double target_logq, float lr, float *W_out, int dim, float *dH,
-                     Scratch *work) noexcept nogil:
-        cdef int c = gather_columns(target, neg, neg_logq, k, target_logq, W_out, dim, work)
-        emb_scores(H, m, work.rows, c, work.scores, dim)
-        cdef double logk = log(k) if k > 0 else 0.0
+    cdef double step(self, StepArgs *a) noexcept nogil:
+        cdef Scratch *w = a.work
+        cdef int c = gather_columns(a, True, w)
+        emb_scores(a.H, a.m, w.rows, c, w.scores, a.dim)
+        cdef double logk = log(a.k) if a.k > 0 else 0.0
         cdef double loss = 0.0
-        cdef int a
-        for a in range(m):
-            loss += logistic_coefficients(work.scores + a * c, work.mult, work.logq, logk, c, lr,
-                                          work.coef + a * c)
-        emb_batch_update(H, m, work.rows, c, work.coef, dH, dim)
+        cdef int i
+        for i in range(a.m):
+            loss += logistic_coefficients(w.scores + i * c, w.mult, w.logq, logk, c, a.lr, w.coef + i * c)
+        emb_batch_update(a.H, a.m, w.rows, c, w.coef, a.dH, a.dim)
         return loss
 
 
@@ -294,24 +315,22 @@ cdef class SampledSoftmax(Loss):
         self.correct = type(self).NEEDS_LOGQ
         self.remove_accidental_hits = remove_accidental_hits
 
-    cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
-                     double target_logq, float lr, float *W_out, int dim, float *dH,
-                     Scratch *work) noexcept nogil:
-        cdef int c = gather_columns(target, neg, neg_logq, k, target_logq, W_out, dim, work)
+    cdef double step(self, StepArgs *a) noexcept nogil:
+        cdef Scratch *w = a.work
+        cdef int c = gather_columns(a, True, w)
         cdef int j
         if not self.remove_accidental_hits:
-            for j in range(k):
-                if work.col[j] < 0:
-                    work.mult[0] += 1.0     # the target drawn as a negative also counts in the normaliser
-        cdef float *S = work.scores
-        cdef float *G = work.coef
-        emb_scores(H, m, work.rows, c, S, dim)
+            for j in range(a.k):
+                if w.col[j] < 0:
+                    w.mult[0] += 1.0     # the target drawn as a negative also counts in the normaliser
+        cdef float *S = w.scores
+        cdef float *G = w.coef
+        emb_scores(a.H, a.m, w.rows, c, S, a.dim)
         cdef double loss = 0.0
-        cdef int a
-        for a in range(m):
-            loss += softmax_coefficients(S + a * c, work.mult, work.logq if self.correct else NULL, c, lr,
-                                         G + a * c)
-        emb_batch_update(H, m, work.rows, c, G, dH, dim)
+        cdef int i
+        for i in range(a.m):
+            loss += softmax_coefficients(S + i * c, w.mult, w.logq if self.correct else NULL, c, a.lr, G + i * c)
+        emb_batch_update(a.H, a.m, w.rows, c, G, a.dH, a.dim)
         return loss
 
 
@@ -335,23 +354,22 @@ cdef class FullSoftmax(Loss):
     cpdef int columns(self, int k, int n_classes):
         return n_classes
 
-    cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
-                     double target_logq, float lr, float *W_out, int dim, float *dH,
-                     Scratch *work) noexcept nogil:
-        cdef int c = work.cols, q, a
+    cdef double step(self, StepArgs *a) noexcept nogil:
+        cdef Scratch *w = a.work
+        cdef int c = w.cols, q, i
         for q in range(c):
-            work.rows[q] = W_out + <Py_ssize_t>q * dim
-            work.mult[q] = 1.0
+            w.rows[q] = a.W_out + <Py_ssize_t>q * a.dim
+            w.mult[q] = 1.0
         # put the target in column 0 (softmax_coefficients' convention) by swapping it with row 0
-        work.rows[0] = W_out + <Py_ssize_t>target * dim
-        work.rows[target] = W_out
-        cdef float *S = work.scores
-        cdef float *G = work.coef
-        emb_scores(H, m, work.rows, c, S, dim)
+        w.rows[0] = a.W_out + <Py_ssize_t>a.target * a.dim
+        w.rows[a.target] = a.W_out
+        cdef float *S = w.scores
+        cdef float *G = w.coef
+        emb_scores(a.H, a.m, w.rows, c, S, a.dim)
         cdef double loss = 0.0
-        for a in range(m):
-            loss += softmax_coefficients(S + a * c, work.mult, NULL, c, lr, G + a * c)
-        emb_batch_update(H, m, work.rows, c, G, dH, dim)
+        for i in range(a.m):
+            loss += softmax_coefficients(S + i * c, w.mult, NULL, c, a.lr, G + i * c)
+        emb_batch_update(a.H, a.m, w.rows, c, G, a.dH, a.dim)
         return loss
 
 
@@ -388,28 +406,27 @@ cdef class HierarchicalSoftmax(Loss):
     def _classes_for(self, n_out):
         return self.n_leaves
 
-    cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
-                     double target_logq, float lr, float *W_out, int dim, float *dH,
-                     Scratch *work) noexcept nogil:
-        cdef int start = self.off_v[target], c = self.off_v[target + 1] - start, q, a
+    cdef double step(self, StepArgs *a) noexcept nogil:
+        cdef Scratch *w = a.work
+        cdef int start = self.off_v[a.target], c = self.off_v[a.target + 1] - start, q, i
         if c == 0:                                     # a single class: nothing to learn
-            memset(dH, 0, <size_t>m * dim * sizeof(float))
+            memset(a.dH, 0, <size_t>a.m * a.dim * sizeof(float))
             return 0.0
         for q in range(c):
-            work.rows[q] = W_out + <Py_ssize_t>self.pts_v[start + q] * dim
-        cdef float *S = work.scores
-        cdef float *G = work.coef
-        emb_scores(H, m, work.rows, c, S, dim)
+            w.rows[q] = a.W_out + <Py_ssize_t>self.pts_v[start + q] * a.dim
+        cdef float *S = w.scores
+        cdef float *G = w.coef
+        emb_scores(a.H, a.m, w.rows, c, S, a.dim)
         cdef double loss = 0.0
         cdef float s, p, logp, sign
-        for a in range(m):
+        for i in range(a.m):
             for q in range(c):
                 sign = 1.0 - 2.0 * self.codes_v[start + q]     # code 0: go "positive", 1: "negative"
-                s = sign * S[a * c + q]
+                s = sign * S[i * c + q]
                 p = emb_sigmoid_log(s, &logp)
                 loss -= logp
-                G[a * c + q] = lr * sign * (1.0 - p)
-        emb_batch_update(H, m, work.rows, c, G, dH, dim)
+                G[i * c + q] = a.lr * sign * (1.0 - p)
+        emb_batch_update(a.H, a.m, w.rows, c, G, a.dH, a.dim)
         return loss
 
 
@@ -445,19 +462,25 @@ cdef class HsNegative(Loss):
     def _classes_for(self, n_out):
         return self.n_classes
 
-    cdef double step(self, float **H, int m, int target, const int *neg, const double *neg_logq, int k,
-                     double target_logq, float lr, float *W_out, int dim, float *dH,
-                     Scratch *work) noexcept nogil:
-        cdef Py_ssize_t i, size = <Py_ssize_t>m * dim
-        if work.extra == NULL:
-            work.extra = <float *> malloc(<size_t>work.batch * dim * sizeof(float))
-            if work.extra == NULL:
+    cdef double step(self, StepArgs *a) noexcept nogil:
+        cdef Scratch *w = a.work
+        cdef Py_ssize_t i, size = <Py_ssize_t>a.m * a.dim
+        if w.extra == NULL:
+            w.extra = <float *> malloc(<size_t>w.batch * a.dim * sizeof(float))
+            if w.extra == NULL:
                 return INFINITY        # reported as divergence by the epoch loop
-        cdef double loss = self.ns.step(H, m, target, neg, neg_logq, k, target_logq, lr, W_out, dim, dH, work)
-        loss += self.hs.step(H, m, target, NULL, NULL, 0, 0.0, lr, W_out + <Py_ssize_t>self.n_classes * dim,
-                             dim, work.extra, work)
+        cdef double loss = self.ns.step(a)
+        # the tree's step: its own rows (the second half of the table), no negatives, its own gradient
+        cdef StepArgs tree = a[0]
+        tree.neg = NULL
+        tree.neg_logq = NULL
+        tree.k = 0
+        tree.target_logq = 0.0
+        tree.W_out = a.W_out + <Py_ssize_t>self.n_classes * a.dim
+        tree.dH = w.extra
+        loss += self.hs.step(&tree)
         for i in range(size):
-            dH[i] += work.extra[i]
+            a.dH[i] += w.extra[i]
         return loss
 
 

@@ -156,6 +156,7 @@ cdef class LSHSampler(Sampler):
         Seed of the hash functions (>= 0).
     """
     QUERY_FREE = False
+    REFRESHES = True
     DRAWS_UNBOUND = True
     cdef readonly str family
     cdef readonly str query

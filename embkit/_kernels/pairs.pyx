@@ -4,18 +4,16 @@
 Each step draws one stored entry ``(i, j)`` of the matrix with probability proportional to its count (an
 alias table over the entries: O(1) per draw, memory O(nnz), no expanded pair list and no shuffling), takes
 ``h = W_in[i]`` and makes one loss step towards target ``j``.  An epoch is as many draws as the matrix has
-pair occurrences.  A chunk of draws is split into slices trained by OpenMP threads with their own random
-generator (Hogwild updates), as in the ``windows`` driver.
+pair occurrences.  A chunk of draws is cut into slices that the worker threads of
+:mod:`embkit._kernels.drive` train with their own random generators (Hogwild updates).
 """
-from cython.parallel cimport prange
 from libc.stdint cimport uint64_t, uint32_t, int32_t
 from libc.stdlib cimport malloc, free
 
-from embkit._kernels.common cimport emb_axpy, emb_prefetch_row, rng_next, mix_seed
-from embkit._kernels.drive cimport (SliceResult, check_objective, check_ids, loss_classes, slice_count,
-                                    slices_new, slices_total, Negatives, linear_lr, negatives_init,
-                                    negatives_free, next_negatives, neg_ids, neg_logq)
-from embkit._kernels.losses cimport Loss, Scratch, scratch_new, scratch_free
+from embkit._kernels.common cimport emb_axpy, emb_prefetch_row, rng_next
+from embkit._kernels.drive cimport (ChunkJob, Driver, SliceResult, chunk_job, check_objective, check_ids,
+                                    Negatives, linear_lr, steps_begin, steps_end, draw_negatives)
+from embkit._kernels.losses cimport Loss, StepArgs
 from embkit._kernels.samplers cimport Sampler, AliasSampler, AliasCell
 
 cdef struct PairConfig:
@@ -48,45 +46,40 @@ cdef int train_pairs(const PairConfig *c, Loss loss, Sampler sampler, long long 
     """Train ``count`` pairs (the slice starting at pair ``first`` of the chunk); -1 if out of memory."""
     cdef int dim = c.dim
     cdef int k = c.negative
-    cdef float *dH = <float *> malloc(dim * sizeof(float))
-    cdef Scratch *work = scratch_new(1, c.columns, k)
+    cdef StepArgs a
     cdef Negatives ng
-    cdef int ng_status = negatives_init(&ng, sampler is not None and sampler.query_free, k, loss.needs_logq,
-                                        c.sampler_scratch, c.W_out, dim)
-    if dH == NULL or work == NULL or ng_status != 0:
-        free(dH); scratch_free(work); negatives_free(&ng)
+    if steps_begin(&a, &ng, loss, sampler, 1, k, c.columns, c.sampler_scratch, c.W_out, dim) != 0:
         return -1
+    cdef float *dH = a.dH
     cdef uint64_t rng = seed
     cdef double total_loss = 0.0
     cdef long long n
-    cdef int half = 0, i, j
     cdef float *h
-    cdef float lr = linear_lr(c.alpha, c.min_alpha, c.before + first, c.total)
+    a.H = &h
+    a.lr = linear_lr(c.alpha, c.min_alpha, c.before + first, c.total)
     cdef uint64_t e = draw_entry(c, &rng), e_next
     for n in range(count):
         if (n & 1023) == 1023:
-            lr = linear_lr(c.alpha, c.min_alpha, c.before + first + n, c.total)
-        i = c.ctx[e]
-        j = c.tgt[e]
+            a.lr = linear_lr(c.alpha, c.min_alpha, c.before + first + n, c.total)
+        h = c.W_in + <Py_ssize_t>c.ctx[e] * dim
+        a.target = c.tgt[e]
         e_next = draw_entry(c, &rng)
         # the next pair's rows start loading while this one trains
         emb_prefetch_row(c.W_in + <Py_ssize_t>c.ctx[e_next] * dim, dim)
         emb_prefetch_row(c.W_out + <Py_ssize_t>c.tgt[e_next] * dim, dim)
-        h = c.W_in + <Py_ssize_t>i * dim
         if k > 0:
-            half = next_negatives(sampler, &rng, h, j, &ng)
-        total_loss += loss.step(&h, 1, j, neg_ids(&ng, half), neg_logq(&ng, half), k, ng.tlq[half], lr,
-                                c.W_out, dim, dH, work)
+            draw_negatives(sampler, &rng, h, &ng, &a)
+        total_loss += loss.step(&a)
         emb_axpy(1.0, dH, h, dim)
         e = e_next
-    free(dH); scratch_free(work); negatives_free(&ng)
+    steps_end(&a, &ng)
     out.loss = total_loss
     out.examples = count
-    out.words = count
+    out.units = count
     return 0
 
 
-cdef class PairTrainer:
+cdef class PairTrainer(Driver):
     """Tables, pair distribution, loss, sampler and settings of one run of the ``pairs`` driver.
 
     Parameters
@@ -111,10 +104,7 @@ cdef class PairTrainer:
     cdef const int32_t[::1] contexts
     cdef const int32_t[::1] targets
     cdef AliasSampler entries
-    cdef Loss loss
-    cdef Sampler sampler
     cdef PairConfig cfg
-    cdef uint64_t seed
 
     def __init__(self, float[:, ::1] W_in not None, float[:, ::1] W_out not None,
                  const int32_t[::1] contexts not None, const int32_t[::1] targets not None,
@@ -126,7 +116,7 @@ cdef class PairTrainer:
         if contexts.shape[0] == 0:
             raise ValueError("no pairs to train on")
         check_ids(contexts, W_in.shape[0], "context ids")
-        check_ids(targets, loss_classes(loss, W_out.shape[0]), "target ids")
+        check_ids(targets, loss.classes_for_table(W_out.shape[0]), "target ids")
         self.W_in = W_in
         self.W_out = W_out
         self.contexts = contexts
@@ -150,39 +140,22 @@ cdef class PairTrainer:
         c.columns = loss.columns(c.negative, W_out.shape[0])
         c.sampler_scratch = sampler.scratch_bytes() if sampler is not None else 0
 
-    def before_chunk(self, double progress):
-        """Let an adaptive sampler refresh what it derives from the output table (between chunks)."""
-        if self.sampler is not None and not self.sampler.query_free:
-            self.sampler.refresh(progress)
+    cdef int train_slice(self, const void *config, Py_ssize_t begin, Py_ssize_t end, uint64_t seed,
+                         SliceResult *out) noexcept nogil:
+        return train_pairs(<const PairConfig *> config, self.loss, self.sampler, begin, end - begin, seed, out)
 
-    def train_chunk(self, long long n_pairs, double pairs_before, uint64_t chunk_seed, int n_threads,
-                    int slice_index=-1):
-        """Train ``n_pairs`` draws; returns ``(loss_sum, pairs, pairs)``.
-
-        Threads and slices work as in the ``windows`` driver: ``slice_index = -1`` runs every slice on
-        ``n_threads`` OpenMP threads, ``slice_index = t`` only slice ``t`` of ``n_threads`` (GIL released).
-        """
+    cdef ChunkJob open_chunk(self, tuple args, double before, int n_slices):
+        """A chunk is ``(n_pairs,)``: that many draws, cut into slices of equal counts."""
+        if len(args) != 1:
+            raise TypeError("a pairs chunk is (n_pairs,), got %d values" % len(args))
+        cdef long long n_pairs = args[0]
         if n_pairs <= 0:
-            return 0.0, 0, 0
-        cdef PairConfig c = self.cfg
-        c.before = pairs_before
-        cdef int n_slices = slice_count(n_threads, slice_index)
-        cdef SliceResult *res = slices_new(n_slices)
+            return chunk_job(sizeof(PairConfig), 0, None)
+        cdef ChunkJob job = chunk_job(sizeof(PairConfig), n_slices, None)
+        cdef PairConfig *c = <PairConfig *> job.config
+        c[0] = self.cfg
+        c.before = before
         cdef int t
-        cdef long long per = n_pairs // n_slices, extra = n_pairs % n_slices
-        cdef Loss loss = self.loss
-        cdef Sampler sampler = self.sampler
-        cdef uint64_t base = mix_seed(self.seed, chunk_seed)
-        try:
-            if slice_index >= 0:
-                t = slice_index
-                with nogil:
-                    res[t].status = train_pairs(&c, loss, sampler, t * per + (t if t < extra else extra),
-                                                per + (1 if t < extra else 0), mix_seed(base, t), &res[t])
-            else:
-                for t in prange(n_slices, nogil=True, schedule="dynamic", chunksize=1, num_threads=n_threads):
-                    res[t].status = train_pairs(&c, loss, sampler, t * per + (t if t < extra else extra),
-                                                per + (1 if t < extra else 0), mix_seed(base, t), &res[t])
-            return slices_total(res, n_slices)
-        finally:
-            free(res)
+        for t in range(n_slices + 1):
+            job.bounds[t] = n_pairs * t // n_slices
+        return job

@@ -7,8 +7,8 @@ example (or one drawn at random, with ``one_label``) is a target of one loss ste
 never include the example's other positive labels (they are dropped as accidental hits); the steps'
 gradients are summed, taken back through the normalisation and added to the feature rows.  With
 ``normalize_classes`` the output rows a step touched are projected back onto the unit sphere afterwards,
-so scores are cosines over ``tau`` (the RF-softmax setting).  Chunks of example ids are split into slices
-trained by OpenMP threads with their own random generator (Hogwild), as in the other drivers.
+so scores are cosines over ``tau`` (the RF-softmax setting).  Chunks of example ids are cut into slices
+that the worker threads of :mod:`embkit._kernels.drive` train with their own random generators (Hogwild).
 """
 import numpy as np
 
@@ -18,11 +18,10 @@ from libc.stdint cimport uint64_t, int32_t, int64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
-from embkit._kernels.common cimport emb_axpy, emb_dot, emb_scale_copy, rng_below, mix_seed
-from embkit._kernels.drive cimport (SliceResult, check_objective, check_ids, check_offsets, loss_classes,
-                                    slice_count, slices_new, slices_total, Negatives, linear_lr,
-                                    negatives_init, negatives_free, next_negatives, neg_ids, neg_logq)
-from embkit._kernels.losses cimport Loss, Scratch, scratch_new, scratch_free
+from embkit._kernels.common cimport emb_axpy, emb_dot, emb_scale_copy, rng_below
+from embkit._kernels.drive cimport (ChunkJob, Driver, SliceResult, chunk_job, check_objective, check_ids,
+                                    check_offsets, Negatives, linear_lr, steps_begin, steps_end, draw_negatives)
+from embkit._kernels.losses cimport Loss, StepArgs
 from embkit._kernels.samplers cimport Sampler
 
 cdef struct RowConfig:
@@ -94,27 +93,28 @@ cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, Py_ssize_t b
     """Train the examples ``order[begin:end]``; -1 if out of memory."""
     cdef int dim = c.dim
     cdef int k = c.negative
+    cdef StepArgs a
+    cdef Negatives ng
+    if steps_begin(&a, &ng, loss, sampler, 1, k, c.columns, c.sampler_scratch, c.W_out, dim) != 0:
+        return -1
+    cdef float *dH = a.dH
     cdef float *h = <float *> malloc(dim * sizeof(float))
     cdef float *H = <float *> malloc(dim * sizeof(float))
     cdef float *g = <float *> malloc(dim * sizeof(float))
-    cdef float *dH = <float *> malloc(dim * sizeof(float))
-    cdef Scratch *work = scratch_new(1, c.columns, k)
-    cdef Negatives ng
-    cdef int ng_status = negatives_init(&ng, sampler is not None and sampler.query_free, k, loss.needs_logq,
-                                        c.sampler_scratch, c.W_out, dim)
-    if h == NULL or H == NULL or g == NULL or dH == NULL or work == NULL or ng_status != 0:
-        free(h); free(H); free(g); free(dH); scratch_free(work); negatives_free(&ng)
+    if h == NULL or H == NULL or g == NULL:
+        free(h); free(H); free(g); steps_end(&a, &ng)
         return -1
+    cdef float *Hp = H
+    a.H = &Hp
     cdef uint64_t rng = seed
     cdef double total_loss = 0.0
     cdef long long examples = 0, steps = 0
     cdef Py_ssize_t p, q, r, last
-    cdef int half = 0, label, n_lab
-    cdef float norm = 1.0, scale, proj, lr
-    cdef float *Hp = H
+    cdef int n_lab
+    cdef float norm = 1.0, scale, proj
     for p in range(begin, end):
         r = c.order[p]
-        lr = linear_lr(c.alpha, c.min_alpha, c.before + p, c.total)
+        a.lr = linear_lr(c.alpha, c.min_alpha, c.before + p, c.total)
         n_lab = <int>(c.y_ptr[r + 1] - c.y_ptr[r])
         if n_lab == 0:
             continue
@@ -135,15 +135,14 @@ cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, Py_ssize_t b
             q += rng_below(&rng, n_lab)
             last = q + 1
         while q < last:
-            label = c.y_idx[q]
+            a.target = c.y_idx[q]
             if k > 0:
-                half = next_negatives(sampler, &rng, H, label, &ng)
+                draw_negatives(sampler, &rng, H, &ng, &a)
                 if n_lab > 1:
-                    drop_other_positives(neg_ids(&ng, half), k, label, c.y_idx + c.y_ptr[r], n_lab)
-            total_loss += loss.step(&Hp, 1, label, neg_ids(&ng, half), neg_logq(&ng, half), k, ng.tlq[half],
-                                    lr, c.W_out, dim, dH, work)
+                    drop_other_positives(<int *> a.neg, k, a.target, c.y_idx + c.y_ptr[r], n_lab)
+            total_loss += loss.step(&a)
             if c.normalize_classes:
-                renormalize_touched(c, label, neg_ids(&ng, half), k)
+                renormalize_touched(c, a.target, a.neg, k)
             emb_axpy(1.0, dH, g, dim)
             steps += 1
             q += 1
@@ -154,14 +153,14 @@ cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, Py_ssize_t b
         for q in range(c.x_ptr[r], c.x_ptr[r + 1]):
             emb_axpy(scale * c.x_val[q], g, c.W_in + <Py_ssize_t>c.x_idx[q] * dim, dim)
         examples += 1
-    free(h); free(H); free(g); free(dH); scratch_free(work); negatives_free(&ng)
+    free(h); free(H); free(g); steps_end(&a, &ng)
     out.loss = total_loss
     out.examples = steps
-    out.words = end - begin
+    out.units = end - begin
     return 0
 
 
-cdef class RowTrainer:
+cdef class RowTrainer(Driver):
     """Tables, examples, loss, sampler and settings of one run of the ``rows`` driver.
 
     Parameters
@@ -191,10 +190,7 @@ cdef class RowTrainer:
     cdef float[:, ::1] W_in
     cdef float[:, ::1] W_out
     cdef object arrays
-    cdef Loss loss
-    cdef Sampler sampler
     cdef RowConfig cfg
-    cdef uint64_t seed
 
     def __init__(self, float[:, ::1] W_in not None, float[:, ::1] W_out not None,
                  const int64_t[::1] x_indptr not None, const int32_t[::1] x_indices not None,
@@ -214,7 +210,7 @@ cdef class RowTrainer:
         check_offsets(x_indptr, x_indices.shape[0], "feature")
         check_offsets(y_indptr, y_indices.shape[0], "label")
         check_ids(x_indices, W_in.shape[0], "feature ids")
-        check_ids(y_indices, loss_classes(loss, W_out.shape[0]), "label ids")
+        check_ids(y_indices, loss.classes_for_table(W_out.shape[0]), "label ids")
         self.W_in = W_in
         self.W_out = W_out
         self.arrays = (x_indptr, x_indices, x_data, y_indptr, y_indices)
@@ -243,44 +239,29 @@ cdef class RowTrainer:
         c.columns = loss.columns(c.negative, W_out.shape[0])
         c.sampler_scratch = sampler.scratch_bytes() if sampler is not None else 0
 
-    def before_chunk(self, double progress):
-        """Let an adaptive sampler refresh what it derives from the output table (between chunks)."""
-        if self.sampler is not None and not self.sampler.query_free:
-            self.sampler.refresh(progress)
+    cdef int train_slice(self, const void *config, Py_ssize_t begin, Py_ssize_t end, uint64_t seed,
+                         SliceResult *out) noexcept nogil:
+        return train_rows(<const RowConfig *> config, self.loss, self.sampler, begin, end, seed, out)
 
-    def train_chunk(self, const int32_t[::1] order not None, double examples_before, uint64_t chunk_seed,
-                    int n_threads, int slice_index=-1):
-        """Train the examples ``order`` (row ids); returns ``(loss_sum, label_steps, examples)``.
-
-        Threads and slices work as in the ``windows`` driver.
-        """
+    cdef ChunkJob open_chunk(self, tuple args, double before, int n_slices):
+        """A chunk is ``(order,)``: int32 example (row) ids, cut into slices of equal counts.  Returns
+        ``(loss_sum, label_steps, examples)`` when trained."""
+        if len(args) != 1:
+            raise TypeError("a rows chunk is (order,), got %d arrays" % len(args))
+        cdef const int32_t[::1] order = args[0]
         cdef Py_ssize_t n = order.shape[0]
         if n == 0:
-            return 0.0, 0, 0
-        cdef Py_ssize_t n_rows = (<object>self.arrays[0]).shape[0] - 1
-        check_ids(order, n_rows, "example ids")
-        cdef RowConfig c = self.cfg
+            return chunk_job(sizeof(RowConfig), 0, None)
+        check_ids(order, (<object>self.arrays[0]).shape[0] - 1, "example ids")
+        cdef ChunkJob job = chunk_job(sizeof(RowConfig), n_slices, args[0])
+        cdef RowConfig *c = <RowConfig *> job.config
+        c[0] = self.cfg
         c.order = &order[0]
-        c.before = examples_before
-        cdef int n_slices = slice_count(n_threads, slice_index)
-        cdef SliceResult *res = slices_new(n_slices)
+        c.before = before
         cdef int t
-        cdef Loss loss = self.loss
-        cdef Sampler sampler = self.sampler
-        cdef uint64_t base = mix_seed(self.seed, chunk_seed)
-        try:
-            if slice_index >= 0:
-                t = slice_index
-                with nogil:
-                    res[t].status = train_rows(&c, loss, sampler, n * t // n_slices, n * (t + 1) // n_slices,
-                                               mix_seed(base, t), &res[t])
-            else:
-                for t in prange(n_slices, nogil=True, schedule="dynamic", chunksize=1, num_threads=n_threads):
-                    res[t].status = train_rows(&c, loss, sampler, n * t // n_slices, n * (t + 1) // n_slices,
-                                               mix_seed(base, t), &res[t])
-            return slices_total(res, n_slices)    # (loss, label steps, examples)
-        finally:
-            free(res)
+        for t in range(n_slices + 1):
+            job.bounds[t] = n * t // n_slices
+        return job
 
 
 cdef void top_of_row(const float *s, Py_ssize_t n, int k, int64_t *ids, float *vals) noexcept nogil:

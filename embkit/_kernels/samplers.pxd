@@ -6,6 +6,7 @@ cdef class Sampler:
     cdef readonly bint query_free     # draws depend on neither the query nor the target
     cdef readonly bint exact_logq     # logq are the draws' true log-probabilities (not an estimate)
     cdef readonly bint is_distribution  # False for deterministic choices (top-k): no logq to correct by
+    cdef readonly bint refreshes      # derives tables from W_out that refresh() rebuilds between chunks
     cdef readonly object W_out        # the bound output table (adaptive samplers), or None
     cdef float *out                   # its rows
     cdef int dim

@@ -40,6 +40,10 @@ cdef class Sampler:
     ``IS_DISTRIBUTION``
         Draws are random with known log-probabilities (False for deterministic choices such as top-k, which
         losses that correct by ``log Q`` refuse).
+    ``REFRESHES``
+        The sampler derives tables from the bound output table and rebuilds them in :meth:`refresh`, so its
+        draws read state that training must not change under them: trainers refresh it between chunks and
+        never train the next chunk while it is being refreshed.
 
     Adaptive samplers read the output table given to :meth:`bind` and rebuild what they derive from it in
     :meth:`refresh`, which trainers call between chunks (with the GIL, no kernel running).
@@ -50,6 +54,7 @@ cdef class Sampler:
     QUERY_FREE = True
     EXACT_LOGQ = True
     IS_DISTRIBUTION = True
+    REFRESHES = False
     #: an adaptive sampler that draws uniformly until it is bound (instead of refusing to draw)
     DRAWS_UNBOUND = False
 
@@ -60,6 +65,7 @@ cdef class Sampler:
         self.query_free = type(self).QUERY_FREE
         self.exact_logq = type(self).EXACT_LOGQ
         self.is_distribution = type(self).IS_DISTRIBUTION
+        self.refreshes = type(self).REFRESHES
 
     cdef int draw(self, uint64_t *rng, const float *query, int target, int k, int *ids, double *logq,
                   double *target_logq, void *scratch) noexcept nogil:

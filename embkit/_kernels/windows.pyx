@@ -1,28 +1,22 @@
 # cython: cdivision=True
 """The ``windows`` driver: skip-gram and CBOW over an encoded chunk of a token stream.
 
-A chunk is an int32 array of word ids plus the end offset of every sentence in it.  One call trains on a
-whole chunk: the sentences are split into ``n_threads`` slices of about equal token counts and each slice is
-trained by one thread (OpenMP ``prange`` when the build has OpenMP, otherwise the caller runs
-``train_slice`` on Python threads).  Threads update the shared tables without locks (Hogwild); each one has
-its own random generator, seeded from ``(seed, chunk_seed, slice)``, and its own scratch buffers.
+A chunk is an int32 array of word ids plus the end offset of every sentence in it.  It is cut into slices of
+whole sentences with about equal token counts, which the worker threads of :mod:`embkit._kernels.drive`
+train; threads update the shared tables without locks (Hogwild), each with its own random generator and
+scratch buffers.
 """
 import numpy as np
 
-from cython.parallel cimport prange
 from libc.stdint cimport uint64_t, int32_t, int64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
-from embkit._kernels.common cimport (emb_axpy, emb_scale_copy, emb_prefetch_row, rng_uniform, rng_below, mix_seed,
-                                     EMBKIT_HAVE_OPENMP)
-from embkit._kernels.drive cimport (SliceResult, check_objective, check_ids, loss_classes, slice_count,
-                                    slices_new, slices_total, Negatives, linear_lr, negatives_init,
-                                    negatives_free, next_negatives, neg_ids, neg_logq)
-from embkit._kernels.losses cimport Loss, Scratch, scratch_new, scratch_free
+from embkit._kernels.common cimport emb_axpy, emb_scale_copy, emb_prefetch_row, rng_uniform, rng_below
+from embkit._kernels.drive cimport (ChunkJob, Driver, SliceResult, chunk_job, check_objective, check_ids,
+                                    Negatives, linear_lr, steps_begin, steps_end, draw_negatives)
+from embkit._kernels.losses cimport Loss, StepArgs
 from embkit._kernels.samplers cimport Sampler
-
-HAVE_OPENMP = bool(EMBKIT_HAVE_OPENMP)
 
 cdef struct Config:
     float *W_in
@@ -43,7 +37,6 @@ cdef struct Config:
     double total_words         # words to train in the whole run (all epochs)
     const int32_t *tokens
     const int32_t *ends
-    uint64_t seed
     int columns                # output rows one loss step may touch
     Py_ssize_t sampler_scratch # bytes of per-thread scratch the sampler needs
 
@@ -69,48 +62,46 @@ cdef inline Py_ssize_t subsample(const Config *c, Py_ssize_t start, Py_ssize_t e
     return n
 
 
-cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, int s_end,
-                     uint64_t slice_seed, SliceResult *out) noexcept nogil:
+cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, Py_ssize_t s_begin, Py_ssize_t s_end,
+                         uint64_t slice_seed, SliceResult *out) noexcept nogil:
     """Train sentences ``[s_begin, s_end)`` of the chunk; returns -1 if scratch allocation failed."""
     cdef int dim = c.dim
     cdef int k = c.negative if loss.uses_negatives else 0
     cdef int batch = 2 * c.window if c.sg and c.shared_negatives else 1
     cdef Py_ssize_t start = 0 if s_begin == 0 else c.ends[s_begin - 1]
     cdef Py_ssize_t max_len = 0
-    cdef int s
+    cdef Py_ssize_t s
     for s in range(s_begin, s_end):
         if c.ends[s] - (0 if s == 0 else c.ends[s - 1]) > max_len:
             max_len = c.ends[s] - (0 if s == 0 else c.ends[s - 1])
+    cdef StepArgs a
+    cdef Negatives ng
+    if steps_begin(&a, &ng, loss, sampler, batch, k, c.columns, c.sampler_scratch, c.W_out, dim) != 0:
+        return -1
+    cdef float *dH = a.dH
     cdef int32_t *buf = <int32_t *> malloc((max_len + 1) * sizeof(int32_t))
-    cdef float *dH = <float *> malloc(<size_t>batch * dim * sizeof(float))
     cdef float *hid = <float *> malloc(dim * sizeof(float))
     cdef float **rows = <float **> malloc(2 * c.window * sizeof(float *))
     cdef float *lock = <float *> malloc(2 * c.window * sizeof(float))   # update factor of each context row
-    cdef Scratch *work = scratch_new(batch, c.columns, k)
-    cdef Negatives ng
-    cdef int ng_status = negatives_init(&ng, sampler is not None and sampler.query_free, k, loss.needs_logq,
-                                        c.sampler_scratch, c.W_out, dim)
-    if buf == NULL or dH == NULL or hid == NULL or rows == NULL or lock == NULL or work == NULL or ng_status != 0:
-        free(buf); free(dH); free(hid); free(rows); free(lock); scratch_free(work); negatives_free(&ng)
+    if buf == NULL or hid == NULL or rows == NULL or lock == NULL:
+        free(buf); free(hid); free(rows); free(lock); steps_end(&a, &ng)
         return -1
-    cdef int half = 0
 
     cdef uint64_t rng = slice_seed
     cdef double total_loss = 0.0
     cdef long long examples = 0, words = 0
     cdef Py_ssize_t end, i, j, lo, hi, n
-    cdef int b, target, m
+    cdef int b, m
     cdef const float *query
-    cdef float lr
     for s in range(s_begin, s_end):
         end = c.ends[s]
-        lr = learning_rate(c, start)
+        a.lr = learning_rate(c, start)
         n = subsample(c, start, end, buf, &rng)
         words += end - start
         for i in range(n):
             if (i & 1023) == 1023:
-                lr = learning_rate(c, start + (i * (end - start)) // n)
-            target = buf[i]
+                a.lr = learning_rate(c, start + (i * (end - start)) // n)
+            a.target = buf[i]
             b = rng_below(&rng, c.window) if c.shrink else 0
             lo = i - c.window + b
             if lo < 0:
@@ -136,20 +127,22 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
                         for j in range(m):
                             emb_axpy(1.0 / m, rows[j], hid, dim)
                         query = hid
-                    half = next_negatives(sampler, &rng, query, target, &ng)
-                total_loss += loss.step(rows, m, target, neg_ids(&ng, half), neg_logq(&ng, half), k, ng.tlq[half],
-                                        lr, c.W_out, dim, dH, work)
+                    draw_negatives(sampler, &rng, query, &ng, &a)
+                a.H = rows
+                a.m = m
+                total_loss += loss.step(&a)
                 for j in range(m):
                     emb_axpy(lock[j], dH + j * dim, rows[j], dim)
                 examples += m
             elif c.sg:
+                a.m = 1
                 for j in range(m):
                     if j + 1 < m:
                         emb_prefetch_row(rows[j + 1], dim)
                     if k > 0:
-                        half = next_negatives(sampler, &rng, rows[j], target, &ng)
-                    total_loss += loss.step(&rows[j], 1, target, neg_ids(&ng, half), neg_logq(&ng, half),
-                                            k, ng.tlq[half], lr, c.W_out, dim, dH, work)
+                        draw_negatives(sampler, &rng, rows[j], &ng, &a)
+                    a.H = &rows[j]
+                    total_loss += loss.step(&a)
                     emb_axpy(lock[j], dH, rows[j], dim)
                 examples += m
             else:
@@ -160,17 +153,18 @@ cdef int train_slice(const Config *c, Loss loss, Sampler sampler, int s_begin, i
                 if c.cbow_mean:
                     emb_scale_copy(1.0 / m, hid, hid, dim)
                 if k > 0:
-                    half = next_negatives(sampler, &rng, hid, target, &ng)
-                total_loss += loss.step(&hid, 1, target, neg_ids(&ng, half), neg_logq(&ng, half), k, ng.tlq[half],
-                                        lr, c.W_out, dim, dH, work)
+                    draw_negatives(sampler, &rng, hid, &ng, &a)
+                a.H = &hid
+                a.m = 1
+                total_loss += loss.step(&a)
                 for j in range(m):
                     emb_axpy(lock[j], dH, rows[j], dim)
                 examples += 1
         start = end
-    free(buf); free(dH); free(hid); free(rows); free(lock); scratch_free(work); negatives_free(&ng)
+    free(buf); free(hid); free(rows); free(lock); steps_end(&a, &ng)
     out.loss = total_loss
     out.examples = examples
-    out.words = words
+    out.units = words
     return 0
 
 
@@ -203,8 +197,8 @@ def split_slices(const int32_t[::1] ends, int n_threads):
     return bounds
 
 
-cdef class WindowTrainer:
-    """Holds the tables, loss, sampler and settings of one training run of the ``windows`` driver.
+cdef class WindowTrainer(Driver):
+    """Tables, loss, sampler and settings of one training run of the ``windows`` driver.
 
     Parameters
     ----------
@@ -229,8 +223,6 @@ cdef class WindowTrainer:
     cdef float[:, ::1] W_out
     cdef float[::1] keep
     cdef float[::1] lockf
-    cdef Loss loss
-    cdef Sampler sampler
     cdef Config cfg
     cdef Py_ssize_t n_ids   # word ids index W_in rows and are the classes of the loss
 
@@ -246,7 +238,7 @@ cdef class WindowTrainer:
         self.cfg.W_in = &W_in[0, 0]
         self.cfg.W_out = &W_out[0, 0]
         self.cfg.dim = W_in.shape[1]
-        self.n_ids = min(W_in.shape[0], loss_classes(loss, W_out.shape[0]))
+        self.n_ids = min(W_in.shape[0], loss.classes_for_table(W_out.shape[0]))
         if keep is not None:
             self.keep = np.ascontiguousarray(keep, dtype=np.float32)
             if self.keep.shape[0] != W_in.shape[0]:
@@ -271,55 +263,36 @@ cdef class WindowTrainer:
         self.cfg.alpha = alpha
         self.cfg.min_alpha = min_alpha
         self.cfg.total_words = total_words if total_words > 0 else 1.0
-        self.cfg.seed = seed
+        self.seed = seed
         self.cfg.columns = loss.columns(self.cfg.negative, W_out.shape[0])
         self.cfg.sampler_scratch = sampler.scratch_bytes() if sampler is not None else 0
 
-    def before_chunk(self, double progress):
-        """Let an adaptive sampler refresh what it derives from the output table (between chunks)."""
-        if self.sampler is not None and not self.sampler.query_free:
-            self.sampler.refresh(progress)
+    cdef int train_slice(self, const void *config, Py_ssize_t begin, Py_ssize_t end, uint64_t seed,
+                         SliceResult *out) noexcept nogil:
+        return train_sentences(<const Config *> config, self.loss, self.sampler, begin, end, seed, out)
 
-    def train_chunk(self, const int32_t[::1] tokens not None, const int32_t[::1] ends not None,
-                    double words_before, uint64_t chunk_seed, int n_threads, int slice_index=-1):
-        """Train on one chunk; returns ``(loss_sum, examples, words)``.
-
-        With ``slice_index = -1`` the whole chunk is trained on ``n_threads`` OpenMP threads (sequentially
-        without OpenMP): it is cut into ``SLICES_PER_THREAD`` slices per thread, handed out dynamically so a
-        thread that finishes early takes the next slice instead of waiting.  Each slice has its own random
-        generator, so results do not depend on which thread ran it.  With ``slice_index = t`` only slice
-        ``t`` of ``n_threads`` is trained, with the GIL released, so Python threads can share a chunk when
-        OpenMP is absent.
-        """
+    cdef ChunkJob open_chunk(self, tuple args, double before, int n_slices):
+        """A chunk is ``(tokens, ends)``: int32 word ids and the end offset of each sentence; its slices are
+        runs of whole sentences with about equal token counts."""
+        if len(args) != 2:
+            raise TypeError("a windows chunk is (tokens, ends), got %d arrays" % len(args))
+        cdef const int32_t[::1] tokens = args[0]
+        cdef const int32_t[::1] ends = args[1]
         if ends.shape[0] == 0:
-            return 0.0, 0, 0
+            return chunk_job(sizeof(Config), 0, None)
         if ends[ends.shape[0] - 1] != tokens.shape[0]:
             raise ValueError("the last sentence end (%d) must equal the chunk length (%d)"
                              % (ends[ends.shape[0] - 1], tokens.shape[0]))
         check_ids(tokens, self.n_ids, "word ids")
         check_sentence_ends(ends)
-        cdef Config c = self.cfg
+        cdef ChunkJob job = chunk_job(sizeof(Config), n_slices, (args[0], args[1]))
+        cdef Config *c = <Config *> job.config
+        c[0] = self.cfg
         c.tokens = &tokens[0]
         c.ends = &ends[0]
-        c.words_before = words_before
-        cdef int n_slices = slice_count(n_threads, slice_index)
+        c.words_before = before
         cdef int[::1] bounds = split_slices(ends, n_slices)
-        cdef SliceResult *res = slices_new(n_slices)
         cdef int t
-        cdef Loss loss = self.loss
-        cdef Sampler sampler = self.sampler
-        cdef uint64_t base = mix_seed(self.cfg.seed, chunk_seed)
-        try:
-            if slice_index >= 0:
-                t = slice_index
-                with nogil:
-                    res[t].status = train_slice(&c, loss, sampler, bounds[t], bounds[t + 1],
-                                                mix_seed(base, t), &res[t])
-            else:
-                for t in prange(n_slices, nogil=True, schedule="dynamic", chunksize=1,
-                                num_threads=n_threads):
-                    res[t].status = train_slice(&c, loss, sampler, bounds[t], bounds[t + 1],
-                                                mix_seed(base, t), &res[t])
-            return slices_total(res, n_slices)
-        finally:
-            free(res)
+        for t in range(n_slices + 1):
+            job.bounds[t] = bounds[t]
+        return job

@@ -561,9 +561,9 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
 
 def _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progress, desc, on_epoch):
     """The epochs and rounds of a cluster run (:func:`~embkit.core.training.run_steps`, a round a step)."""
-    def round_steps(epoch, first):
+    def round_steps(epoch, first, units_before):
         for r in range(first, run["rounds"]):
-            yield lambda units_before, r=r: one_round(epoch, r)
+            yield lambda r=r: one_round(epoch, r)
 
     def one_round(epoch, r):
         round_start = time.perf_counter()

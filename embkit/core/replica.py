@@ -35,7 +35,7 @@ import numpy as np
 
 from embkit.core.reconcile import (RowDelta, adopt_update, changed_rows, local_rows, merge, owned_rows, split,
                                    table_rows)
-from embkit.core.training import check_finite, chunk_pool, train_chunk
+from embkit.core.training import ChunkSteps, check_finite, open_pipeline
 
 __all__ = ["Mailbox", "Replica", "RoundAborted", "ShardReadError", "open_replica", "worker_name"]
 
@@ -143,7 +143,7 @@ class Replica:
         self.scratch = ({}, {})
         self.peers = None
         self.mail = Mailbox(_wanted())
-        self.pool = chunk_pool(model.workers)
+        self.pipe = open_pipeline(self.trainer, max(1, int(model.workers)))
         self.threads = max(1, int(model.workers))     # of the passes over the rows, as of the kernels
 
     @property
@@ -250,24 +250,31 @@ class Replica:
         total_units = max(1, self.total * run["epochs"])
         done = epoch * self.total + sum(self.bounds(u, round_index, rounds) for u in self.units)
         clock = time.perf_counter()
+
+        def check(loss, fraction):
+            check_finite(loss, epoch, fraction, run["alpha"])
+
+        def seed_of(index):
+            return ((epoch * rounds + round_index) * 1000003 + index) * 65537 + self.group
+
+        steps = ChunkSteps(self.pipe, self.trainer, self.round_chunks(round_index, rounds), 0, done, total_units,
+                           seed_of, check, getattr(model, "batch_words", None))
         loss = 0.0
         examples = words = raw = 0
-        index = 0
-        min_per_thread = getattr(model, "batch_words", None)
-        for chunk in self.round_chunks(round_index, rounds):
-            seed = ((epoch * rounds + round_index) * 1000003 + index) * 65537 + self.group
-            self.trainer.before_chunk(done / total_units)
-            c_loss, c_examples, c_words = train_chunk(self.trainer, chunk, done, seed, model.workers, self.pool,
-                                                      min_per_thread)
-            check_finite(c_loss, epoch, done / total_units, run["alpha"])
-            loss += c_loss
-            examples += c_examples
-            words += c_words
-            raw += chunk.raw_words
-            done += c_words
-            index += 1
+        try:
+            for step in steps:
+                c_loss, c_examples, c_words, c_raw = step()
+                loss += c_loss
+                examples += c_examples
+                words += c_words
+                raw += c_raw
+        except BaseException:
+            # chunks still in flight must not be taken for the next round's
+            self.pipe.abort()
+            self.pipe = open_pipeline(self.trainer, self.pipe.n_threads)
+            raise
         return {"loss": loss, "examples": examples, "words": words, "raw_words": raw,
-                "seconds": time.perf_counter() - clock, "progress": done / total_units}
+                "seconds": time.perf_counter() - clock, "progress": (done + words) / total_units}
 
     def reconcile(self, key, sent, partial):
         """Exchange the rows of ``sent`` (this replica's delta of each table) with the peers, merge this
@@ -355,8 +362,7 @@ class Replica:
         self.mail.abort()
         for shard in self.shards:
             getattr(shard, "close", lambda: None)()
-        if self.pool is not None:
-            self.pool.shutdown()
+        self.pipe.abort()
 
 
 def open_replica(data, shards, run, group=0):

@@ -1,13 +1,19 @@
 """The epoch loop shared by all trainers: chunks in, kernel calls, progress bar, divergence checks, callbacks,
-checkpoints between chunks, and a clean stop on Ctrl-C."""
+checkpoints between chunks, and a clean stop on Ctrl-C.
+
+Chunks go to the trainer's pipeline (:mod:`embkit._kernels.drive`): up to :data:`CHUNKS_IN_FLIGHT` at
+once, so the worker threads go from one chunk to the next without waiting for the slowest slice, while the
+loop reads the following chunk and reports the finished one.  The results come back in chunk order, and a
+checkpoint or a Ctrl-C stop first lets the chunks in flight finish, so a checkpoint always holds the tables
+of whole chunks.
+"""
 import dataclasses
 import logging
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
 from dataclasses import dataclass, field
 
-from embkit._kernels.common import HAVE_OPENMP
 from embkit.core.interrupts import TrainingInterrupted, stop_on_sigint
 
 logger = logging.getLogger(__name__)
@@ -15,6 +21,8 @@ logger = logging.getLogger(__name__)
 #: gensim's ``CallbackAny2Vec`` methods, in the order a run calls them
 CALLBACK_EVENTS = ("on_train_begin", "on_epoch_begin", "on_batch_begin", "on_batch_end", "on_epoch_end",
                    "on_train_end")
+#: chunks a run keeps on its pipeline at once (1 where chunks may not overlap)
+CHUNKS_IN_FLIGHT = 3
 
 
 @dataclass
@@ -94,26 +102,141 @@ def _fire(callbacks, event, model):
             method(model)
 
 
-def chunk_pool(workers):
-    """The thread pool that shares a chunk among ``workers`` Python threads when the build has no OpenMP
-    (None when OpenMP threads do it, or with one worker); shut it down after the run."""
-    return None if HAVE_OPENMP or workers == 1 else ThreadPoolExecutor(workers)
+class SerialPipeline:
+    """The pipeline interface (:class:`embkit._kernels.drive.Pipeline`) over a trainer that trains one chunk
+    at a time itself, in ``train_chunk(*kernel_args, before, chunk_seed, n_threads)`` (the Python trainers
+    of the batched losses, which thread through BLAS)."""
+
+    overlaps = False
+    capacity = 1
+
+    def __init__(self, trainer, n_threads):
+        self.trainer, self.n_threads = trainer, n_threads
+        self._pending = deque()
+
+    @property
+    def in_flight(self):
+        return len(self._pending)
+
+    def prepare(self, args, before, chunk_seed, threads):
+        return args, before, chunk_seed, threads
+
+    def submit(self, job):
+        self._pending.append(job)
+
+    def wait(self):
+        args, before, chunk_seed, threads = self._pending.popleft()
+        return self.trainer.train_chunk(*args, before, chunk_seed, threads)
+
+    def close(self):
+        """Nothing runs between calls."""
+
+    def abort(self):
+        self._pending.clear()
 
 
-def train_chunk(trainer, chunk, words_before, seed, workers, pool=None, min_chunk_per_thread=None):
-    """Train one chunk on up to ``workers`` threads; returns ``(loss_sum, examples, units)``.
+def open_pipeline(trainer, workers):
+    """The trainer's pipeline of ``workers`` threads (its own, or a :class:`SerialPipeline`); close or abort
+    it after the run."""
+    make = getattr(trainer, "pipeline", None)
+    return make(workers) if make is not None else SerialPipeline(trainer, workers)
 
-    A chunk of ``len(chunk)`` units runs on at most ``len(chunk) // min_chunk_per_thread`` threads; ``pool``
-    (:func:`chunk_pool`) runs the slices on Python threads when the build has no OpenMP.
+
+def threads_for(units, workers, min_chunk_per_thread=None):
+    """Threads that share a chunk of ``units``: ``workers``, fewer when the chunk has less than
+    ``min_chunk_per_thread`` units a thread (gensim's ``batch_words``: small chunks are not cut into
+    slivers, and a chunk trained by one thread is trained deterministically)."""
+    if not min_chunk_per_thread:
+        return workers
+    return max(1, min(workers, units // min_chunk_per_thread))
+
+
+class ChunkSteps:
+    """The steps of one epoch's chunks, in order: callables that return the chunk's ``(loss_sum, examples,
+    units, raw_units)`` once it is trained.
+
+    Up to ``depth`` chunks are in flight on ``pipe`` (one when it cannot overlap chunks); a chunk shared by
+    fewer threads than the pipeline has trains alone, so its result does not depend on the others'.
+    :meth:`settle` stops submitting until the chunks in flight are returned (a checkpoint, a stop).
+
+    Parameters
+    ----------
+    pipe : Pipeline or SerialPipeline
+    trainer : object
+        Its ``before_chunk(progress)`` runs before each chunk is submitted.
+    chunks : iterable
+        The epoch's chunks from index ``first`` on (``kernel_args``, ``raw_words``, ``len``).
+    first : int
+        Index of the first of them in the epoch (chunk seeds are ``seed_of(index)``).
+    units_before, total_units : float
+        The run's units trained before the first chunk, and in the whole run.
+    seed_of : callable
+    on_result : callable
+        ``on_result(loss, fraction_done)`` checks each chunk's result as it comes back (divergence).
+    min_chunk_per_thread : int, optional
+        See :func:`threads_for`.
+    depth : int
     """
-    threads = workers
-    if min_chunk_per_thread:
-        threads = max(1, min(workers, len(chunk) // min_chunk_per_thread))
-    if pool is None or threads == 1:
-        return trainer.train_chunk(*chunk.kernel_args, words_before, seed, threads)
-    parts = list(pool.map(lambda t: trainer.train_chunk(*chunk.kernel_args, words_before, seed, threads, t),
-                          range(threads)))
-    return sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts)
+
+    def __init__(self, pipe, trainer, chunks, first, units_before, total_units, seed_of, on_result,
+                 min_chunk_per_thread=None, depth=CHUNKS_IN_FLIGHT):
+        self.pipe, self.trainer = pipe, trainer
+        self.chunks = iter(chunks)
+        self.index = first
+        self.units_before = units_before
+        self.total_units = max(1, total_units)
+        self.seed_of, self.on_result = seed_of, on_result
+        self.min_chunk_per_thread = min_chunk_per_thread
+        self.depth = max(1, min(depth if pipe.overlaps else 1, pipe.capacity))
+        self.flight = deque()       # (raw_units, units_before, alone) of the chunks submitted
+        self.waiting = None         # the next chunk, read but not submitted
+        self.settling = False
+
+    @property
+    def in_flight(self):
+        return len(self.flight)
+
+    def settle(self):
+        """Submit nothing more until the chunks in flight have been returned."""
+        self.settling = True
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if not self.flight:
+            self.settling = False
+            if self.waiting is None:
+                self.waiting = next(self.chunks, None)
+            if self.waiting is None:
+                raise StopIteration
+        return self._result
+
+    def _result(self):
+        self._fill()
+        loss, examples, units = self.pipe.wait()
+        raw, before, _ = self.flight.popleft()
+        self.on_result(loss, before / self.total_units)
+        return loss, examples, units, raw
+
+    def _fill(self):
+        workers = self.pipe.n_threads
+        while not self.settling and len(self.flight) < self.depth and not any(f[2] for f in self.flight):
+            chunk = self.waiting if self.waiting is not None else next(self.chunks, None)
+            self.waiting = None
+            if chunk is None:
+                return
+            threads = threads_for(len(chunk), workers, self.min_chunk_per_thread)
+            alone = threads < workers
+            if alone and self.flight:
+                self.waiting = chunk       # a chunk that trains alone waits for the pipeline to empty
+                return
+            self.trainer.before_chunk(self.units_before / self.total_units)
+            self.pipe.submit(self.pipe.prepare(tuple(chunk.kernel_args), self.units_before,
+                                               self.seed_of(self.index), threads))
+            self.flight.append((chunk.raw_words, self.units_before, alone))
+            self.units_before += len(chunk)
+            self.index += 1
 
 
 def check_finite(loss, epoch, fraction, alpha):
@@ -132,13 +255,13 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
     Parameters
     ----------
     trainer : kernel trainer
-        Has ``train_chunk(*chunk.kernel_args, words_before, chunk_seed, n_threads, slice_index)``
-        returning ``(loss_sum, examples, words)``, and ``before_chunk(progress)`` (called with the GIL
-        between chunks).
+        A driver (:class:`embkit._kernels.drive.Driver`: ``pipeline(n_threads)``), or an object with
+        ``train_chunk(*chunk.kernel_args, units_before, chunk_seed, n_threads)`` returning ``(loss_sum,
+        examples, units)``; either has ``before_chunk(progress)`` (called with the GIL before each chunk).
     chunk_epochs : callable
-        ``chunk_epochs(epoch)`` returns an iterable of chunks for that epoch; a chunk has ``kernel_args``
-        and ``raw_words``.  It must give the same chunks every time it is called for an epoch (a resumed run
-        skips the chunks already trained).
+        ``chunk_epochs(epoch)`` returns an iterable of chunks for that epoch; a chunk has ``kernel_args``,
+        ``raw_words`` and a length (its units).  It must give the same chunks every time it is called for an
+        epoch (a resumed run skips the chunks already trained).
     words_per_epoch : int
         Expected units per epoch (words, pairs or examples: the learning-rate schedule's unit).
     workers : int
@@ -153,7 +276,9 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
     callbacks : sequence
         Objects with any of gensim's ``CallbackAny2Vec`` methods (:data:`CALLBACK_EVENTS`), each called with
         ``model``: a batch is one chunk.  They run between chunks with the GIL held; an exception in one
-        stops training with that exception (the tables stay as the last chunk left them).
+        stops training with that exception (the tables stay as the chunks trained so far left them).  With
+        ``on_batch_begin`` or ``on_batch_end`` among them, chunks train one at a time, so a batch event sees
+        the tables of exactly the chunks before it.
     model : object, optional
         What the callbacks receive.
     report : TrainingReport, optional
@@ -174,38 +299,32 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
     Raises
     ------
     TrainingInterrupted
-        After Ctrl-C, at the end of the chunk being trained (a second Ctrl-C stops at once).
+        After Ctrl-C, once the chunks in flight are trained (a second Ctrl-C stops at once).
     FloatingPointError
         When the loss becomes NaN or infinite (divergence).
     """
-    pool = chunk_pool(workers)
     total_units = words_per_epoch * epochs
+    one_at_a_time = any(getattr(cb, event, None) is not None for cb in callbacks
+                        for event in ("on_batch_begin", "on_batch_end"))
+    pipe = open_pipeline(trainer, workers)
 
-    def chunk_steps(epoch, first):
-        for index, chunk in enumerate(chunk_epochs(epoch)):
-            if index >= first:
-                yield _chunk_step(trainer, chunk, epoch, index, total_units, workers, pool, alpha,
-                                  min_chunk_per_thread)
+    def chunk_steps(epoch, first, units_before):
+        def check(loss, fraction):
+            check_finite(loss, epoch, fraction, alpha)
+        chunks = (chunk for index, chunk in enumerate(chunk_epochs(epoch)) if index >= first)
+        return ChunkSteps(pipe, trainer, chunks, first, units_before, total_units,
+                          lambda index: epoch * 1000003 + index, check, min_chunk_per_thread,
+                          depth=1 if one_at_a_time else CHUNKS_IN_FLIGHT)
 
     try:
-        return run_steps(chunk_steps, words_per_epoch, epochs, progress=progress, desc=desc, unit=unit,
-                         on_epoch=on_epoch, callbacks=callbacks, model=model, report=report, start=start,
-                         checkpointer=checkpointer)
-    finally:
-        if pool is not None:
-            pool.shutdown()
-
-
-def _chunk_step(trainer, chunk, epoch, index, total_units, workers, pool, alpha, min_chunk_per_thread):
-    """One chunk as a step of :func:`run_steps`."""
-    def step(units_before):
-        seed = epoch * 1000003 + index
-        trainer.before_chunk(units_before / max(1, total_units))
-        loss, examples, words = train_chunk(trainer, chunk, units_before, seed, workers, pool,
-                                            min_chunk_per_thread)
-        check_finite(loss, epoch, units_before / max(1, total_units), alpha)
-        return loss, examples, words, chunk.raw_words
-    return step
+        report = run_steps(chunk_steps, words_per_epoch, epochs, progress=progress, desc=desc, unit=unit,
+                           on_epoch=on_epoch, callbacks=callbacks, model=model, report=report, start=start,
+                           checkpointer=checkpointer)
+    except BaseException:
+        pipe.abort()
+        raise
+    pipe.close()
+    return report
 
 
 def run_steps(steps, units_per_epoch, epochs, progress=True, desc="train", unit="w", on_epoch=None, callbacks=(),
@@ -213,10 +332,12 @@ def run_steps(steps, units_per_epoch, epochs, progress=True, desc="train", unit=
     """The epochs of a training run, as steps (a chunk, or a round of a cluster), with its report, progress
     bar, callbacks, checkpoints and Ctrl-C.
 
-    ``steps(epoch, first)`` yields the steps of an epoch from index ``first`` on: callables
-    ``step(units_before)`` (the run's units trained before it) that train and return ``(loss_sum, examples,
-    units, raw_units)``.  The other parameters, the return value and the exceptions are those of
-    :func:`run_epochs`; a checkpoint's position counts steps.
+    ``steps(epoch, first, units_before)`` gives an epoch's steps from index ``first`` on, in order: callables
+    that train (or wait for) the step and return ``(loss_sum, examples, units, raw_units)``;
+    ``units_before`` is the run's units trained before the first.  A source that trains ahead
+    (:class:`ChunkSteps`) has ``in_flight`` and ``settle()``: before a checkpoint or a stop, the steps in
+    flight are taken in first.  The other parameters, the return value
+    and the exceptions are those of :func:`run_epochs`; a checkpoint's position counts steps.
     """
     report = TrainingReport() if report is None else report
     start = Position() if start is None else start
@@ -236,9 +357,10 @@ def run_steps(steps, units_per_epoch, epochs, progress=True, desc="train", unit=
                 epoch_examples = start.epoch_examples if resumed else 0
                 units_done = start.units_done if resumed else 0
                 first = start.chunk if resumed else 0
-                for index, step in enumerate(steps(epoch, first), first):
+                source = steps(epoch, first, epoch * units_per_epoch + units_done)
+                for index, step in enumerate(source, first):
                     _fire(callbacks, "on_batch_begin", model)
-                    loss, examples, units, raw = step(epoch * units_per_epoch + units_done)
+                    loss, examples, units, raw = step()
                     epoch_loss += loss
                     epoch_examples += examples
                     units_done += units
@@ -249,6 +371,9 @@ def run_steps(steps, units_per_epoch, epochs, progress=True, desc="train", unit=
                     _fire(callbacks, "on_batch_end", model)
                     done = epoch * units_per_epoch + units_done
                     if stop.requested or (checkpointer is not None and checkpointer.due(done)):
+                        if getattr(source, "in_flight", 0):
+                            source.settle()         # take the steps in flight in first
+                            continue
                         here = Position(epoch, index + 1, units_done, epoch_loss, epoch_examples,
                                         time.perf_counter() - epoch_start)
                         path = checkpointer.write(here, done) if checkpointer is not None else None

@@ -35,18 +35,14 @@ class PairBatches(BatchedTrainer):
         self.alpha, self.min_alpha, self.total = alpha, min_alpha, total_pairs
         self.seed = seed
 
-    def train_chunk(self, n_pairs, pairs_before, chunk_seed, n_threads, slice_index=-1):
+    def train_chunk(self, n_pairs, pairs_before, chunk_seed, n_threads):
         """Train ``n_pairs`` draws; returns ``(loss_sum, pairs, pairs)``."""
-        first = 0
-        if slice_index >= 0:
-            first = n_pairs * slice_index // n_threads
-            n_pairs = n_pairs * (slice_index + 1) // n_threads - first
         if n_pairs <= 0:
             return 0.0, 0, 0
-        rng = np.random.default_rng([self.seed, chunk_seed, max(slice_index, 0)])
+        rng = np.random.default_rng([self.seed, chunk_seed, 0])
         entries = np.searchsorted(self.cumulative, rng.random(n_pairs) * self.cumulative[-1], side="right")
         entries = np.minimum(entries, len(self.cumulative) - 1)
-        lrs = linear_lrs(self.alpha, self.min_alpha, pairs_before + first + np.arange(n_pairs), self.total)
+        lrs = linear_lrs(self.alpha, self.min_alpha, pairs_before + np.arange(n_pairs), self.total)
         loss = 0.0
         for start, stop in batches(n_pairs, self.batch_size):
             e = entries[start:stop]

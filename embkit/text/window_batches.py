@@ -8,7 +8,6 @@ vector and the centre word is the class, as in the kernel's skip-gram.
 """
 import numpy as np
 
-from embkit._kernels.windows import split_slices
 from embkit.core.full_batch import BatchedTrainer, add_rows, batches, linear_lrs, softmax_step
 
 __all__ = ["window_pairs", "WindowBatches"]
@@ -76,23 +75,14 @@ class WindowBatches(BatchedTrainer):
         self.seed = seed
         self.lockf = lockf
 
-    def train_chunk(self, tokens, ends, words_before, chunk_seed, n_threads, slice_index=-1):
+    def train_chunk(self, tokens, ends, words_before, chunk_seed, n_threads):
         """Train on one chunk; returns ``(loss_sum, examples, words)`` as the kernel does."""
         tokens, ends = np.asarray(tokens), np.asarray(ends, dtype=np.int64)
         if len(ends) == 0:
             return 0.0, 0, 0
-        first = 0
-        if slice_index >= 0:
-            bounds = split_slices(np.ascontiguousarray(ends, dtype=np.int32), n_threads)
-            lo, hi = bounds[slice_index], bounds[slice_index + 1]
-            first = int(ends[lo - 1]) if lo > 0 else 0
-            last = int(ends[hi - 1]) if hi > lo else first
-            tokens, ends = tokens[first:last], ends[lo:hi] - first
-            if len(ends) == 0:
-                return 0.0, 0, 0
-        rng = np.random.default_rng([self.seed, chunk_seed, max(slice_index, 0)])
+        rng = np.random.default_rng([self.seed, chunk_seed, 0])
         contexts, centres, positions = window_pairs(tokens, ends, self.keep, self.window, self.shrink, rng)
-        lrs = linear_lrs(self.alpha, self.min_alpha, words_before + first + positions, self.total)
+        lrs = linear_lrs(self.alpha, self.min_alpha, words_before + positions, self.total)
         loss = 0.0
         for start, stop in batches(len(centres), self.batch_size):
             ctx = contexts[start:stop]

@@ -66,7 +66,7 @@ def train_full_softmax_batches(X, Y, order, W_in, W_out, batch_size, alpha, min_
 class FullSoftmaxBatches(BatchedTrainer):
     """A ``rows`` trainer (``before_chunk`` / ``train_chunk``) that runs :func:`train_full_softmax_batches`.
 
-    Threads come from the BLAS library; ``n_threads`` only splits a chunk when Python threads share it.
+    Threads come from the BLAS library.
     """
 
     def __init__(self, X, Y, W_in, W_out, batch_size, alpha, min_alpha, total_examples, normalize, tau,
@@ -76,10 +76,7 @@ class FullSoftmaxBatches(BatchedTrainer):
         self.alpha, self.min_alpha, self.total = alpha, min_alpha, total_examples
         self.normalize, self.tau, self.normalize_classes = normalize, tau, normalize_classes
 
-    def train_chunk(self, order, examples_before, chunk_seed, n_threads, slice_index=-1):
-        if slice_index >= 0:
-            lo, hi = len(order) * slice_index // n_threads, len(order) * (slice_index + 1) // n_threads
-            order, examples_before = order[lo:hi], examples_before + lo
+    def train_chunk(self, order, examples_before, chunk_seed, n_threads):
         return train_full_softmax_batches(self.X, self.Y, order, self.W_in, self.W_out, self.batch_size,
                                           self.alpha, self.min_alpha, examples_before, self.total,
                                           self.normalize, self.tau, self.normalize_classes)

@@ -90,16 +90,11 @@ class OneVsAllBatches:
     def before_chunk(self, progress):
         """Nothing to refresh: every label is a negative."""
 
-    def train_chunk(self, order, examples_before, chunk_seed, n_threads, slice_index=-1):
-        """Train the rows ``order``; returns ``(loss_sum, label_steps, examples)``.
-
-        With ``slice_index >= 0`` this thread trains the members ``slice_index, slice_index + n_threads,
-        ...`` (members touch disjoint columns, so threads never share a cell); the first slice reports the
-        examples, every slice its members' share of the loss."""
+    def train_chunk(self, order, examples_before, chunk_seed, n_threads):
+        """Train the rows ``order``; returns ``(loss_sum, label_steps, examples)``."""
         loss = 0.0
         d = self.W_in.shape[1] // self.members
-        mine_members = range(self.members) if slice_index < 0 else range(slice_index, self.members, n_threads)
-        for m in mine_members:
+        for m in range(self.members):
             rng = np.random.default_rng([self.seed, m, chunk_seed])
             mine = order if self.members == 1 else rng.permutation(order)
             for start in range(0, len(mine), self.batch_size):
@@ -108,8 +103,6 @@ class OneVsAllBatches:
                 lr = max(self.alpha - (self.alpha - self.min_alpha) * position / max(self.total, 1.0),
                          self.min_alpha)
                 loss += self._step(idx, slice(m * d, (m + 1) * d), m, lr)
-        if slice_index > 0:
-            return loss / self.members, 0, 0
         return loss / self.members, int(np.diff(self.Y.indptr)[order].sum()), len(order)
 
     def _step(self, idx, cols, m, lr):
