@@ -5,7 +5,10 @@ file that is one single line of 100M characters never sits in memory whole.  Eac
 sentence longer than ``max_sentence_length`` tokens is cut into consecutive pieces (no token is dropped).
 Invalid UTF-8 is decoded with replacement characters and counted.
 """
+import bz2
+import gzip
 import logging
+import lzma
 import os
 import re
 from dataclasses import dataclass, field
@@ -53,11 +56,21 @@ def list_files(path):
     return [path]
 
 
+#: local files these read as smart-open would (it is imported only for the other compressions, and URLs)
+_LOCAL_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+_SMART_OPEN_ONLY = (".zst", ".lz4")
+
+
 def _open_text(path):
-    from smart_open import open as sopen
+    """The text of a corpus file, as smart-open opens it: UTF-8 with invalid bytes replaced, universal
+    newlines, decompressed by extension."""
+    ext = os.path.splitext(str(path))[1].lower()
     try:
+        if not _is_url(path) and ext not in _SMART_OPEN_ONLY:
+            return _LOCAL_OPENERS.get(ext, open)(path, "rt", encoding="utf-8", errors="replace")
+        from smart_open import open as sopen
         return sopen(path, "r", encoding="utf-8", errors="replace")
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError) as exc:
         raise OSError("cannot open corpus %r: %s" % (path, exc)) from exc
 
 
@@ -87,8 +100,9 @@ class TextCorpus:
         """The text stream of one file (smart-open)."""
         return _open_text(path)
 
-    def iter_blocks(self):
-        """Yield ``(text, line_complete)`` pieces: whole lines, or a partial line when a line is very long.
+    def iter_blocks(self, block_chars=BLOCK_CHARS):
+        """Yield ``(text, line_complete)`` pieces of about ``block_chars`` characters: whole lines, or a
+        partial line when a line is very long.
 
         A piece never splits a token.  ``line_complete`` is False when the line continues in the next piece.
         A damaged compressed file, an I/O error or a token longer than :data:`MAX_TOKEN_CHARS` (not a text
@@ -98,15 +112,15 @@ class TextCorpus:
         for path in self.files:
             with reading(path, "corpus"):
                 with self._open(path) as fh:
-                    yield from self._file_blocks(fh, path)
+                    yield from self._file_blocks(fh, path, block_chars)
 
-    def _file_blocks(self, fh, path):
+    def _file_blocks(self, fh, path, block_chars):
         carry = ""
         open_line = False  # the last piece handed over was a partial line
         line = 1
         replaced = 0
         while True:
-            block = fh.read(BLOCK_CHARS)
+            block = fh.read(block_chars)
             if not block:
                 break
             replaced += block.count("\ufffd")

@@ -2,19 +2,27 @@
 
 Tokens get provisional ids in first-seen order while the text is read; their counts come from those ids,
 the vocabulary is chosen from the counts, and the provisional chunks are then rewritten with final ids
-(vectorised, out-of-vocabulary tokens dropped).  The corpus text is therefore read and tokenised once in
-all, not once for the vocabulary and again in the first epoch.
+(out-of-vocabulary tokens dropped).  The corpus text is therefore read and tokenised once in all, not once
+for the vocabulary and again in the first epoch.  A file corpus is split into words on worker threads
+(:mod:`embkit.text.blocks`) and its chunks rewritten on them; the vocabulary and the chunks are the same for
+any number of threads.
 """
 import ctypes
 from array import array
 
 import numpy as np
 
+from embkit._kernels.words import WordTable, remap_chunk
+from embkit.text.blocks import encode_blocks, ordered_map, splits_in_blocks
 from embkit.text.chunk_cache import ChunkCache
 from embkit.text.vocab import EmptyVocabularyError, EncodedChunk, Vocab, check_tokens
 
+#: characters of text a thread splits at a time when scanning a file corpus
+SCAN_BLOCK_CHARS = 1 << 20
 
-def scan_corpus(corpus, min_count=5, max_final_vocab=None, trim_rule=None, chunk_tokens=1 << 18, sorted_vocab=True):
+
+def scan_corpus(corpus, min_count=5, max_final_vocab=None, trim_rule=None, chunk_tokens=1 << 18, sorted_vocab=True,
+                workers=1):
     """Build the vocabulary of ``corpus`` and encode it.
 
     Parameters
@@ -25,6 +33,8 @@ def scan_corpus(corpus, min_count=5, max_final_vocab=None, trim_rule=None, chunk
         As in :meth:`embkit.text.vocab.Vocab.build`.
     chunk_tokens : int
         Tokens per encoded chunk.
+    workers : int
+        Threads that split a file corpus into words and rewrite the chunks.
 
     Returns
     -------
@@ -32,11 +42,48 @@ def scan_corpus(corpus, min_count=5, max_final_vocab=None, trim_rule=None, chunk
     cache : ChunkCache
         The corpus in final word ids, complete.
     """
-    index = {}          # word -> provisional id; its insertion order is the first-seen order
     provisional = ChunkCache()
+    try:
+        scan = _scan_file if splits_in_blocks(corpus) else _scan_sentences
+        words, counts, raw_total, sentences = scan(corpus, provisional, chunk_tokens, workers)
+        if raw_total == 0:
+            raise EmptyVocabularyError("the corpus %r is empty: no tokens found" % (corpus,))
+        vocab, kept = Vocab.from_counts(words, counts, raw_total, min_count, max_final_vocab, trim_rule,
+                                        sorted_vocab)
+        vocab.sentences = sentences
+        del words
+        remap = np.full(counts.size, -1, dtype=np.int32)
+        remap[kept] = np.arange(kept.size, dtype=np.int32)
+        cache = ChunkCache()
+
+        def final(chunk):
+            return EncodedChunk(*remap_chunk(chunk.tokens, chunk.ends, remap), chunk.raw_words)
+
+        for chunk in ordered_map(final, provisional, workers):
+            cache.append(chunk)
+        cache.complete = True
+        return vocab, cache
+    finally:
+        provisional.close()
+        release_free_memory()
+
+
+def _scan_file(corpus, provisional, chunk_tokens, workers):
+    """Provisional chunks of a file corpus into ``provisional``; ``(words, counts, raw_words, sentences)``."""
+    table = WordTable()
+    raw_total = sentences = 0
+    for tokens, ends, raw in encode_blocks(corpus, table, chunk_tokens, workers, SCAN_BLOCK_CHARS, adding=True):
+        provisional.append(EncodedChunk(tokens, ends, raw))
+        raw_total += raw
+        sentences += len(ends)
+    return table.words_list(), table.counts(), raw_total, sentences
+
+
+def _scan_sentences(corpus, provisional, chunk_tokens, workers):
+    """Provisional chunks of an iterable corpus (read in this thread); as :func:`_scan_file`."""
+    index = {}          # word -> provisional id; its insertion order is the first-seen order
     counts = np.zeros(0, dtype=np.int64)
-    raw_total = 0
-    sentences = 0
+    raw_total = sentences = 0
     try:
         for chunk in _provisional_chunks(corpus, index, chunk_tokens):
             provisional.append(chunk)
@@ -45,25 +92,9 @@ def scan_corpus(corpus, min_count=5, max_final_vocab=None, trim_rule=None, chunk
             counts = grown
             raw_total += chunk.raw_words
             sentences += len(chunk.ends)
-        if raw_total == 0:
-            raise EmptyVocabularyError("the corpus %r is empty: no tokens found" % (corpus,))
-        words = list(index)
-        index.clear()
-        vocab, kept = Vocab.from_counts(words, counts, raw_total, min_count, max_final_vocab, trim_rule,
-                                        sorted_vocab)
-        vocab.sentences = sentences
-        del words
-        remap = np.full(counts.size, -1, dtype=np.int32)
-        remap[kept] = np.arange(kept.size, dtype=np.int32)
-        cache = ChunkCache()
-        for chunk in provisional:
-            cache.append(_remap(chunk, remap))
-        cache.complete = True
-        return vocab, cache
+        return list(index), counts, raw_total, sentences
     finally:
-        provisional.close()
         index.clear()
-        release_free_memory()
 
 
 def release_free_memory():
@@ -108,16 +139,3 @@ def _provisional_chunks(corpus, index, chunk_tokens):
             ids, ends, raw = array("i"), array("i"), 0
     if ids:
         yield EncodedChunk(np.frombuffer(ids, dtype=np.int32), np.frombuffer(ends, dtype=np.int32), raw)
-
-
-def _remap(chunk, remap):
-    """Map a provisional chunk to final ids, dropping out-of-vocabulary tokens and emptied sentences."""
-    ids = remap[chunk.tokens]
-    keep = ids >= 0
-    tokens = np.ascontiguousarray(ids[keep])
-    kept_before = np.cumsum(keep, dtype=np.int64)
-    ends = kept_before[chunk.ends - 1] if len(chunk.ends) else np.zeros(0, np.int64)
-    # a sentence whose words were all dropped ends where the previous one did
-    starts = np.concatenate([[0], ends[:-1]])
-    ends = ends[ends > starts].astype(np.int32)
-    return EncodedChunk(tokens, ends, chunk.raw_words)

@@ -5,6 +5,9 @@ from collections import Counter
 
 import numpy as np
 
+from embkit._kernels.words import WordTable
+from embkit.text.blocks import count_blocks, encode_blocks, splits_in_blocks
+
 logger = logging.getLogger(__name__)
 
 #: gensim's trim-rule results (``gensim.utils.RULE_*``): apply ``min_count``, drop the word, keep the word
@@ -81,7 +84,7 @@ class Vocab:
 
     @classmethod
     def build(cls, corpus, min_count=5, max_vocab_size=None, max_final_vocab=None, trim_rule=None,
-              progress=None, sorted_vocab=True):
+              progress=None, sorted_vocab=True, workers=1):
         """Count the words of ``corpus`` and keep the frequent ones.
 
         Parameters
@@ -99,24 +102,29 @@ class Vocab:
             gensim's ``trim_rule(word, count, min_count)`` (see :func:`keep_word`).
         sorted_vocab : bool
             Most frequent words first (else first-seen order).
+        workers : int
+            Threads that split a file corpus into words (the result is the same for any number).
         """
-        words, counts, raw, sentences = cls.count(corpus, max_vocab_size, trim_rule, progress)
+        words, counts, raw, sentences = cls.count(corpus, max_vocab_size, trim_rule, progress, workers)
         vocab, _ = cls.from_counts(words, counts, raw, min_count, max_final_vocab, trim_rule, sorted_vocab)
         vocab.sentences = sentences
         return vocab
 
     @staticmethod
-    def count(corpus, max_vocab_size=None, trim_rule=None, progress=None):
+    def count(corpus, max_vocab_size=None, trim_rule=None, progress=None, workers=1):
         """Count every distinct word of ``corpus`` (the first step of :meth:`build`).
 
-        With ``max_vocab_size``, the rarest words are pruned whenever more are held (word2vec.c's rule,
-        see :meth:`build`; a ``trim_rule`` that keeps a word protects it).
+        With ``max_vocab_size``, the rarest words are pruned whenever more are held after a block of the
+        corpus (word2vec.c's rule, see :meth:`build`; a ``trim_rule`` that keeps a word protects it).  A file
+        corpus is split into words on ``workers`` threads, with the same result.
 
         Returns
         -------
         (words, counts, raw_words, sentences)
             Distinct words in first-seen order, their counts (int64), the corpus tokens and sentences.
         """
+        if splits_in_blocks(corpus):
+            return _count_file(corpus, max_vocab_size, trim_rule, progress, workers)
         counter = Counter()
         raw = 0
         sentences = 0
@@ -250,8 +258,12 @@ class Vocab:
             return None
         return keep
 
-    def encode(self, corpus, chunk_tokens=1 << 18):
-        """Encode ``corpus`` into chunks of word ids; see :func:`encode_chunks`."""
+    def encode(self, corpus, chunk_tokens=1 << 18, workers=1):
+        """Encode ``corpus`` into chunks of word ids; see :func:`encode_chunks` (a file corpus is split into
+        words on ``workers`` threads, with the same chunks)."""
+        if splits_in_blocks(corpus):
+            return (EncodedChunk(*chunk) for chunk in encode_blocks(corpus, WordTable(self.index_to_key), chunk_tokens,
+                                                                    workers))
         return encode_chunks(corpus, self.key_to_index, chunk_tokens)
 
 
@@ -283,6 +295,32 @@ class EncodedChunk:
         return cls(np.concatenate([c.tokens for c in chunks]),
                    np.concatenate([c.ends + int(s) for c, s in zip(chunks, starts)]).astype(np.int32, copy=False),
                    sum(c.raw_words for c in chunks))
+
+
+def _count_file(corpus, max_vocab_size, trim_rule, progress, workers):
+    """:meth:`Vocab.count` of a file corpus: the blocks split on threads, counted and pruned in order."""
+    min_reduce = 1
+
+    def after_block(table, tokens):
+        nonlocal min_reduce
+        if progress is not None:
+            progress(tokens)
+        if max_vocab_size is not None and len(table) > max_vocab_size:
+            keep = None
+            if trim_rule is not None:
+                counts = table.counts()
+                rare = np.flatnonzero(counts <= min_reduce)
+                keep = np.zeros(len(counts), dtype=bool)
+                keep[rare] = [keep_word(w, int(c), min_reduce + 1, trim_rule)
+                              for w, c in zip(table.words_list(rare), counts[rare])]
+            table.prune(min_reduce + 1, keep)
+            min_reduce += 1
+
+    table, raw, lines = count_blocks(corpus, workers, after_block)
+    corpus.stats.sentences = lines
+    if raw == 0:
+        raise EmptyVocabularyError("the corpus %r is empty: no tokens found" % (corpus,))
+    return table.words_list(), table.counts(), raw, lines
 
 
 def check_tokens(sentence, where="a sentence"):

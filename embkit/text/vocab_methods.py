@@ -61,7 +61,7 @@ class VocabularyMethods:
             self.vocab, self._cache = scan_corpus(corpus, min_count=self.min_count,
                                                   max_final_vocab=self.max_final_vocab, trim_rule=trim_rule,
                                                   sorted_vocab=bool(self.sorted_vocab),
-                                                  chunk_tokens=self.chunk_tokens)
+                                                  chunk_tokens=self.chunk_tokens, workers=self.workers)
             self._vocab_chosen(self.vocab.sentences, self.vocab.raw_words)
             self.prepare_weights()
         else:
@@ -96,7 +96,8 @@ class VocabularyMethods:
         corpus = corpus_iterable if hasattr(corpus_iterable, "iter_token_blocks") else \
             as_corpus(corpus_iterable, corpus_file, self.max_sentence_length)
         words, counts, raw, sentences = Vocab.count(corpus, self.max_vocab_size,
-                                                    trim_rule if trim_rule is not None else self.trim_rule)
+                                                    trim_rule if trim_rule is not None else self.trim_rule,
+                                                    workers=self.workers if workers is None else workers)
         self.raw_vocab = dict(zip(words, counts.tolist()))
         self._scanned = corpus
         self.corpus_count = sentences

@@ -11,8 +11,9 @@ from embkit.core.cluster import (CLUSTER_PARAMS, EXCHANGE_SHARE, RECONCILE, SYNC
 from embkit.core.checkpoint import CheckpointError, fingerprint
 from embkit.core.checks import NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_param
 from embkit.core.full_batch import check_batch_size
+from embkit.core.prefetch import prefetch
 from embkit.text.gensim_models import cum_table, is_pickle, load_gensim_model
-from embkit.text.chunk_cache import ChunkCache, prefetch
+from embkit.text.chunk_cache import ChunkCache
 from embkit.text.corpus import MAX_SENTENCE_LENGTH, as_corpus
 from embkit.text.predict import predict_output_word, score_sentences
 from embkit.text.shards import train_corpus_on_cluster
@@ -184,7 +185,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         self.exchange_share = exchange_share
         self.batch_size = batch_size
         self.vocab = None
-        self.wv = None
+        self._wv = None
         self.corpus = None
         self._cache = None
         self._corpus_words = None     # in-vocabulary tokens of ``corpus`` (one epoch's words)
@@ -270,12 +271,28 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
                              % (W_in.shape, W_out.shape, len(self.vocab), self.vector_size, self.loss))
         self._set_tables(W_in, np.ascontiguousarray(W_out, dtype=np.float32))
 
+    @property
+    def wv(self):
+        """The word vectors: a ``gensim.models.KeyedVectors`` over the input table (rows shared, so it follows
+        training), made when first read; None before the vocabulary is built."""
+        if self._wv is None and self.W_in is not None and self.vocab is not None:
+            self._wv = self._keyed_vectors()
+        return self._wv
+
+    @wv.setter
+    def wv(self, kv):
+        self._wv = kv
+
     def _set_tables(self, W_in, W_out):
-        from gensim.models import KeyedVectors
+        self._wv = None         # made again from the new tables when read
+        self.W_in, self.W_out = W_in, W_out
+
+    def _keyed_vectors(self):
+        from gensim.models import KeyedVectors      # not at import: gensim takes about a second to import
         kv = KeyedVectors(self.vector_size, count=0, dtype=np.float32)
         kv.index_to_key = self.vocab.index_to_key
         kv.key_to_index = self.vocab.key_to_index
-        kv.vectors = W_in
+        kv.vectors = self.W_in
         kv.allocate_vecattrs(attrs=["count"], types=[np.int64])
         kv.expandos["count"][:] = self.vocab.counts
         kv.vectors_lockf = np.ones(1, dtype=np.float32)     # gensim's per-word update factors (1: all train)
@@ -287,8 +304,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
             for i in range(len(self.vocab)):
                 kv.expandos["code"][i] = codes[offsets[i]:offsets[i + 1]]
                 kv.expandos["point"][i] = points[offsets[i]:offsets[i + 1]]
-        self.wv = kv
-        self.W_in, self.W_out = W_in, W_out
+        return kv
 
     # ------------------------------------------------------------------ training
     def _sampler_params(self):
@@ -298,7 +314,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         return params
 
     def _kernel_trainer(self, loss, sampler, alpha, min_alpha, total):
-        lockf = getattr(self.wv, "vectors_lockf", None)
+        lockf = getattr(self._wv, "vectors_lockf", None)      # set by the user on wv, if they made it
         if lockf is not None:
             lockf = np.asarray(lockf, dtype=np.float32).reshape(-1)
             if lockf.size == 0 or (lockf.size == 1 and lockf[0] == 1.0):
@@ -405,7 +421,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         if cache is None:
             cache = ChunkCache()
             if corpus is not self.corpus or self._corpus_words is None:
-                for chunk in self.vocab.encode(corpus, self.chunk_tokens):  # count exactly first
+                for chunk in self.vocab.encode(corpus, self.chunk_tokens, self.workers):  # count exactly first
                     cache.append(chunk)
                 cache.complete = True
         if corpus is self.corpus:
@@ -429,14 +445,16 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
             digest = self._vocab_digest()
             if cache.complete:
                 digest += "-" + cache.digest()
-        self.wv.norms = None
+        if self._wv is not None:
+            self._wv.norms = None
         try:
             report = self._train(chunks, total_words, self.vocab.counts, len(self.vocab), epochs, start_alpha,
                                  end_alpha, desc="%s %dd" % ("skip-gram" if self.sg else "cbow", self.vector_size),
                                  progress=progress, run_args=run_args, fingerprint=digest,
                                  min_chunk_per_thread=self.batch_words)
         finally:
-            self.wv.norms = None
+            if self._wv is not None:
+                self._wv.norms = None
         self.min_alpha_yet_reached = self.min_alpha if end_alpha is None else end_alpha
         logger.info("trained %d epochs: %d words in %.1fs (%.0f words/s, %.0f raw words/s), loss %.4f",
                     report.epochs, report.words, report.seconds, report.words_per_second,
@@ -545,7 +563,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
                                                                       len(saved), saved.raw_words))
 
     def _encode_into(self, cache, corpus):
-        for chunk in prefetch(self.vocab.encode(corpus, self.chunk_tokens)):
+        for chunk in prefetch(self.vocab.encode(corpus, self.chunk_tokens, self.workers)):
             cache.append(chunk)
             yield chunk
         cache.complete = True

@@ -1,0 +1,630 @@
+# cython: cdivision=True
+"""Words of text without the GIL: tokens as ``str.split()`` makes them, distinct words in first-seen order,
+and the token stream cut into chunks of sentences, so that reading a corpus runs on many threads.
+
+:func:`tokenize` splits one block of text (whole lines, or a piece of a very long line) on the characters
+``str.isspace()`` calls white space and lists the block's distinct words in the order they first appear,
+with their counts; threads tokenize blocks side by side.  A :class:`WordTable` then takes the blocks in
+corpus order: it gives each new word the next id (so ids follow the corpus's first-seen order, as a dict
+filled token by token would), adds the counts, and can prune its rarest words (word2vec's bounded
+counting) or look words up without adding them.  A :class:`ChunkBuilder` turns the blocks' tokens, mapped
+to those ids, into sentences (lines cut into pieces of at most ``max_sentence_length`` tokens) and chunks
+of about ``chunk_tokens`` tokens, dropping the tokens mapped to -1.  The rules are those of
+:mod:`embkit.text.corpus` and :mod:`embkit.text.vocab`, so both paths give the same words, counts, ids and
+chunks.
+
+Words are UTF-8 bytes inside; they come back as ``str``.
+"""
+import numpy as np
+
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize
+from libc.stdint cimport uint8_t, uint64_t, int32_t, int64_t
+from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.string cimport memcpy, memcmp, memmove, memset
+
+
+# ----------------------------------------------------------------------------------------- white space
+cdef uint8_t ASCII_SPACE[128]
+memset(ASCII_SPACE, 0, sizeof(ASCII_SPACE))
+for _c in (0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x1F, 0x20):
+    ASCII_SPACE[_c] = 1
+
+
+cdef inline int space_bytes(const uint8_t *t, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """Bytes of the white-space character at ``t[i]`` in valid UTF-8 (0: not white space).
+
+    The characters are those of ``str.isspace()``: ASCII 9-13 and 28-32, U+0085, U+00A0, U+1680,
+    U+2000-U+200A, U+2028, U+2029, U+202F, U+205F and U+3000.
+    """
+    cdef uint8_t c = t[i], b1, b2
+    if c < 0x80:
+        return ASCII_SPACE[c]
+    if c == 0xC2:
+        if i + 1 < n and (t[i + 1] == 0x85 or t[i + 1] == 0xA0):
+            return 2
+        return 0
+    if c < 0xE1 or c > 0xE3 or i + 2 >= n:
+        return 0
+    b1 = t[i + 1]
+    b2 = t[i + 2]
+    if c == 0xE1:
+        return 3 if b1 == 0x9A and b2 == 0x80 else 0
+    if c == 0xE3:
+        return 3 if b1 == 0x80 and b2 == 0x80 else 0
+    if b1 == 0x80:
+        return 3 if (0x80 <= b2 <= 0x8A) or b2 == 0xA8 or b2 == 0xA9 or b2 == 0xAF else 0
+    return 3 if b1 == 0x81 and b2 == 0x9F else 0
+
+
+def whitespace():
+    """The characters :func:`tokenize` splits on, as a str (for tests against ``str.isspace``)."""
+    out = []
+    for c in range(0x110000):
+        if 0xD800 <= c < 0xE000:
+            continue
+        b = chr(c).encode("utf-8")
+        if space_bytes(b, 0, len(b)) == len(b):
+            out.append(chr(c))
+    return "".join(out)
+
+
+# ----------------------------------------------------------------------------------------- word sets
+cdef struct WordSet:
+    uint64_t *slot_hash     # per slot: the hash of its word, 0 when the slot is empty
+    int32_t *slot_word      # per slot: its word's id
+    int64_t slots           # a power of two, at least twice the words
+    int32_t n               # words, with ids 0 .. n-1 in insertion order
+    int32_t cap             # words the arrays below hold
+    uint64_t *hash
+    int64_t *start          # where each word's bytes start in ``arena``
+    int32_t *length
+    int64_t *count
+    char *arena
+    int64_t used
+    int64_t arena_cap
+
+
+cdef inline uint64_t word_hash(const char *p, Py_ssize_t n) noexcept nogil:
+    """64-bit hash of ``n`` bytes (never 0, which marks an empty slot)."""
+    cdef uint64_t h = <uint64_t>0x9E3779B97F4A7C15 ^ <uint64_t>n, w
+    while n >= 8:
+        memcpy(&w, p, 8)
+        h = (h ^ w) * <uint64_t>0xBF58476D1CE4E5B9
+        h ^= h >> 31
+        p += 8
+        n -= 8
+    w = 0
+    memcpy(&w, p, n)
+    h = (h ^ w) * <uint64_t>0x94D049BB133111EB
+    h ^= h >> 29
+    h *= <uint64_t>0xBF58476D1CE4E5B9
+    h ^= h >> 32
+    return h if h != 0 else 1
+
+
+cdef int ws_init(WordSet *s, int32_t words) noexcept nogil:
+    """An empty set with room for ``words`` words; -1 when out of memory."""
+    memset(s, 0, sizeof(WordSet))
+    if words < 16:
+        words = 16
+    s.slots = 32
+    while s.slots < 2 * <int64_t>words:
+        s.slots *= 2
+    s.cap = words
+    s.arena_cap = 8 * <int64_t>words
+    s.slot_hash = <uint64_t *> calloc(s.slots, sizeof(uint64_t))
+    s.slot_word = <int32_t *> malloc(s.slots * sizeof(int32_t))
+    s.hash = <uint64_t *> malloc(s.cap * sizeof(uint64_t))
+    s.start = <int64_t *> malloc(s.cap * sizeof(int64_t))
+    s.length = <int32_t *> malloc(s.cap * sizeof(int32_t))
+    s.count = <int64_t *> malloc(s.cap * sizeof(int64_t))
+    s.arena = <char *> malloc(s.arena_cap)
+    if (s.slot_hash == NULL or s.slot_word == NULL or s.hash == NULL or s.start == NULL or s.length == NULL
+            or s.count == NULL or s.arena == NULL):
+        ws_free(s)
+        return -1
+    return 0
+
+
+cdef void ws_free(WordSet *s) noexcept nogil:
+    free(s.slot_hash); free(s.slot_word); free(s.hash); free(s.start); free(s.length); free(s.count)
+    free(s.arena)
+    memset(s, 0, sizeof(WordSet))
+
+
+cdef int ws_rehash(WordSet *s, int64_t slots) noexcept nogil:
+    """Rebuild the slots (``slots`` of them) from the words' stored hashes; -1 when out of memory."""
+    cdef uint64_t *sh = <uint64_t *> calloc(slots, sizeof(uint64_t))
+    cdef int32_t *sw = <int32_t *> malloc(slots * sizeof(int32_t))
+    if sh == NULL or sw == NULL:
+        free(sh); free(sw)
+        return -1
+    cdef int64_t i
+    cdef int32_t w
+    for w in range(s.n):
+        i = <int64_t>(s.hash[w] & <uint64_t>(slots - 1))
+        while sh[i] != 0:
+            i = (i + 1) & (slots - 1)
+        sh[i] = s.hash[w]
+        sw[i] = w
+    free(s.slot_hash); free(s.slot_word)
+    s.slot_hash, s.slot_word, s.slots = sh, sw, slots
+    return 0
+
+
+cdef int ws_reserve(WordSet *s, int32_t words, int64_t nbytes) noexcept nogil:
+    """Room for ``words`` more words of ``nbytes`` more bytes; -1 when out of memory."""
+    cdef int32_t cap = s.cap
+    cdef void *p
+    if s.n + words > cap:
+        while s.n + words > cap:
+            cap = cap * 2 if cap < (1 << 29) else 0x7FFFFFFF
+        p = realloc(s.hash, cap * sizeof(uint64_t))
+        if p == NULL:
+            return -1
+        s.hash = <uint64_t *> p
+        p = realloc(s.start, cap * sizeof(int64_t))
+        if p == NULL:
+            return -1
+        s.start = <int64_t *> p
+        p = realloc(s.length, cap * sizeof(int32_t))
+        if p == NULL:
+            return -1
+        s.length = <int32_t *> p
+        p = realloc(s.count, cap * sizeof(int64_t))
+        if p == NULL:
+            return -1
+        s.count = <int64_t *> p
+        s.cap = cap
+    cdef int64_t need = s.used + nbytes, acap = s.arena_cap
+    if need > acap:
+        while need > acap:
+            acap *= 2
+        p = realloc(s.arena, acap)
+        if p == NULL:
+            return -1
+        s.arena = <char *> p
+        s.arena_cap = acap
+    if 2 * (<int64_t>s.n + words) > s.slots:
+        acap = s.slots
+        while 2 * (<int64_t>s.n + words) > acap:
+            acap *= 2
+        return ws_rehash(s, acap)
+    return 0
+
+
+cdef inline int32_t ws_find(const WordSet *s, const char *p, int32_t n, uint64_t h, int64_t *slot) noexcept nogil:
+    """The id of the word ``p[0:n]`` with hash ``h``, or -1; ``slot`` receives where it is or would go."""
+    cdef int64_t i = <int64_t>(h & <uint64_t>(s.slots - 1))
+    cdef int32_t w
+    while s.slot_hash[i] != 0:
+        if s.slot_hash[i] == h:
+            w = s.slot_word[i]
+            if s.length[w] == n and memcmp(s.arena + s.start[w], p, n) == 0:
+                slot[0] = i
+                return w
+        i = (i + 1) & (s.slots - 1)
+    slot[0] = i
+    return -1
+
+
+cdef inline int32_t ws_add(WordSet *s, const char *p, int32_t n, uint64_t h, int64_t count) noexcept nogil:
+    """The id of the word ``p[0:n]``, added (with count 0) when new; its count grows by ``count``.  -1 when
+    out of memory."""
+    cdef int64_t slot
+    cdef int32_t w = ws_find(s, p, n, h, &slot)
+    if w < 0:
+        if s.n >= s.cap or s.used + n > s.arena_cap or 2 * (<int64_t>s.n + 1) > s.slots:
+            if ws_reserve(s, 1, n) != 0:
+                return -1
+            ws_find(s, p, n, h, &slot)
+        w = s.n
+        s.n += 1
+        s.hash[w] = h
+        s.start[w] = s.used
+        s.length[w] = n
+        s.count[w] = 0
+        memcpy(s.arena + s.used, p, n)
+        s.used += n
+        s.slot_hash[slot] = h
+        s.slot_word[slot] = w
+    s.count[w] += count
+    return w
+
+
+cdef str ws_word(const WordSet *s, int32_t w):
+    return (s.arena + s.start[w])[:s.length[w]].decode("utf-8", "surrogatepass")
+
+
+# ----------------------------------------------------------------------------------------- blocks
+cdef class BlockWords:
+    """The tokens of one block of text (:func:`tokenize`): the block's distinct words in first-seen order
+    with their counts, each token as the id of its word in that list, and where the lines end.
+
+    Attributes
+    ----------
+    n_tokens : int
+        Tokens of the block.
+    newlines : int
+        Line breaks in the block.
+    """
+    cdef WordSet words
+    cdef int32_t *ids            # per token: its word in ``words``
+    cdef int64_t n_tok
+    cdef int64_t tok_cap
+    cdef int64_t *breaks         # per line break: the tokens before it
+    cdef int64_t n_breaks
+    cdef int64_t break_cap
+    cdef int32_t *mapped         # per word of the block: its id in a WordTable, or -1 (set by the table)
+
+    def __dealloc__(self):
+        ws_free(&self.words)
+        free(self.ids)
+        free(self.breaks)
+        free(self.mapped)
+
+    @property
+    def n_tokens(self):
+        return self.n_tok
+
+    @property
+    def newlines(self):
+        return self.n_breaks
+
+    def words_and_counts(self):
+        """``(words, counts)``: the block's distinct words (str, first-seen order) and their counts."""
+        cdef int32_t w
+        return ([ws_word(&self.words, w) for w in range(self.words.n)],
+                np.array(<int64_t[:self.words.n]> self.words.count if self.words.n else [], dtype=np.int64))
+
+    cdef int split(self, const uint8_t *t, Py_ssize_t n) noexcept nogil:
+        """Tokenize ``t[0:n]`` (valid UTF-8); -1 when out of memory."""
+        if ws_init(&self.words, 1024) != 0:
+            return -1
+        self.tok_cap = n // 4 + 16
+        self.break_cap = n // 64 + 16
+        self.ids = <int32_t *> malloc(self.tok_cap * sizeof(int32_t))
+        self.breaks = <int64_t *> malloc(self.break_cap * sizeof(int64_t))
+        if self.ids == NULL or self.breaks == NULL:
+            return -1
+        cdef Py_ssize_t pos = 0, begin
+        cdef int k
+        cdef int32_t w
+        cdef void *p
+        while True:
+            while pos < n:
+                if t[pos] == 0x0A:
+                    if self.n_breaks == self.break_cap:
+                        self.break_cap *= 2
+                        p = realloc(self.breaks, self.break_cap * sizeof(int64_t))
+                        if p == NULL:
+                            return -1
+                        self.breaks = <int64_t *> p
+                    self.breaks[self.n_breaks] = self.n_tok
+                    self.n_breaks += 1
+                    pos += 1
+                    continue
+                k = space_bytes(t, pos, n)
+                if k == 0:
+                    break
+                pos += k
+            if pos >= n:
+                return 0
+            begin = pos
+            while pos < n and space_bytes(t, pos, n) == 0:
+                pos += 1
+            if pos - begin > 0x7FFFFFFF:
+                return -1
+            w = ws_add(&self.words, <const char *> t + begin, <int32_t>(pos - begin),
+                       word_hash(<const char *> t + begin, pos - begin), 1)
+            if w < 0:
+                return -1
+            if self.n_tok == self.tok_cap:
+                self.tok_cap *= 2
+                p = realloc(self.ids, self.tok_cap * sizeof(int32_t))
+                if p == NULL:
+                    return -1
+                self.ids = <int32_t *> p
+            self.ids[self.n_tok] = w
+            self.n_tok += 1
+
+
+def tokenize(str text not None):
+    """The :class:`BlockWords` of ``text``, split as ``text.split()`` splits it (the GIL is released)."""
+    cdef Py_ssize_t n
+    cdef const char *data = PyUnicode_AsUTF8AndSize(text, &n)
+    cdef BlockWords block = BlockWords.__new__(BlockWords)
+    cdef int status
+    with nogil:
+        status = block.split(<const uint8_t *> data, n)
+    if status != 0:
+        raise MemoryError("out of memory while splitting a block of %d characters into words" % len(text))
+    return block
+
+
+# ----------------------------------------------------------------------------------------- the table
+cdef class WordTable:
+    """Distinct words of a corpus with their counts; ids in the order words were first added.
+
+    Parameters
+    ----------
+    words : iterable of str, optional
+        Words to start with (ids 0, 1, ...; count 0), e.g. a vocabulary to :meth:`look_up` in.
+    """
+    cdef WordSet words
+
+    def __cinit__(self):
+        if ws_init(&self.words, 1 << 14) != 0:
+            raise MemoryError()
+
+    def __init__(self, words=()):
+        cdef bytes b
+        cdef int32_t w
+        for word in words:
+            b = word.encode("utf-8", "surrogatepass")
+            if len(b) > 0x7FFFFFFF:
+                raise ValueError("a word of %d bytes" % len(b))
+            w = ws_add(&self.words, b, len(b), word_hash(b, len(b)), 0)
+            if w < 0:
+                raise MemoryError()
+            if w != self.words.n - 1:
+                raise ValueError("the word %r is given twice" % (word,))
+
+    def __dealloc__(self):
+        ws_free(&self.words)
+
+    def __len__(self):
+        return self.words.n
+
+    def add(self, BlockWords block not None):
+        """Add ``block``'s words in its first-seen order (a new word takes the next id) and their counts; the
+        block's tokens map to these ids afterwards (for :meth:`ChunkBuilder.add`)."""
+        cdef int status
+        with nogil:
+            status = self._merge(block, True)
+        if status != 0:
+            raise MemoryError("out of memory while counting words")
+
+    def look_up(self, BlockWords block not None):
+        """Map ``block``'s tokens to the ids of their words here, -1 for words not here (nothing is added
+        and no count changes; safe on several threads at once)."""
+        cdef int status
+        with nogil:
+            status = self._merge(block, False)
+        if status != 0:
+            raise MemoryError()
+
+    cdef int _merge(self, BlockWords block, bint adding) noexcept nogil:
+        cdef WordSet *local = &block.words
+        cdef int32_t w, g
+        cdef int64_t slot
+        free(block.mapped)
+        block.mapped = <int32_t *> malloc((local.n + 1) * sizeof(int32_t))
+        if block.mapped == NULL:
+            return -1
+        if adding and ws_reserve(&self.words, local.n, local.used) != 0:
+            return -1
+        for w in range(local.n):
+            if adding:
+                g = ws_add(&self.words, local.arena + local.start[w], local.length[w], local.hash[w], local.count[w])
+                if g < 0:
+                    return -1
+            else:
+                g = ws_find(&self.words, local.arena + local.start[w], local.length[w], local.hash[w], &slot)
+            block.mapped[w] = g
+        return 0
+
+    def prune(self, int64_t min_count, keep=None):
+        """Drop the words seen fewer than ``min_count`` times, unless ``keep[id]`` (a bool array) is true;
+        the survivors keep their order and get ids 0, 1, ... again."""
+        cdef const uint8_t[::1] kept
+        cdef bint protect = keep is not None
+        if protect:
+            kept = np.ascontiguousarray(keep, dtype=np.bool_).view(np.uint8)
+            if kept.shape[0] != self.words.n:
+                raise ValueError("keep has %d entries for %d words" % (kept.shape[0], self.words.n))
+        cdef WordSet *s = &self.words
+        cdef int32_t w, m = 0
+        cdef int64_t used = 0
+        with nogil:
+            for w in range(s.n):
+                if s.count[w] >= min_count or (protect and kept[w]):
+                    memmove(s.arena + used, s.arena + s.start[w], s.length[w])
+                    s.hash[m], s.start[m], s.length[m], s.count[m] = s.hash[w], used, s.length[w], s.count[w]
+                    used += s.length[m]
+                    m += 1
+            s.n = m
+            s.used = used
+            memset(s.slot_hash, 0, s.slots * sizeof(uint64_t))
+            ws_rehash(s, s.slots)
+
+    def counts(self):
+        """The words' counts (int64, by id)."""
+        if self.words.n == 0:
+            return np.zeros(0, dtype=np.int64)
+        return np.array(<int64_t[:self.words.n]> self.words.count, dtype=np.int64)
+
+    def words_list(self, ids=None):
+        """The words (str) by id, or those of ``ids``."""
+        cdef int32_t w
+        if ids is None:
+            return [ws_word(&self.words, w) for w in range(self.words.n)]
+        return [ws_word(&self.words, w) for w in ids]
+
+
+# ----------------------------------------------------------------------------------------- chunks
+cdef class ChunkBuilder:
+    """Sentences and chunks from blocks of tokens taken in corpus order (:mod:`embkit.text.corpus` and
+    :func:`embkit.text.vocab.encode_chunks`'s rules).
+
+    Each line is a sentence, cut into pieces of ``max_sentence_length`` tokens; a token mapped to -1 is
+    dropped (it still counts as a raw word and in the piece's length), and a sentence left empty has no
+    end.  A chunk is handed out after the sentence that brings its kept tokens to ``chunk_tokens`` or more.
+
+    Parameters
+    ----------
+    chunk_tokens, max_sentence_length : int
+    """
+    cdef int32_t *buf
+    cdef int64_t length
+    cdef int64_t cap
+    cdef int32_t *ends
+    cdef int64_t n_ends
+    cdef int64_t ends_cap
+    cdef int64_t raw
+    cdef int64_t line_tokens     # raw tokens of the open line so far
+    cdef int64_t chunk_tokens
+    cdef int64_t limit
+    cdef readonly int64_t sentences
+
+    def __cinit__(self, int64_t chunk_tokens, int64_t max_sentence_length):
+        if chunk_tokens < 1 or max_sentence_length < 1:
+            raise ValueError("chunk_tokens and max_sentence_length must be >= 1")
+        self.chunk_tokens = chunk_tokens
+        self.limit = max_sentence_length
+        self.cap = min(chunk_tokens, 1 << 24) + 1024
+        self.ends_cap = 1024
+        self.buf = <int32_t *> malloc(self.cap * sizeof(int32_t))
+        self.ends = <int32_t *> malloc(self.ends_cap * sizeof(int32_t))
+        if self.buf == NULL or self.ends == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.buf)
+        free(self.ends)
+
+    def add(self, BlockWords block not None, bint complete):
+        """Append ``block``'s tokens (mapped by :meth:`WordTable.add` or :meth:`WordTable.look_up`); its last
+        line ends with it when ``complete``, else it goes on in the next block.  Returns the chunks finished,
+        as a list of ``(tokens, ends, raw_words)``."""
+        if block.mapped == NULL and block.n_tok:
+            raise ValueError("the block's words are not mapped: add it to a WordTable first")
+        done = []
+        cdef int64_t ti = 0, b = 0, seg_end
+        cdef int status = 0
+        # the segments between line breaks; the last one ends its line only when the block is complete
+        while b <= block.n_breaks:
+            seg_end = block.breaks[b] if b < block.n_breaks else block.n_tok
+            with nogil:
+                status = self._append(block, &ti, seg_end)
+            if status < 0:
+                raise MemoryError("out of memory while cutting the corpus into chunks")
+            if status == 1:                 # a piece filled the chunk: hand it out, go on with the segment
+                done.append(self._take())
+                continue
+            if b < block.n_breaks or complete:
+                self.line_tokens = 0
+                status = self._end_sentence()
+                if status < 0:
+                    raise MemoryError()
+                if status == 1:
+                    done.append(self._take())
+            b += 1
+        return done
+
+    cdef int _append(self, BlockWords block, int64_t *ti, int64_t seg_end) noexcept nogil:
+        """Append the block's tokens up to ``seg_end`` (from ``ti[0]``, advanced), ending a sentence at every
+        ``max_sentence_length`` tokens of the line; 1 when such an end fills the chunk (then ``ti[0]`` is
+        where to go on), 0 at ``seg_end``, -1 when out of memory."""
+        cdef int64_t take, j, i = ti[0]
+        cdef int32_t g
+        cdef int status
+        while i < seg_end:
+            take = self.limit - self.line_tokens % self.limit
+            if seg_end - i < take:
+                take = seg_end - i
+            if self.length + take > self.cap and self._grow(self.length + take) != 0:
+                return -1
+            for j in range(i, i + take):
+                g = block.mapped[block.ids[j]]
+                if g >= 0:
+                    self.buf[self.length] = g
+                    self.length += 1
+            self.raw += take
+            self.line_tokens += take
+            i += take
+            if self.line_tokens % self.limit == 0:
+                status = self._end_sentence()
+                if status != 0:
+                    ti[0] = i
+                    return status
+        ti[0] = i
+        return 0
+
+    cdef int _grow(self, int64_t need) noexcept nogil:
+        cdef int64_t cap = self.cap
+        while cap < need:
+            cap *= 2
+        cdef void *p = realloc(self.buf, cap * sizeof(int32_t))
+        if p == NULL:
+            return -1
+        self.buf = <int32_t *> p
+        self.cap = cap
+        return 0
+
+    cdef int _end_sentence(self) noexcept nogil:
+        """End the open sentence (if it kept a token): 1 when the chunk is then full, 0 if not, -1 when out of
+        memory."""
+        cdef int64_t last = self.ends[self.n_ends - 1] if self.n_ends else 0
+        cdef void *p
+        if self.length > last:
+            if self.n_ends == self.ends_cap:
+                p = realloc(self.ends, 2 * self.ends_cap * sizeof(int32_t))
+                if p == NULL:
+                    return -1
+                self.ends = <int32_t *> p
+                self.ends_cap *= 2
+            self.ends[self.n_ends] = <int32_t>self.length
+            self.n_ends += 1
+            self.sentences += 1
+        return 1 if self.length >= self.chunk_tokens else 0
+
+    cdef tuple _take(self):
+        tokens = np.array(<int32_t[:self.length]> self.buf if self.length else [], dtype=np.int32)
+        ends = np.array(<int32_t[:self.n_ends]> self.ends if self.n_ends else [], dtype=np.int32)
+        chunk = (tokens, ends, self.raw)
+        self.length = 0
+        self.n_ends = 0
+        self.raw = 0
+        return chunk
+
+    def finish(self):
+        """The last chunk, or None when nothing is left (a line still open ends here)."""
+        self.line_tokens = 0
+        if self._end_sentence() < 0:
+            raise MemoryError()
+        if self.length == 0 and self.raw == 0:
+            return None
+        return self._take()
+
+
+def remap_chunk(const int32_t[::1] tokens not None, const int32_t[::1] ends not None,
+                const int32_t[::1] remap not None):
+    """``(tokens, ends)`` with every id ``i`` replaced by ``remap[i]``, the ids mapped to -1 dropped and the
+    sentences left empty removed (the GIL is released)."""
+    cdef Py_ssize_t n = tokens.shape[0], m = ends.shape[0], i, s, start = 0, kept = 0, n_ends = 0
+    out = np.empty(n, dtype=np.int32)
+    out_ends = np.empty(m, dtype=np.int32)
+    cdef int32_t[::1] o = out
+    cdef int32_t[::1] oe = out_ends
+    cdef int32_t g, size = remap.shape[0]
+    cdef bint bad = False
+    with nogil:
+        for s in range(m):
+            for i in range(start, ends[s]):
+                if tokens[i] < 0 or tokens[i] >= size:
+                    bad = True
+                    break
+                g = remap[tokens[i]]
+                if g >= 0:
+                    o[kept] = g
+                    kept += 1
+            if bad:
+                break
+            start = ends[s]
+            if kept > (oe[n_ends - 1] if n_ends else 0):
+                oe[n_ends] = <int32_t>kept
+                n_ends += 1
+    if bad:
+        raise IndexError("a token id outside the remap table of %d entries" % size)
+    return out[:kept].copy(), out_ends[:n_ends].copy()

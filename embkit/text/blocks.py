@@ -1,0 +1,93 @@
+"""A file corpus read in blocks and split into words on worker threads, handed back in corpus order.
+
+One thread reads and decodes the text (:meth:`embkit.text.corpus.TextCorpus.iter_blocks`), ``workers``
+threads split the blocks into words without the GIL (:func:`embkit._kernels.words.tokenize`), and the
+caller takes the blocks in order, so what it builds from them (counts, first-seen ids, chunks) is the same
+for any number of threads.  At most a few blocks per thread are held at once, so memory stays bounded
+whatever the corpus size; an error while reading (naming the file and line) or splitting is raised in the
+caller after the threads have stopped.
+"""
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+
+from embkit._kernels.words import ChunkBuilder, WordTable, tokenize
+from embkit.core.prefetch import prefetch
+from embkit.text.corpus import BLOCK_CHARS
+
+__all__ = ["splits_in_blocks", "tokenized_blocks", "ordered_map", "count_blocks", "encode_blocks"]
+
+#: blocks a thread may have read or split ahead of the caller
+BLOCKS_AHEAD = 2
+
+
+def splits_in_blocks(corpus):
+    """Whether ``corpus`` is read as blocks of text (a file corpus), so its words are split on threads."""
+    return callable(getattr(corpus, "iter_blocks", None))
+
+
+def ordered_map(fn, items, workers):
+    """``fn(item)`` for every item on ``workers`` threads, yielded in the items' order, a few items ahead."""
+    with ThreadPoolExecutor(max(1, workers), thread_name_prefix="embkit-words") as pool:
+        pending = deque()
+        try:
+            for item in items:
+                pending.append(pool.submit(fn, item))
+                if len(pending) > BLOCKS_AHEAD * workers:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+def tokenized_blocks(corpus, workers=1, block_chars=BLOCK_CHARS, table=None):
+    """Yield ``(BlockWords, complete)`` for every block of ``corpus``, in order (``complete``: the block's
+    last line ends in it).  With ``table`` (a :class:`~embkit._kernels.words.WordTable`) each block's words
+    are looked up in it on the worker threads."""
+    def split(item):
+        text, complete = item
+        block = tokenize(text)
+        if table is not None:
+            table.look_up(block)
+        return block, complete
+
+    blocks = prefetch(corpus.iter_blocks(block_chars), depth=BLOCKS_AHEAD * max(1, workers))
+    try:
+        yield from ordered_map(split, blocks, workers)
+    finally:
+        blocks.close()
+
+
+def count_blocks(corpus, workers=1, on_block=None):
+    """Count the words of a file corpus: ``(table, raw_words, lines)``, the table's ids in first-seen order.
+
+    ``on_block(table)`` runs after each block is counted (the bounded counting of
+    :meth:`embkit.text.vocab.Vocab.count` prunes there); the blocks are those of ``iter_token_blocks``.
+    """
+    table = WordTable()
+    raw = lines = 0
+    for block, complete in tokenized_blocks(corpus, workers):
+        table.add(block)
+        raw += block.n_tokens
+        lines += block.newlines + (1 if complete else 0)
+        if on_block is not None:
+            on_block(table, block.n_tokens)
+    return table, raw, lines
+
+
+def encode_blocks(corpus, table, chunk_tokens, workers=1, block_chars=BLOCK_CHARS, adding=False):
+    """Yield ``(tokens, ends, raw_words)`` chunks of a file corpus, its words mapped to their ids in ``table``.
+
+    Without ``adding`` the words not in ``table`` are dropped (encoding with a vocabulary: the rules of
+    :func:`embkit.text.vocab.encode_chunks`); with it every word is added in first-seen order and kept (the
+    provisional ids of :func:`embkit.text.scan.scan_corpus`, the table filling as the chunks come).
+    """
+    builder = ChunkBuilder(chunk_tokens, corpus.max_sentence_length)
+    for block, complete in tokenized_blocks(corpus, workers, block_chars, table=None if adding else table):
+        if adding:
+            table.add(block)
+        yield from builder.add(block, complete)
+    last = builder.finish()
+    if last is not None:
+        yield last
