@@ -29,6 +29,23 @@ memset(ASCII_SPACE, 0, sizeof(ASCII_SPACE))
 for _c in (0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x1F, 0x20):
     ASCII_SPACE[_c] = 1
 
+# what a byte can be: part of a word, an ASCII blank, a line break, or the first byte of a multi-byte
+# character that may be white space (U+0085, U+00A0, U+1680, U+2000-U+205F, U+3000)
+cdef enum:
+    WORD_BYTE = 0
+    BLANK = 1
+    NEWLINE = 2
+    MAYBE_BLANK = 3
+
+cdef uint8_t BYTE_CLASS[256]
+memset(BYTE_CLASS, WORD_BYTE, sizeof(BYTE_CLASS))
+for _c in range(128):
+    if ASCII_SPACE[_c]:
+        BYTE_CLASS[_c] = BLANK
+BYTE_CLASS[0x0A] = NEWLINE
+for _c in (0xC2, 0xE1, 0xE2, 0xE3):
+    BYTE_CLASS[_c] = MAYBE_BLANK
+
 
 cdef inline int space_bytes(const uint8_t *t, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
     """Bytes of the white-space character at ``t[i]`` in valid UTF-8 (0: not white space).
@@ -69,16 +86,20 @@ def whitespace():
 
 
 # ----------------------------------------------------------------------------------------- word sets
+cdef struct Slot:
+    uint64_t hash           # 0 when the slot is empty
+    int64_t start           # where the word's bytes start in the arena
+    int64_t count
+    int32_t length
+    int32_t word            # its id
+
+
 cdef struct WordSet:
-    uint64_t *slot_hash     # per slot: the hash of its word, 0 when the slot is empty
-    int32_t *slot_word      # per slot: its word's id
+    Slot *slot              # open addressing, linear probing
     int64_t slots           # a power of two, at least twice the words
+    int64_t *at             # per word id: its slot
     int32_t n               # words, with ids 0 .. n-1 in insertion order
-    int32_t cap             # words the arrays below hold
-    uint64_t *hash
-    int64_t *start          # where each word's bytes start in ``arena``
-    int32_t *length
-    int64_t *count
+    int32_t cap             # words ``at`` holds
     char *arena
     int64_t used
     int64_t arena_cap
@@ -102,6 +123,26 @@ cdef inline uint64_t word_hash(const char *p, Py_ssize_t n) noexcept nogil:
     return h if h != 0 else 1
 
 
+cdef inline bint same_bytes(const char *a, const char *b, int32_t n) noexcept nogil:
+    """Whether ``a[0:n]`` and ``b[0:n]`` hold the same bytes (8 at a time)."""
+    cdef uint64_t x, y
+    while n >= 8:
+        memcpy(&x, a, 8)
+        memcpy(&y, b, 8)
+        if x != y:
+            return False
+        a += 8
+        b += 8
+        n -= 8
+    while n > 0:
+        if a[0] != b[0]:
+            return False
+        a += 1
+        b += 1
+        n -= 1
+    return True
+
+
 cdef int ws_init(WordSet *s, int32_t words) noexcept nogil:
     """An empty set with room for ``words`` words; -1 when out of memory."""
     memset(s, 0, sizeof(WordSet))
@@ -112,70 +153,54 @@ cdef int ws_init(WordSet *s, int32_t words) noexcept nogil:
         s.slots *= 2
     s.cap = words
     s.arena_cap = 8 * <int64_t>words
-    s.slot_hash = <uint64_t *> calloc(s.slots, sizeof(uint64_t))
-    s.slot_word = <int32_t *> malloc(s.slots * sizeof(int32_t))
-    s.hash = <uint64_t *> malloc(s.cap * sizeof(uint64_t))
-    s.start = <int64_t *> malloc(s.cap * sizeof(int64_t))
-    s.length = <int32_t *> malloc(s.cap * sizeof(int32_t))
-    s.count = <int64_t *> malloc(s.cap * sizeof(int64_t))
+    s.slot = <Slot *> calloc(s.slots, sizeof(Slot))
+    s.at = <int64_t *> malloc(s.cap * sizeof(int64_t))
     s.arena = <char *> malloc(s.arena_cap)
-    if (s.slot_hash == NULL or s.slot_word == NULL or s.hash == NULL or s.start == NULL or s.length == NULL
-            or s.count == NULL or s.arena == NULL):
+    if s.slot == NULL or s.at == NULL or s.arena == NULL:
         ws_free(s)
         return -1
     return 0
 
 
 cdef void ws_free(WordSet *s) noexcept nogil:
-    free(s.slot_hash); free(s.slot_word); free(s.hash); free(s.start); free(s.length); free(s.count)
-    free(s.arena)
+    free(s.slot); free(s.at); free(s.arena)
     memset(s, 0, sizeof(WordSet))
 
 
 cdef int ws_rehash(WordSet *s, int64_t slots) noexcept nogil:
-    """Rebuild the slots (``slots`` of them) from the words' stored hashes; -1 when out of memory."""
-    cdef uint64_t *sh = <uint64_t *> calloc(slots, sizeof(uint64_t))
-    cdef int32_t *sw = <int32_t *> malloc(slots * sizeof(int32_t))
-    if sh == NULL or sw == NULL:
-        free(sh); free(sw)
+    """Move the words into ``slots`` new slots (by their stored hashes); -1 when out of memory."""
+    cdef Slot *table = <Slot *> calloc(slots, sizeof(Slot))
+    if table == NULL:
         return -1
     cdef int64_t i
     cdef int32_t w
+    cdef Slot *old
     for w in range(s.n):
-        i = <int64_t>(s.hash[w] & <uint64_t>(slots - 1))
-        while sh[i] != 0:
+        old = &s.slot[s.at[w]]
+        i = <int64_t>(old.hash & <uint64_t>(slots - 1))
+        while table[i].hash != 0:
             i = (i + 1) & (slots - 1)
-        sh[i] = s.hash[w]
-        sw[i] = w
-    free(s.slot_hash); free(s.slot_word)
-    s.slot_hash, s.slot_word, s.slots = sh, sw, slots
+        table[i] = old[0]
+        s.at[w] = i
+    free(s.slot)
+    s.slot, s.slots = table, slots
     return 0
 
 
 cdef int ws_reserve(WordSet *s, int32_t words, int64_t nbytes) noexcept nogil:
     """Room for ``words`` more words of ``nbytes`` more bytes; -1 when out of memory."""
-    cdef int32_t cap = s.cap
+    cdef int64_t cap = s.cap
     cdef void *p
-    if s.n + words > cap:
-        while s.n + words > cap:
-            cap = cap * 2 if cap < (1 << 29) else 0x7FFFFFFF
-        p = realloc(s.hash, cap * sizeof(uint64_t))
+    if s.n + <int64_t>words > cap:
+        while s.n + <int64_t>words > cap:
+            cap *= 2
+        if cap > 0x7FFFFFFF:
+            cap = 0x7FFFFFFF
+        p = realloc(s.at, cap * sizeof(int64_t))
         if p == NULL:
             return -1
-        s.hash = <uint64_t *> p
-        p = realloc(s.start, cap * sizeof(int64_t))
-        if p == NULL:
-            return -1
-        s.start = <int64_t *> p
-        p = realloc(s.length, cap * sizeof(int32_t))
-        if p == NULL:
-            return -1
-        s.length = <int32_t *> p
-        p = realloc(s.count, cap * sizeof(int64_t))
-        if p == NULL:
-            return -1
-        s.count = <int64_t *> p
-        s.cap = cap
+        s.at = <int64_t *> p
+        s.cap = <int32_t>cap
     cdef int64_t need = s.used + nbytes, acap = s.arena_cap
     if need > acap:
         while need > acap:
@@ -193,47 +218,69 @@ cdef int ws_reserve(WordSet *s, int32_t words, int64_t nbytes) noexcept nogil:
     return 0
 
 
-cdef inline int32_t ws_find(const WordSet *s, const char *p, int32_t n, uint64_t h, int64_t *slot) noexcept nogil:
-    """The id of the word ``p[0:n]`` with hash ``h``, or -1; ``slot`` receives where it is or would go."""
+cdef inline int64_t ws_find(const WordSet *s, const char *p, int32_t n, uint64_t h) noexcept nogil:
+    """The slot of the word ``p[0:n]`` with hash ``h``, or of the empty slot where it would go."""
     cdef int64_t i = <int64_t>(h & <uint64_t>(s.slots - 1))
-    cdef int32_t w
-    while s.slot_hash[i] != 0:
-        if s.slot_hash[i] == h:
-            w = s.slot_word[i]
-            if s.length[w] == n and memcmp(s.arena + s.start[w], p, n) == 0:
-                slot[0] = i
-                return w
+    cdef Slot *e
+    while True:
+        e = &s.slot[i]
+        if e.hash == 0 or (e.hash == h and e.length == n and same_bytes(s.arena + e.start, p, n)):
+            return i
         i = (i + 1) & (s.slots - 1)
-    slot[0] = i
-    return -1
 
 
 cdef inline int32_t ws_add(WordSet *s, const char *p, int32_t n, uint64_t h, int64_t count) noexcept nogil:
     """The id of the word ``p[0:n]``, added (with count 0) when new; its count grows by ``count``.  -1 when
     out of memory."""
-    cdef int64_t slot
-    cdef int32_t w = ws_find(s, p, n, h, &slot)
-    if w < 0:
+    cdef int64_t i = ws_find(s, p, n, h)
+    cdef Slot *e = &s.slot[i]
+    if e.hash == 0:
         if s.n >= s.cap or s.used + n > s.arena_cap or 2 * (<int64_t>s.n + 1) > s.slots:
             if ws_reserve(s, 1, n) != 0:
                 return -1
-            ws_find(s, p, n, h, &slot)
-        w = s.n
+            i = ws_find(s, p, n, h)
+            e = &s.slot[i]
+        e.hash = h
+        e.start = s.used
+        e.length = n
+        e.count = 0
+        e.word = s.n
+        s.at[s.n] = i
         s.n += 1
-        s.hash[w] = h
-        s.start[w] = s.used
-        s.length[w] = n
-        s.count[w] = 0
         memcpy(s.arena + s.used, p, n)
         s.used += n
-        s.slot_hash[slot] = h
-        s.slot_word[slot] = w
-    s.count[w] += count
-    return w
+    e.count += count
+    return e.word
+
+
+cdef enum:
+    PREFETCH_AHEAD = 8      # words ahead whose first slot a merge starts loading
+
+
+cdef extern from *:
+    """
+    #define emb_prefetch_line(p) __builtin_prefetch((const void *)(p), 0, 1)
+    """
+    void emb_prefetch_line(const void *p) nogil
+
+
+cdef inline Slot *ws_word_slot(const WordSet *s, int32_t w) noexcept nogil:
+    return &s.slot[s.at[w]]
 
 
 cdef str ws_word(const WordSet *s, int32_t w):
-    return (s.arena + s.start[w])[:s.length[w]].decode("utf-8", "surrogatepass")
+    cdef Slot *e = ws_word_slot(s, w)
+    return (s.arena + e.start)[:e.length].decode("utf-8", "surrogatepass")
+
+
+cdef object ws_counts(const WordSet *s):
+    """The words' counts by id (int64 array)."""
+    out = np.empty(s.n, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    cdef int32_t w
+    for w in range(s.n):
+        o[w] = ws_word_slot(s, w).count
+    return out
 
 
 # ----------------------------------------------------------------------------------------- blocks
@@ -274,12 +321,11 @@ cdef class BlockWords:
     def words_and_counts(self):
         """``(words, counts)``: the block's distinct words (str, first-seen order) and their counts."""
         cdef int32_t w
-        return ([ws_word(&self.words, w) for w in range(self.words.n)],
-                np.array(<int64_t[:self.words.n]> self.words.count if self.words.n else [], dtype=np.int64))
+        return [ws_word(&self.words, w) for w in range(self.words.n)], ws_counts(&self.words)
 
     cdef int split(self, const uint8_t *t, Py_ssize_t n) noexcept nogil:
         """Tokenize ``t[0:n]`` (valid UTF-8); -1 when out of memory."""
-        if ws_init(&self.words, 1024) != 0:
+        if ws_init(&self.words, <int32_t>(n // 48 if n < (<Py_ssize_t>1 << 36) else (1 << 30))) != 0:
             return -1
         self.tok_cap = n // 4 + 16
         self.break_cap = n // 64 + 16
@@ -289,11 +335,18 @@ cdef class BlockWords:
             return -1
         cdef Py_ssize_t pos = 0, begin
         cdef int k
+        cdef uint8_t c
         cdef int32_t w
         cdef void *p
         while True:
+            # the blanks before a word
             while pos < n:
-                if t[pos] == 0x0A:
+                c = BYTE_CLASS[t[pos]]
+                if c == WORD_BYTE:
+                    break
+                if c == BLANK:
+                    pos += 1
+                elif c == NEWLINE:
                     if self.n_breaks == self.break_cap:
                         self.break_cap *= 2
                         p = realloc(self.breaks, self.break_cap * sizeof(int64_t))
@@ -303,16 +356,21 @@ cdef class BlockWords:
                     self.breaks[self.n_breaks] = self.n_tok
                     self.n_breaks += 1
                     pos += 1
-                    continue
-                k = space_bytes(t, pos, n)
-                if k == 0:
-                    break
-                pos += k
+                else:
+                    k = space_bytes(t, pos, n)
+                    if k == 0:
+                        break
+                    pos += k
             if pos >= n:
                 return 0
+            # the word: up to the next blank
             begin = pos
-            while pos < n and space_bytes(t, pos, n) == 0:
-                pos += 1
+            while pos < n:
+                c = BYTE_CLASS[t[pos]]
+                if c == WORD_BYTE or (c == MAYBE_BLANK and space_bytes(t, pos, n) == 0):
+                    pos += 1
+                else:
+                    break
             if pos - begin > 0x7FFFFFFF:
                 return -1
             w = ws_add(&self.words, <const char *> t + begin, <int32_t>(pos - begin),
@@ -359,15 +417,16 @@ cdef class WordTable:
 
     def __init__(self, words=()):
         cdef bytes b
-        cdef int32_t w
+        cdef int32_t w, n
         for word in words:
             b = word.encode("utf-8", "surrogatepass")
             if len(b) > 0x7FFFFFFF:
                 raise ValueError("a word of %d bytes" % len(b))
-            w = ws_add(&self.words, b, len(b), word_hash(b, len(b)), 0)
+            n = self.words.n
+            w = ws_add(&self.words, b, <int32_t>len(b), word_hash(b, len(b)), 0)
             if w < 0:
                 raise MemoryError()
-            if w != self.words.n - 1:
+            if self.words.n == n:
                 raise ValueError("the word %r is given twice" % (word,))
 
     def __dealloc__(self):
@@ -375,6 +434,11 @@ cdef class WordTable:
 
     def __len__(self):
         return self.words.n
+
+    def __getitem__(self, Py_ssize_t w):
+        if not 0 <= w < self.words.n:
+            raise IndexError("word id %d out of range [0, %d)" % (w, self.words.n))
+        return ws_word(&self.words, <int32_t>w)
 
     def add(self, BlockWords block not None):
         """Add ``block``'s words in its first-seen order (a new word takes the next id) and their counts; the
@@ -397,20 +461,27 @@ cdef class WordTable:
     cdef int _merge(self, BlockWords block, bint adding) noexcept nogil:
         cdef WordSet *local = &block.words
         cdef int32_t w, g
-        cdef int64_t slot
+        cdef int64_t i
+        cdef Slot *e
         free(block.mapped)
         block.mapped = <int32_t *> malloc((local.n + 1) * sizeof(int32_t))
         if block.mapped == NULL:
             return -1
         if adding and ws_reserve(&self.words, local.n, local.used) != 0:
             return -1
+        cdef int64_t mask = self.words.slots - 1
         for w in range(local.n):
+            e = ws_word_slot(local, w)
+            if w + PREFETCH_AHEAD < local.n:
+                # the slot a later word probes first starts loading now: the lookups are random reads
+                emb_prefetch_line(&self.words.slot[ws_word_slot(local, w + PREFETCH_AHEAD).hash & mask])
             if adding:
-                g = ws_add(&self.words, local.arena + local.start[w], local.length[w], local.hash[w], local.count[w])
+                g = ws_add(&self.words, local.arena + e.start, e.length, e.hash, e.count)
                 if g < 0:
                     return -1
             else:
-                g = ws_find(&self.words, local.arena + local.start[w], local.length[w], local.hash[w], &slot)
+                i = ws_find(&self.words, local.arena + e.start, e.length, e.hash)
+                g = self.words.slot[i].word if self.words.slot[i].hash != 0 else -1
             block.mapped[w] = g
         return 0
 
@@ -426,30 +497,33 @@ cdef class WordTable:
         cdef WordSet *s = &self.words
         cdef int32_t w, m = 0
         cdef int64_t used = 0
+        cdef Slot *e
         with nogil:
             for w in range(s.n):
-                if s.count[w] >= min_count or (protect and kept[w]):
-                    memmove(s.arena + used, s.arena + s.start[w], s.length[w])
-                    s.hash[m], s.start[m], s.length[m], s.count[m] = s.hash[w], used, s.length[w], s.count[w]
-                    used += s.length[m]
+                e = ws_word_slot(s, w)
+                if e.count >= min_count or (protect and kept[w]):
+                    memmove(s.arena + used, s.arena + e.start, e.length)
+                    e.start = used
+                    e.word = m
+                    used += e.length
+                    s.at[m] = s.at[w]
                     m += 1
+                else:
+                    e.hash = 0
             s.n = m
             s.used = used
-            memset(s.slot_hash, 0, s.slots * sizeof(uint64_t))
-            ws_rehash(s, s.slots)
+            ws_rehash(s, s.slots)       # the dropped words' slots are empty now: probe chains are rebuilt
 
     def counts(self):
         """The words' counts (int64, by id)."""
-        if self.words.n == 0:
-            return np.zeros(0, dtype=np.int64)
-        return np.array(<int64_t[:self.words.n]> self.words.count, dtype=np.int64)
+        return ws_counts(&self.words)
 
     def words_list(self, ids=None):
         """The words (str) by id, or those of ``ids``."""
         cdef int32_t w
         if ids is None:
             return [ws_word(&self.words, w) for w in range(self.words.n)]
-        return [ws_word(&self.words, w) for w in ids]
+        return [self[w] for w in ids]
 
 
 # ----------------------------------------------------------------------------------------- chunks

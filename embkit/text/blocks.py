@@ -1,8 +1,8 @@
 """A file corpus read in blocks and split into words on worker threads, handed back in corpus order.
 
-One thread reads and decodes the text (:meth:`embkit.text.corpus.TextCorpus.iter_blocks`), ``workers``
+One thread reads and decodes the text (:meth:`embkit.text.corpus.TextCorpus.iter_blocks`), ``workers - 1``
 threads split the blocks into words without the GIL (:func:`embkit._kernels.words.tokenize`), and the
-caller takes the blocks in order, so what it builds from them (counts, first-seen ids, chunks) is the same
+caller takes the blocks in order (with one worker, all of it happens in the calling thread), so what it builds from them (counts, first-seen ids, chunks) is the same
 for any number of threads.  At most a few blocks per thread are held at once, so memory stays bounded
 whatever the corpus size; an error while reading (naming the file and line) or splitting is raised in the
 caller after the threads have stopped.
@@ -25,14 +25,18 @@ def splits_in_blocks(corpus):
     return callable(getattr(corpus, "iter_blocks", None))
 
 
-def ordered_map(fn, items, workers):
-    """``fn(item)`` for every item on ``workers`` threads, yielded in the items' order, a few items ahead."""
-    with ThreadPoolExecutor(max(1, workers), thread_name_prefix="embkit-words") as pool:
+def ordered_map(fn, items, threads):
+    """``fn(item)`` for every item on ``threads`` threads besides the caller's (0: in the calling thread),
+    yielded in the items' order, a few items ahead."""
+    if threads < 1:
+        yield from map(fn, items)
+        return
+    with ThreadPoolExecutor(threads, thread_name_prefix="embkit-words") as pool:
         pending = deque()
         try:
             for item in items:
                 pending.append(pool.submit(fn, item))
-                if len(pending) > BLOCKS_AHEAD * workers:
+                if len(pending) > BLOCKS_AHEAD * threads:
                     yield pending.popleft().result()
             while pending:
                 yield pending.popleft().result()
@@ -52,9 +56,14 @@ def tokenized_blocks(corpus, workers=1, block_chars=BLOCK_CHARS, table=None):
             table.look_up(block)
         return block, complete
 
-    blocks = prefetch(corpus.iter_blocks(block_chars), depth=BLOCKS_AHEAD * max(1, workers))
+    if workers <= 1:
+        yield from map(split, corpus.iter_blocks(block_chars))
+        return
+    # the reader and the caller (who merges the blocks) keep a thread busy between them
+    splitters = workers - 1
+    blocks = prefetch(corpus.iter_blocks(block_chars), depth=BLOCKS_AHEAD * splitters)
     try:
-        yield from ordered_map(split, blocks, workers)
+        yield from ordered_map(split, blocks, splitters)
     finally:
         blocks.close()
 

@@ -59,7 +59,7 @@ def scan_corpus(corpus, min_count=5, max_final_vocab=None, trim_rule=None, chunk
         def final(chunk):
             return EncodedChunk(*remap_chunk(chunk.tokens, chunk.ends, remap), chunk.raw_words)
 
-        for chunk in ordered_map(final, provisional, workers):
+        for chunk in ordered_map(final, provisional, workers - 1):
             cache.append(chunk)
         cache.complete = True
         return vocab, cache
@@ -76,7 +76,7 @@ def _scan_file(corpus, provisional, chunk_tokens, workers):
         provisional.append(EncodedChunk(tokens, ends, raw))
         raw_total += raw
         sentences += len(ends)
-    return table.words_list(), table.counts(), raw_total, sentences
+    return table, table.counts(), raw_total, sentences
 
 
 def _scan_sentences(corpus, provisional, chunk_tokens, workers):

@@ -160,8 +160,9 @@ class Vocab:
 
         Parameters
         ----------
-        words : list of str
-            Distinct words in first-seen order.
+        words : list of str, or WordTable
+            Distinct words in first-seen order (a :class:`~embkit._kernels.words.WordTable` decodes only the
+            words kept).
         counts : ndarray of int64
             Their counts.
         raw_words : int
@@ -194,12 +195,17 @@ class Vocab:
                              % (effective_min, raw_words, len(words), int(counts.max()) if len(words) else 0))
         if sorted_vocab:
             kept = kept[np.argsort(-counts[kept], kind="stable")]   # ties keep first-seen order
-        # fresh copies of the kept words, so the memory of the counting (every distinct word, spread over
-        # the allocator's arenas) can go back to the operating system once the caller drops it
-        odd = [words[i] for i in kept if not isinstance(words[i], str)]
-        if odd:
-            raise check_tokens(odd, "the corpus")
-        vocab = cls([(words[i] + " ")[:-1] for i in kept], counts[kept], raw_words=raw_words)
+        take = getattr(words, "words_list", None)
+        if take is not None:
+            chosen = take(kept)
+        else:
+            odd = [words[i] for i in kept if not isinstance(words[i], str)]
+            if odd:
+                raise check_tokens(odd, "the corpus")
+            # fresh copies of the kept words, so the memory of the counting (every distinct word, spread over
+            # the allocator's arenas) can go back to the operating system once the caller drops it
+            chosen = [(words[i] + " ")[:-1] for i in kept]
+        vocab = cls(chosen, counts[kept], raw_words=raw_words)
         vocab.distinct_words = len(words)
         vocab.effective_min_count = effective_min
         vocab.report = {"drop_unique": len(words) - len(vocab), "retain_total": vocab.total_words,

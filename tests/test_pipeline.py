@@ -1,0 +1,205 @@
+"""The drivers' worker threads (``embkit._kernels.drive.Pipeline``) and the epoch loop that keeps several
+chunks on them (``embkit.core.training.ChunkSteps``): results in chunk order, checkpoints and Ctrl-C stops at
+whole chunks, and no thread left running after a run ends, fails or is stopped."""
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from embkit import Word2Vec
+from embkit._kernels.drive import slice_count
+from embkit._kernels.windows import WindowTrainer
+from embkit.core import registry
+from embkit.core.checkpoint import list_checkpoints
+from embkit.core.interrupts import TrainingInterrupted
+from embkit.core.training import ChunkSteps, open_pipeline
+
+
+def _trainer(n_words=50, dim=8, seed=1, tables=None):
+    rng = np.random.default_rng(seed)
+    W_in = ((rng.random((n_words, dim)) - 0.5) / dim).astype(np.float32)
+    W_out = np.zeros((n_words, dim), np.float32)
+    if tables is not None:
+        tables.extend([W_in, W_out])
+    loss, sampler = registry.build_objective("sgns", "unigram", np.arange(n_words, 0, -1), n_words, 5)
+    return WindowTrainer(W_in, W_out, None, loss, sampler, 3, True, True, 5, True, 0.05, 0.0001, 1e6, seed)
+
+
+def _chunk(n_tokens, seed):
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(0, 50, n_tokens).astype(np.int32)
+    return tokens, np.arange(10, n_tokens + 1, 10, dtype=np.int32)
+
+
+def test_slices_per_chunk():
+    assert slice_count(1) == 1 and slice_count(4) == 16
+    with pytest.raises(ValueError):
+        slice_count(0)
+
+
+def test_chunks_in_flight_come_back_in_order_with_their_units():
+    trainer = _trainer()
+    sizes = [4000, 100, 2500, 700, 3000]
+    before = threading.active_count()
+    pipe = trainer.pipeline(3)
+    assert threading.active_count() == before + 3
+    for i, n in enumerate(sizes):
+        pipe.submit(pipe.prepare(_chunk(n, i), 0.0, i, 3))
+    assert pipe.in_flight == len(sizes)
+    results = [pipe.wait() for _ in sizes]
+    pipe.close()
+    assert [units for _, _, units in results] == sizes
+    assert all(np.isfinite(loss) and examples > 0 for loss, examples, _ in results)
+    assert threading.active_count() == before
+    with pytest.raises(RuntimeError, match="closed"):
+        pipe.submit(pipe.prepare(_chunk(10, 0), 0.0, 0, 1))
+
+
+def test_one_thread_trains_the_chunks_in_order_as_one_call_each():
+    tables_a, tables_b = [], []
+    pipelined, single = _trainer(tables=tables_a), _trainer(tables=tables_b)
+    pipe = pipelined.pipeline(1)
+    for i in range(4):
+        pipe.submit(pipe.prepare(_chunk(1000, i), 1000.0 * i, i, 1))
+    got = [pipe.wait() for _ in range(4)]
+    pipe.close()
+    want = [single.train_chunk(*_chunk(1000, i), 1000.0 * i, i, 1) for i in range(4)]
+    assert got == want
+    for a, b in zip(tables_a, tables_b):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_abort_drops_untaken_slices_and_joins_the_threads():
+    trainer = _trainer()
+    before = threading.active_count()
+    pipe = trainer.pipeline(2)
+    for i in range(pipe.capacity):
+        pipe.submit(pipe.prepare(_chunk(20000, i), 0.0, i, 2))
+    with pytest.raises(RuntimeError, match="wait"):
+        pipe.submit(pipe.prepare(_chunk(10, 0), 0.0, 0, 2))
+    pipe.abort()
+    assert pipe.in_flight == 0 and threading.active_count() == before
+
+
+def test_a_signal_handler_that_raises_interrupts_a_wait():
+    trainer = _trainer()
+    pipe = trainer.pipeline(1)
+    for i in range(6):
+        pipe.submit(pipe.prepare(_chunk(200000, i), 0.0, i, 1))
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.02)
+        with pytest.raises(KeyboardInterrupt):
+            for _ in range(6):
+                pipe.wait()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        pipe.abort()
+
+
+class _Chunk:
+    def __init__(self, n, seed):
+        self.kernel_args = _chunk(n, seed)
+        self.raw_words = n
+
+    def __len__(self):
+        return self.raw_words
+
+
+def test_settling_takes_in_the_chunks_in_flight_and_submits_nothing_more():
+    trainer = _trainer()
+    pipe = open_pipeline(trainer, 2)
+    chunks = [_Chunk(3000, i) for i in range(8)]
+    steps = ChunkSteps(pipe, trainer, chunks, 0, 0.0, 24000, lambda i: i, lambda loss, fraction: None, depth=3)
+    iterator = iter(steps)
+    next(iterator)()
+    assert steps.in_flight == 2              # two more went ahead
+    steps.settle()
+    done = 1
+    while steps.in_flight:
+        next(iterator)()
+        done += 1
+    assert done == 3 and pipe.in_flight == 0
+    rest = [step() for step in iterator]     # then it goes on
+    assert len(rest) == 5
+    pipe.close()
+
+
+def test_a_small_chunk_trains_alone():
+    trainer = _trainer()
+    pipe = open_pipeline(trainer, 4)
+    chunks = [_Chunk(3000, 0), _Chunk(30, 1), _Chunk(3000, 2)]
+    steps = ChunkSteps(pipe, trainer, chunks, 0, 0.0, 6030, lambda i: i, lambda loss, fraction: None,
+                       min_chunk_per_thread=100, depth=3)
+    iterator = iter(steps)
+    next(iterator)()
+    assert steps.in_flight == 0               # the small one waits until nothing else trains
+    next(iterator)()
+    assert steps.in_flight == 0               # and nothing trains beside it
+    next(iterator)()
+    pipe.close()
+
+
+def _sentences(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    words = ["w%d" % i for i in range(200)]
+    return [[words[j] for j in rng.integers(0, 200, 20)] for _ in range(n)]
+
+
+def _model(**params):
+    kw = dict(vector_size=16, window=3, min_count=1, sg=1, epochs=12, workers=1, seed=3, chunk_tokens=600,
+              batch_words=100)
+    kw.update(params)
+    return Word2Vec(**kw)
+
+
+def test_ctrl_c_with_chunks_in_flight_stops_at_a_whole_chunk(tmp_path):
+    sentences = _sentences()
+    reference = _model()
+    reference.build_vocab(sentences)
+    reference.train()
+    model = _model(checkpoint_dir=tmp_path, checkpoint_every="20000 units")
+    model.build_vocab(sentences)
+
+    def press_ctrl_c():         # once the run has written a checkpoint, i.e. is well under way
+        while not list_checkpoints(tmp_path):
+            time.sleep(0.001)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    presser = threading.Thread(target=press_ctrl_c)
+    presser.start()
+    with pytest.raises(TrainingInterrupted):
+        model.train()
+    presser.join()
+    resumed = Word2Vec.resume(tmp_path, corpus_iterable=sentences)
+    np.testing.assert_array_equal(resumed.W_in, reference.W_in)
+    np.testing.assert_array_equal(resumed.W_out, reference.W_out)
+
+
+def test_a_failing_callback_leaves_no_worker_thread():
+    class Fails:
+        def on_epoch_end(self, model):
+            raise ValueError("callback failed")
+
+    before = threading.active_count()
+    model = _model(workers=3, epochs=3, callbacks=[Fails()])
+    with pytest.raises(ValueError, match="callback failed"):
+        model.build_vocab(_sentences())
+        model.train()
+    assert threading.active_count() == before
+
+
+def test_several_threads_train_every_word_of_every_epoch():
+    model = _model(workers=4, epochs=3)
+    model.build_vocab(_sentences())
+    report = model.train()
+    assert report.words == 3 * model.vocab.total_words and report.epochs == 3
+    assert all(np.isfinite(report.epoch_loss))

@@ -1,0 +1,150 @@
+"""The C word splitter and counter (``embkit._kernels.words``) and the threaded file path built on it
+(``embkit.text.blocks``): the same tokens, counts, first-seen order, pruning and chunks as the Python path
+of an iterable corpus, for any number of threads."""
+import threading
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from embkit._kernels.words import ChunkBuilder, WordTable, remap_chunk, tokenize, whitespace
+from embkit.text.corpus import IterableCorpus, TextCorpus
+from embkit.text.scan import scan_corpus
+from embkit.text.vocab import Vocab, encode_chunks
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+#: characters the generated texts are made of: words, every kind of white space, line breaks, non-ASCII
+ALPHABET = "ab\u00e9\u4e2d\U0001f600 \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u1680\u2000\u200a\u200b\u2028\u2029\u202f\u205f" \
+           "\u3000\u180e\ufeff"
+
+
+def test_white_space_is_that_of_str_split():
+    expected = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000 and chr(c).isspace())
+    assert whitespace() == expected
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.text(alphabet=ALPHABET, max_size=200))
+def test_tokenize_splits_as_str_split(text):
+    block = tokenize(text)
+    tokens = text.split()
+    words, counts = block.words_and_counts()
+    assert words == list(Counter(tokens))                     # first-seen order
+    assert counts.tolist() == list(Counter(tokens).values())
+    assert block.n_tokens == len(tokens)
+    assert block.newlines == text.count("\n")
+
+
+def test_table_merges_blocks_in_first_seen_order_and_looks_up():
+    blocks = ["b a b\nc", "d a\n\ne b", "f"]
+    table = WordTable()
+    for text in blocks:
+        table.add(tokenize(text))
+    expected = Counter(" ".join(blocks).split())
+    assert table.words_list() == list(expected) and table.counts().tolist() == list(expected.values())
+    assert table[2] == "c" and len(table) == 6
+    with pytest.raises(IndexError):
+        table[6]
+    vocab = WordTable(["a", "e", "zz"])
+    block = tokenize("e x a e")
+    vocab.look_up(block)
+    builder = ChunkBuilder(100, 100)
+    builder.add(block, True)
+    tokens, ends, raw = builder.finish()
+    assert tokens.tolist() == [1, 0, 1] and ends.tolist() == [3] and raw == 4
+    assert vocab.counts().tolist() == [0, 0, 0]               # looking up counts nothing
+    with pytest.raises(ValueError, match="given twice"):
+        WordTable(["a", "a"])
+
+
+def test_prune_keeps_the_survivors_order_and_their_later_counts():
+    table = WordTable()
+    table.add(tokenize("a b c a d a c"))
+    table.prune(2, keep=np.array([False, True, False, False]))   # b is protected, d dropped
+    assert table.words_list() == ["a", "b", "c"] and table.counts().tolist() == [3, 1, 2]
+    table.add(tokenize("d b e"))                                 # a pruned word comes back at the end
+    assert table.words_list() == ["a", "b", "c", "d", "e"] and table.counts().tolist() == [3, 2, 2, 1, 1]
+    with pytest.raises(ValueError, match="keep has"):
+        table.prune(2, keep=np.zeros(2, bool))
+
+
+def test_remap_drops_unmapped_tokens_and_emptied_sentences():
+    tokens = np.array([0, 1, 2, 1, 3], np.int32)
+    ends = np.array([2, 3, 5], np.int32)
+    out, out_ends = remap_chunk(tokens, ends, np.array([5, -1, -1, 7], np.int32))
+    assert out.tolist() == [5, 7] and out_ends.tolist() == [1, 2]
+    with pytest.raises(IndexError):
+        remap_chunk(np.array([4], np.int32), np.array([1], np.int32), np.array([0], np.int32))
+
+
+def _corpus_file(tmp_path, seed, long_line=False):
+    rng = np.random.default_rng(seed)
+    words = ["w%d" % i for i in range(300)] + ["\u00e9t\u00e9", "\u4e2d\u6587"]
+    p = 1.0 / np.arange(1, len(words) + 1)
+    lines = []
+    for _ in range(400):
+        n = int(rng.integers(0, 40))
+        lines.append(" ".join(rng.choice(words, n, p=p / p.sum())))
+    if long_line:
+        lines.insert(7, " ".join(rng.choice(words, 30000, p=p / p.sum())))    # longer than a block
+    path = tmp_path / ("corpus%d.txt" % seed)
+    path.write_text("\n".join(lines) + ("\r\n" if seed % 2 else ""), encoding="utf-8")
+    return path
+
+
+def _as_iterable(path, max_sentence_length):
+    """The same corpus read by the Python path: the file's sentences as a list (the oracle)."""
+    return IterableCorpus(list(TextCorpus(path, max_sentence_length)), max_sentence_length)
+
+
+def _chunks(cache):
+    return [(c.tokens.tolist(), np.asarray(c.ends).tolist(), c.raw_words) for c in cache]
+
+
+@pytest.mark.parametrize("seed, long_line, limit, chunk_tokens", [(1, False, 10000, 1 << 18), (2, True, 7, 500),
+                                                                 (3, True, 1000, 64)])
+@pytest.mark.parametrize("workers", [1, 3])
+def test_file_corpus_scans_as_the_python_path(tmp_path, seed, long_line, limit, chunk_tokens, workers):
+    path = _corpus_file(tmp_path, seed, long_line)
+    vocab, cache = scan_corpus(TextCorpus(path, limit), min_count=2, chunk_tokens=chunk_tokens, workers=workers)
+    ref_vocab, ref_cache = scan_corpus(_as_iterable(path, limit), min_count=2, chunk_tokens=chunk_tokens)
+    assert vocab.index_to_key == ref_vocab.index_to_key
+    assert vocab.counts.tolist() == ref_vocab.counts.tolist()
+    assert (vocab.raw_words, vocab.sentences) == (ref_vocab.raw_words, ref_vocab.sentences)
+    assert _chunks(cache) == _chunks(ref_cache)
+    encoded = list(vocab.encode(TextCorpus(path, limit), chunk_tokens, workers))
+    ref_encoded = list(encode_chunks(_as_iterable(path, limit), vocab.key_to_index, chunk_tokens))
+    assert _chunks(encoded) == _chunks(ref_encoded)
+
+
+@pytest.mark.parametrize("max_vocab_size", [None, 40, 150])
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_bounded_counting_prunes_at_the_same_blocks_for_any_threads(tmp_path, max_vocab_size, workers):
+    path = _corpus_file(tmp_path, 4, long_line=True)
+
+    def rule(word, count, min_count):
+        return 2 if word.endswith("7") else 0          # RULE_KEEP for some rare words
+
+    for trim_rule in (None, rule):
+        got = Vocab.count(TextCorpus(path), max_vocab_size, trim_rule, workers=workers)
+        # the oracle: the same blocks of text counted by Counter, as Vocab.count's Python loop does
+        counter, min_reduce, raw = Counter(), 1, 0
+        for text, _ in TextCorpus(path).iter_blocks():
+            counter.update(text.split())
+            raw += len(text.split())
+            if max_vocab_size is not None and len(counter) > max_vocab_size:
+                counter = Counter({w: c for w, c in counter.items()
+                                   if c > min_reduce or (trim_rule is not None and rule(w, c, min_reduce + 1) == 2)})
+                min_reduce += 1
+        assert got[0] == list(counter) and got[1].tolist() == list(counter.values()) and got[2] == raw
+
+
+def test_a_reading_error_names_the_file_and_leaves_no_thread(tmp_path):
+    path = tmp_path / "binary.txt"
+    path.write_text("fine words here\n" * 1000 + "x" * (2 << 20), encoding="utf-8")
+    before = threading.active_count()
+    with pytest.raises(ValueError, match="binary.txt, line 1001: a token of more than"):
+        scan_corpus(TextCorpus(path), min_count=1, workers=4)
+    assert threading.active_count() == before
