@@ -203,3 +203,38 @@ def test_several_threads_train_every_word_of_every_epoch():
     report = model.train()
     assert report.words == 3 * model.vocab.total_words and report.epochs == 3
     assert all(np.isfinite(report.epoch_loss))
+
+
+def test_hot_rows_with_one_thread_follow_the_table_up_to_rounding():
+    tables_plain, tables_hot = [], []
+    plain, hot = _trainer(tables=tables_plain), _trainer(tables=tables_hot)
+    hot.hot_rows(np.arange(10, dtype=np.int32), every=7, scale=1.0)
+    for i in range(3):
+        assert plain.train_chunk(*_chunk(2000, i), 2000.0 * i, i, 1)[2] == \
+            hot.train_chunk(*_chunk(2000, i), 2000.0 * i, i, 1)[2]
+    for a, b in zip(tables_plain, tables_hot):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+    assert not np.array_equal(tables_plain[1][:10], np.zeros((10, 8), np.float32))
+
+
+def test_hot_rows_are_checked_and_a_tree_loss_ignores_them():
+    trainer = _trainer()
+    for ids in ([3, 3], [-1], [50]):
+        with pytest.raises(ValueError, match="distinct class ids"):
+            trainer.hot_rows(np.array(ids, np.int32))
+    with pytest.raises(ValueError, match="every must be"):
+        trainer.hot_rows([1], every=0)
+    model = _model(workers=2, epochs=1, hs=1, negative=0, hot_rows=16)
+    model.build_vocab(_sentences())
+    assert np.isfinite(model.train().epoch_loss[0])
+    with pytest.raises(ValueError, match="hot_rows"):
+        _model(hot_rows=-3)
+
+
+def test_hot_rows_train_several_threads_as_well():
+    losses = {}
+    for hot in (0, 32):
+        model = _model(workers=3, epochs=4, hot_rows=hot)
+        model.build_vocab(_sentences())
+        losses[hot] = model.train().epoch_loss[-1]
+    assert abs(losses[32] - losses[0]) < 0.05 * losses[0]

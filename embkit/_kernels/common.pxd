@@ -4,6 +4,7 @@ from libc.stdint cimport uint64_t, uint32_t, int32_t, int64_t
 cdef extern from "vecmath.h" nogil:
     float emb_dot(const float *a, const float *b, int n)
     void emb_dot_rows(const float *h, const float *W, const int *ids, int m, int n, float *out)
+    void emb_dot_ptrs(const float *h, float **rows, int m, int n, float *out)
     void emb_axpy(float a, const float *x, float *y, int n)
     void emb_axpy_rows(const float *coef, float **X, int m, float *y, int n)
     void emb_scores(float **H, int m, float **O, int c, float *S, int n)

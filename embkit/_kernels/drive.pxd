@@ -3,6 +3,7 @@
 # negatives of the current example, drawn one example ahead when the sampler ignores the query.
 from libc.stdint cimport uint64_t, int32_t, int64_t
 from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy
 
 from embkit._kernels.common cimport emb_prefetch_row
 from embkit._kernels.losses cimport Loss, StepArgs, scratch_new, scratch_free
@@ -49,10 +50,33 @@ cdef class ChunkJob:
     cdef uint64_t base_seed
 
 
+cdef struct HotSpec:
+    # the output rows every thread keeps its own copies of: the classes most steps touch
+    const int32_t *ids      # n class ids
+    const int32_t *slot     # per class: its index in ``ids``, or -1
+    int n
+    int every               # examples between two merges of a thread's copies into the table
+    float scale             # share of a thread's change a merge adds (1 / threads: the threads' mean)
+
+
+cdef struct HotRows:
+    # one thread's copies of the hot rows (HotSpec)
+    float *rows             # n x dim: what the thread's steps read and update
+    float *base             # n x dim: the table's rows when last copied
+    const int32_t *ids
+    int n
+    int every
+    float scale
+    int since               # examples since the last merge
+
+
 cdef class Driver:
     cdef readonly Loss loss
     cdef readonly Sampler sampler
     cdef uint64_t seed
+    cdef readonly Py_ssize_t n_classes   # classes the output table has rows for
+    cdef HotSpec hot
+    cdef object hot_arrays
     cdef int train_slice(self, const void *config, Py_ssize_t begin, Py_ssize_t end, uint64_t seed,
                          SliceResult *out) noexcept nogil
     cdef ChunkJob open_chunk(self, tuple args, double before, int n_slices)
@@ -217,30 +241,91 @@ cdef inline void draw_negatives(Sampler sampler, uint64_t *rng, const float *que
     a.target_logq = ng.tlq[half]
 
 
-cdef inline int steps_begin(StepArgs *a, Negatives *ng, Loss loss, Sampler sampler, int batch, int k, int columns,
-                            Py_ssize_t sampler_scratch, float *W_out, int dim) noexcept nogil:
+cdef inline int steps_begin(StepArgs *a, Negatives *ng, HotRows *hot, const HotSpec *spec, Loss loss,
+                            Sampler sampler, int batch, int k, int columns, Py_ssize_t sampler_scratch, float *W_out,
+                            int dim) noexcept nogil:
     """Allocate a slice's step buffers: ``dH`` for ``batch`` inputs, the loss's scratch for ``columns``
-    output rows and ``k`` negatives a step, and the negatives; -1 when out of memory (nothing left allocated).
+    output rows and ``k`` negatives a step, the negatives, and the thread's copies of the hot rows of ``spec``
+    (when the loss allows them); -1 when out of memory (nothing left allocated).
     """
     a.W_out = W_out
     a.dim = dim
     a.k = k
     a.m = 1
     a.target_logq = 0.0
+    a.hot = NULL
+    a.hot_slot = NULL
+    hot.n = 0
+    hot.rows = hot.base = NULL
     a.dH = <float *> malloc(<size_t>batch * dim * sizeof(float))
     a.work = scratch_new(batch, columns, k)
     cdef int status = negatives_init(ng, sampler is not None and sampler.query_free, k, loss.needs_logq,
                                      sampler_scratch, W_out, dim)
     a.neg = ng.ids
     a.neg_logq = ng.logq
+    if spec.n > 0 and loss.private_rows and status == 0:
+        hot.rows = <float *> malloc(<size_t>spec.n * dim * sizeof(float))
+        hot.base = <float *> malloc(<size_t>spec.n * dim * sizeof(float))
+        if hot.rows == NULL or hot.base == NULL:
+            status = -1
+        else:
+            hot.n, hot.ids, hot.since, hot.every, hot.scale = spec.n, spec.ids, 0, spec.every, spec.scale
+            hot_copy(a, hot)
+            a.hot = hot.rows
+            a.hot_slot = spec.slot
     if a.dH == NULL or a.work == NULL or status != 0:
-        steps_end(a, ng)
+        steps_end(a, ng, hot)
         return -1
     return 0
 
 
-cdef inline void steps_end(StepArgs *a, Negatives *ng) noexcept nogil:
-    """Free what :func:`steps_begin` allocated."""
+cdef inline void hot_copy(const StepArgs *a, HotRows *hot) noexcept nogil:
+    """Copy the table's hot rows into the thread's rows and their base."""
+    cdef int s
+    cdef size_t row_bytes = <size_t>a.dim * sizeof(float)
+    for s in range(hot.n):
+        memcpy(hot.rows + <Py_ssize_t>s * a.dim, a.W_out + <Py_ssize_t>hot.ids[s] * a.dim, row_bytes)
+    memcpy(hot.base, hot.rows, <size_t>hot.n * row_bytes)
+    hot.since = 0
+
+
+cdef inline void hot_merge(const StepArgs *a, HotRows *hot) noexcept nogil:
+    """Add ``scale`` times what the thread's steps changed in its hot rows to the table's, and take the table's
+    rows (with the other threads' changes) as the thread's again."""
+    cdef int s, j, dim = a.dim
+    cdef float v
+    cdef float *row
+    cdef float *mine
+    cdef float *base
+    for s in range(hot.n):
+        row = a.W_out + <Py_ssize_t>hot.ids[s] * dim
+        mine = hot.rows + <Py_ssize_t>s * dim
+        base = hot.base + <Py_ssize_t>s * dim
+        for j in range(dim):
+            v = row[j] + hot.scale * (mine[j] - base[j])
+            row[j] = v
+            mine[j] = v
+            base[j] = v
+    hot.since = 0
+
+
+cdef inline void hot_tick(const StepArgs *a, HotRows *hot) noexcept nogil:
+    """Count one example; merge the hot rows every ``hot.every``."""
+    if hot.n:
+        hot.since += 1
+        if hot.since >= hot.every:
+            hot_merge(a, hot)
+
+
+cdef inline void steps_end(StepArgs *a, Negatives *ng, HotRows *hot) noexcept nogil:
+    """Merge the hot rows back and free what :func:`steps_begin` allocated."""
+    if hot.n:
+        hot_merge(a, hot)
+    free(hot.rows)
+    free(hot.base)
+    hot.rows = hot.base = NULL
+    hot.n = 0
+    a.hot = NULL
     free(a.dH)
     scratch_free(a.work)
     negatives_free(ng)

@@ -18,8 +18,10 @@ serves builds with and without OpenMP.
 import threading
 from collections import deque
 
+import numpy as np
+
 from cpython.exc cimport PyErr_CheckSignals
-from libc.stdint cimport uint64_t
+from libc.stdint cimport uint64_t, int32_t
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset
 
@@ -94,6 +96,33 @@ cdef class Driver:
         """Whether chunks may train while the previous one is still training: not when the sampler must be
         refreshed between chunks (it derives tables from ``W_out`` that its draws read)."""
         return self.sampler is None or not self.sampler.refreshes
+
+    def hot_rows(self, ids=None, int every=1024, float scale=1.0):
+        """Give every thread its own copies of the output rows of the classes ``ids`` (the ones most steps
+        touch, so threads do not all write the same rows), merged into the table every ``every`` examples and
+        at the end of each slice, each merge adding ``scale`` times the thread's change; None or empty: every
+        step writes the table.  Losses whose steps do not read class rows through ``out_row`` (trees, the full
+        softmax) ignore it."""
+        if every < 1 or not 0 < scale <= 1:
+            raise ValueError("every must be >= 1 and scale in (0, 1], got %d and %r" % (every, scale))
+        if ids is None or len(ids) == 0:
+            self.hot.n = 0
+            self.hot_arrays = None
+            return
+        cdef int32_t[::1] chosen = np.ascontiguousarray(ids, dtype=np.int32)
+        cdef Py_ssize_t n_classes = self.n_classes
+        if np.asarray(chosen).min() < 0 or np.asarray(chosen).max() >= n_classes or \
+                len(np.unique(chosen)) != chosen.shape[0]:
+            raise ValueError("shared rows must be distinct class ids in [0, %d)" % n_classes)
+        slot = np.full(n_classes, -1, dtype=np.int32)
+        slot[np.asarray(chosen)] = np.arange(chosen.shape[0], dtype=np.int32)
+        cdef int32_t[::1] slots = slot
+        self.hot_arrays = (chosen, slots)
+        self.hot.ids = &chosen[0]
+        self.hot.slot = &slots[0]
+        self.hot.n = chosen.shape[0]
+        self.hot.every = every
+        self.hot.scale = scale
 
     def before_chunk(self, double progress):
         """Let an adaptive sampler refresh what it derives from the output table (between chunks)."""

@@ -29,6 +29,18 @@ cdef struct StepArgs:
     int dim
     float *dH                  # m x dim: receives -lr dL/dH[a], which the driver applies to the input rows
     Scratch *work              # the thread's step buffers
+    float *hot                 # the thread's own copies of the hot output rows (NULL: none)
+    const int32_t *hot_slot    # per class: its row in ``hot``, or -1 (the rows a step reads: :func:`out_row`)
+
+
+cdef inline float *out_row(const StepArgs *a, int idx) noexcept nogil:
+    """The output row of class ``idx`` a step reads and updates: the thread's copy when it is hot."""
+    cdef int32_t s
+    if a.hot_slot != NULL:
+        s = a.hot_slot[idx]
+        if s >= 0:
+            return a.hot + <Py_ssize_t>s * a.dim
+    return a.W_out + <Py_ssize_t>idx * a.dim
 
 
 cdef Scratch *scratch_new(int batch, int cols, int k) noexcept nogil
@@ -38,6 +50,7 @@ cdef void scratch_free(Scratch *s) noexcept nogil
 cdef class Loss:
     cdef readonly bint uses_negatives   # the driver draws negatives for it
     cdef readonly bint needs_logq       # it corrects by the sampler's log-probabilities
+    cdef readonly bint private_rows     # its steps read and write class rows through out_row only
     cdef double step(self, StepArgs *a) noexcept nogil
     cpdef int columns(self, int k, int n_classes)
     cpdef int output_rows(self, int n_classes)

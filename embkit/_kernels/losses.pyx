@@ -19,7 +19,7 @@ from libc.string cimport memset
 
 from libc.math cimport exp, log, INFINITY
 
-from embkit._kernels.common cimport (emb_scores, emb_batch_update, emb_sigmoid_log, emb_dot_rows,
+from embkit._kernels.common cimport (emb_scores, emb_batch_update, emb_sigmoid_log, emb_dot_ptrs,
                                      emb_row_update, emb_init_tables)
 
 emb_init_tables()
@@ -57,10 +57,9 @@ cdef inline int gather_columns(const StepArgs *a, bint with_logq, Scratch *w) no
     """Column 0 is the target, then the distinct negatives with their multiplicity (and, ``with_logq``,
     their log-probabilities); ``w.col[j]`` maps negative j to its column (-1: equal to the target, dropped).
     Returns the number of columns."""
-    cdef int c = 1, j, q, idx, target = a.target, dim = a.dim
-    cdef float *W_out = a.W_out
+    cdef int c = 1, j, q, idx, target = a.target
     w.ids[0] = target
-    w.rows[0] = W_out + <Py_ssize_t>target * dim
+    w.rows[0] = out_row(a, target)
     w.mult[0] = 1.0
     w.logq[0] = a.target_logq if with_logq else 0.0
     for j in range(a.k):
@@ -73,7 +72,7 @@ cdef inline int gather_columns(const StepArgs *a, bint with_logq, Scratch *w) no
             q += 1
         if q == c:
             w.ids[c] = idx
-            w.rows[c] = W_out + <Py_ssize_t>idx * dim
+            w.rows[c] = out_row(a, idx)
             w.mult[c] = 0.0
             w.logq[c] = a.neg_logq[j] if with_logq and a.neg_logq != NULL else 0.0
             c += 1
@@ -94,15 +93,21 @@ cdef class Loss:
     ``NEEDS_LOGQ``
         The loss corrects its logits by the sampler's log-probabilities, so it needs a sampler that is a
         distribution (not a deterministic choice such as top-k).
+    ``PRIVATE_ROWS``
+        Its steps reach the rows of classes only through :func:`out_row`, so a driver may give each thread
+        copies of the most used ones (``StepArgs.hot``) and merge them back now and then.
 
-    ``uses_negatives`` and ``needs_logq`` are the same flags on each object, readable without the GIL.
+    ``uses_negatives``, ``needs_logq`` and ``private_rows`` are the same flags on each object, readable
+    without the GIL.
     """
     USES_NEGATIVES = True
     NEEDS_LOGQ = False
+    PRIVATE_ROWS = True
 
     def __init__(self):
         self.uses_negatives = type(self).USES_NEGATIVES
         self.needs_logq = type(self).NEEDS_LOGQ
+        self.private_rows = type(self).PRIVATE_ROWS
 
     cdef double step(self, StepArgs *a) noexcept nogil:
         return 0.0
@@ -169,6 +174,8 @@ cdef class Loss:
         for a in range(m):
             ptrs[a] = &H_v[a, 0]
         cdef StepArgs args
+        args.hot = NULL
+        args.hot_slot = NULL
         args.H = ptrs
         args.m = m
         args.target = target
@@ -216,25 +223,27 @@ cdef class SGNS(Loss):
 
     cdef double step_one(self, StepArgs *a) noexcept nogil:
         """The single-input step, row by row as word2vec does (a repeated negative updates twice)."""
-        cdef int dim = a.dim, target = a.target
+        cdef int dim = a.dim, target = a.target, j
         cdef float *h = a.H[0]
         cdef float *dh = a.dH
-        cdef float *row = a.W_out + <Py_ssize_t>target * dim
         cdef float *S = a.work.scores
+        cdef float **rows = a.work.rows
         cdef float logp, p
-        emb_dot_rows(h, a.W_out, &target, 1, dim, S)
-        emb_dot_rows(h, a.W_out, a.neg, a.k, dim, S + 1)
+        rows[0] = out_row(a, target)
+        for j in range(a.k):
+            rows[j + 1] = out_row(a, a.neg[j])
+        emb_dot_ptrs(h, rows, 1, dim, S)
+        emb_dot_ptrs(h, rows + 1, a.k, dim, S + 1)
         memset(dh, 0, dim * sizeof(float))
         p = emb_sigmoid_log(S[0], &logp)
         cdef double loss = -logp
-        emb_row_update(a.lr * (1.0 - p), h, row, dh, dim)
-        cdef int j
+        emb_row_update(a.lr * (1.0 - p), h, rows[0], dh, dim)
         for j in range(a.k):
             if a.neg[j] == target:
                 continue
             p = emb_sigmoid_log(S[j + 1], &logp)
             loss -= logp - S[j + 1]
-            emb_row_update(-a.lr * p, h, a.W_out + <Py_ssize_t>a.neg[j] * dim, dh, dim)
+            emb_row_update(-a.lr * p, h, rows[j + 1], dh, dim)
         return loss
 
 
@@ -350,6 +359,7 @@ cdef class RelaxedSoftmax(SampledSoftmax):
 cdef class FullSoftmax(Loss):
     """Exact softmax cross-entropy over every class (O(n d) a step; for outputs up to ~100k rows)."""
     USES_NEGATIVES = False
+    PRIVATE_ROWS = False
 
     cpdef int columns(self, int k, int n_classes):
         return n_classes
@@ -388,6 +398,7 @@ cdef class HierarchicalSoftmax(Loss):
     """
 
     USES_NEGATIVES = False
+    PRIVATE_ROWS = False
 
     def __init__(self, counts):
         Loss.__init__(self)
@@ -446,6 +457,7 @@ cdef class HsNegative(Loss):
 
     USES_NEGATIVES = True
     NEEDS_QUERY_FREE = True
+    PRIVATE_ROWS = False
 
     def __init__(self, counts):
         Loss.__init__(self)

@@ -11,8 +11,9 @@ from libc.stdint cimport uint64_t, uint32_t, int32_t
 from libc.stdlib cimport malloc, free
 
 from embkit._kernels.common cimport emb_axpy, emb_prefetch_row, rng_next
-from embkit._kernels.drive cimport (ChunkJob, Driver, SliceResult, chunk_job, check_objective, check_ids,
-                                    Negatives, linear_lr, steps_begin, steps_end, draw_negatives)
+from embkit._kernels.drive cimport (ChunkJob, Driver, HotRows, HotSpec, SliceResult, chunk_job, check_objective,
+                                    check_ids, Negatives, linear_lr, steps_begin, steps_end, hot_tick,
+                                    draw_negatives)
 from embkit._kernels.losses cimport Loss, StepArgs
 from embkit._kernels.samplers cimport Sampler, AliasSampler, AliasCell
 
@@ -41,14 +42,15 @@ cdef inline uint64_t draw_entry(const PairConfig *c, uint64_t *rng) noexcept nog
     return e
 
 
-cdef int train_pairs(const PairConfig *c, Loss loss, Sampler sampler, long long first, long long count,
-                     uint64_t seed, SliceResult *out) noexcept nogil:
+cdef int train_pairs(const PairConfig *c, Loss loss, Sampler sampler, const HotSpec *spec, long long first,
+                     long long count, uint64_t seed, SliceResult *out) noexcept nogil:
     """Train ``count`` pairs (the slice starting at pair ``first`` of the chunk); -1 if out of memory."""
     cdef int dim = c.dim
     cdef int k = c.negative
     cdef StepArgs a
     cdef Negatives ng
-    if steps_begin(&a, &ng, loss, sampler, 1, k, c.columns, c.sampler_scratch, c.W_out, dim) != 0:
+    cdef HotRows hot
+    if steps_begin(&a, &ng, &hot, spec, loss, sampler, 1, k, c.columns, c.sampler_scratch, c.W_out, dim) != 0:
         return -1
     cdef float *dH = a.dH
     cdef uint64_t rng = seed
@@ -67,12 +69,13 @@ cdef int train_pairs(const PairConfig *c, Loss loss, Sampler sampler, long long 
         # the next pair's rows start loading while this one trains
         emb_prefetch_row(c.W_in + <Py_ssize_t>c.ctx[e_next] * dim, dim)
         emb_prefetch_row(c.W_out + <Py_ssize_t>c.tgt[e_next] * dim, dim)
+        hot_tick(&a, &hot)
         if k > 0:
             draw_negatives(sampler, &rng, h, &ng, &a)
         total_loss += loss.step(&a)
         emb_axpy(1.0, dH, h, dim)
         e = e_next
-    steps_end(&a, &ng)
+    steps_end(&a, &ng, &hot)
     out.loss = total_loss
     out.examples = count
     out.units = count
@@ -116,7 +119,8 @@ cdef class PairTrainer(Driver):
         if contexts.shape[0] == 0:
             raise ValueError("no pairs to train on")
         check_ids(contexts, W_in.shape[0], "context ids")
-        check_ids(targets, loss.classes_for_table(W_out.shape[0]), "target ids")
+        self.n_classes = loss.classes_for_table(W_out.shape[0])
+        check_ids(targets, self.n_classes, "target ids")
         self.W_in = W_in
         self.W_out = W_out
         self.contexts = contexts
@@ -142,7 +146,8 @@ cdef class PairTrainer(Driver):
 
     cdef int train_slice(self, const void *config, Py_ssize_t begin, Py_ssize_t end, uint64_t seed,
                          SliceResult *out) noexcept nogil:
-        return train_pairs(<const PairConfig *> config, self.loss, self.sampler, begin, end - begin, seed, out)
+        return train_pairs(<const PairConfig *> config, self.loss, self.sampler, &self.hot, begin, end - begin, seed,
+                           out)
 
     cdef ChunkJob open_chunk(self, tuple args, double before, int n_slices):
         """A chunk is ``(n_pairs,)``: that many draws, cut into slices of equal counts."""

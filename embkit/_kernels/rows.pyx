@@ -19,9 +19,10 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 from embkit._kernels.common cimport emb_axpy, emb_dot, emb_scale_copy, rng_below
-from embkit._kernels.drive cimport (ChunkJob, Driver, SliceResult, chunk_job, check_objective, check_ids,
-                                    check_offsets, Negatives, linear_lr, steps_begin, steps_end, draw_negatives)
-from embkit._kernels.losses cimport Loss, StepArgs
+from embkit._kernels.drive cimport (ChunkJob, Driver, HotRows, HotSpec, SliceResult, chunk_job, check_objective,
+                                    check_ids, check_offsets, Negatives, linear_lr, steps_begin, steps_end,
+                                    hot_tick, draw_negatives)
+from embkit._kernels.losses cimport Loss, StepArgs, out_row
 from embkit._kernels.samplers cimport Sampler
 
 cdef struct RowConfig:
@@ -55,16 +56,16 @@ cdef inline void unit_row(float *row, int dim) noexcept nogil:
         emb_scale_copy(1.0 / n, row, row, dim)
 
 
-cdef inline void renormalize_touched(const RowConfig *c, int target, const int *neg, int k) noexcept nogil:
-    """Project the output rows a step updated back onto the unit sphere."""
+cdef inline void renormalize_touched(const RowConfig *c, const StepArgs *a) noexcept nogil:
+    """Project the output rows step ``a`` updated back onto the unit sphere."""
     cdef int j
     if c.all_rows:
         for j in range(c.n_labels):
             unit_row(c.W_out + <Py_ssize_t>j * c.dim, c.dim)
         return
-    unit_row(c.W_out + <Py_ssize_t>target * c.dim, c.dim)
-    for j in range(k):
-        unit_row(c.W_out + <Py_ssize_t>neg[j] * c.dim, c.dim)
+    unit_row(out_row(a, a.target), c.dim)
+    for j in range(a.k):
+        unit_row(out_row(a, a.neg[j]), c.dim)
 
 
 cdef inline bint in_sorted(const int32_t *a, int n, int x) noexcept nogil:
@@ -88,21 +89,22 @@ cdef inline void drop_other_positives(int *neg, int k, int label, const int32_t 
             neg[j] = label
 
 
-cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, Py_ssize_t begin, Py_ssize_t end,
-                    uint64_t seed, SliceResult *out) noexcept nogil:
+cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, const HotSpec *spec, Py_ssize_t begin,
+                    Py_ssize_t end, uint64_t seed, SliceResult *out) noexcept nogil:
     """Train the examples ``order[begin:end]``; -1 if out of memory."""
     cdef int dim = c.dim
     cdef int k = c.negative
     cdef StepArgs a
     cdef Negatives ng
-    if steps_begin(&a, &ng, loss, sampler, 1, k, c.columns, c.sampler_scratch, c.W_out, dim) != 0:
+    cdef HotRows hot
+    if steps_begin(&a, &ng, &hot, spec, loss, sampler, 1, k, c.columns, c.sampler_scratch, c.W_out, dim) != 0:
         return -1
     cdef float *dH = a.dH
     cdef float *h = <float *> malloc(dim * sizeof(float))
     cdef float *H = <float *> malloc(dim * sizeof(float))
     cdef float *g = <float *> malloc(dim * sizeof(float))
     if h == NULL or H == NULL or g == NULL:
-        free(h); free(H); free(g); steps_end(&a, &ng)
+        free(h); free(H); free(g); steps_end(&a, &ng, &hot)
         return -1
     cdef float *Hp = H
     a.H = &Hp
@@ -129,6 +131,7 @@ cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, Py_ssize_t b
             scale = c.inv_tau / norm
         emb_scale_copy(scale, h, H, dim)
         memset(g, 0, dim * sizeof(float))
+        hot_tick(&a, &hot)
         q = c.y_ptr[r]
         last = c.y_ptr[r + 1]
         if c.one_label:
@@ -142,7 +145,7 @@ cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, Py_ssize_t b
                     drop_other_positives(<int *> a.neg, k, a.target, c.y_idx + c.y_ptr[r], n_lab)
             total_loss += loss.step(&a)
             if c.normalize_classes:
-                renormalize_touched(c, a.target, a.neg, k)
+                renormalize_touched(c, &a)
             emb_axpy(1.0, dH, g, dim)
             steps += 1
             q += 1
@@ -153,7 +156,7 @@ cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, Py_ssize_t b
         for q in range(c.x_ptr[r], c.x_ptr[r + 1]):
             emb_axpy(scale * c.x_val[q], g, c.W_in + <Py_ssize_t>c.x_idx[q] * dim, dim)
         examples += 1
-    free(h); free(H); free(g); steps_end(&a, &ng)
+    free(h); free(H); free(g); steps_end(&a, &ng, &hot)
     out.loss = total_loss
     out.examples = steps
     out.units = end - begin
@@ -210,7 +213,8 @@ cdef class RowTrainer(Driver):
         check_offsets(x_indptr, x_indices.shape[0], "feature")
         check_offsets(y_indptr, y_indices.shape[0], "label")
         check_ids(x_indices, W_in.shape[0], "feature ids")
-        check_ids(y_indices, loss.classes_for_table(W_out.shape[0]), "label ids")
+        self.n_classes = loss.classes_for_table(W_out.shape[0])
+        check_ids(y_indices, self.n_classes, "label ids")
         self.W_in = W_in
         self.W_out = W_out
         self.arrays = (x_indptr, x_indices, x_data, y_indptr, y_indices)
@@ -241,7 +245,7 @@ cdef class RowTrainer(Driver):
 
     cdef int train_slice(self, const void *config, Py_ssize_t begin, Py_ssize_t end, uint64_t seed,
                          SliceResult *out) noexcept nogil:
-        return train_rows(<const RowConfig *> config, self.loss, self.sampler, begin, end, seed, out)
+        return train_rows(<const RowConfig *> config, self.loss, self.sampler, &self.hot, begin, end, seed, out)
 
     cdef ChunkJob open_chunk(self, tuple args, double before, int n_slices):
         """A chunk is ``(order,)``: int32 example (row) ids, cut into slices of equal counts.  Returns

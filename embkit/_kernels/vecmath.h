@@ -59,41 +59,51 @@ EMB_CLONES static float emb_dot(const float *a, const float *b, int n) {
     return s;
 }
 
+/* <h, r0> and <h, r1>: two rows at a time share the loads of h */
+static inline void emb_dot2(const float *h, const float *r0, const float *r1, int n, float *out0, float *out1) {
+    emb_v8 s0 = {0}, s1 = {0}, t0 = {0}, t1 = {0};
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        emb_v8 x = emb_load8(h + i), y = emb_load8(h + i + 8);
+        s0 += x * emb_load8(r0 + i);
+        s1 += x * emb_load8(r1 + i);
+        t0 += y * emb_load8(r0 + i + 8);
+        t1 += y * emb_load8(r1 + i + 8);
+    }
+    if (i + 8 <= n) {
+        emb_v8 x = emb_load8(h + i);
+        s0 += x * emb_load8(r0 + i);
+        s1 += x * emb_load8(r1 + i);
+        i += 8;
+    }
+    float a0 = emb_hsum8(s0 + t0), a1 = emb_hsum8(s1 + t1);
+    if (i + 4 <= n) {
+        emb_v4 x = emb_load4(h + i);
+        a0 += emb_hsum4(x * emb_load4(r0 + i));
+        a1 += emb_hsum4(x * emb_load4(r1 + i));
+        i += 4;
+    }
+    for (; i < n; i++) {
+        a0 += h[i] * r0[i];
+        a1 += h[i] * r1[i];
+    }
+    *out0 = a0;
+    *out1 = a1;
+}
+
 /* out[j] = <h, W[ids[j]]> for j < m: the rows are independent, so two are computed at a time */
 EMB_CLONES static void emb_dot_rows(const float *h, const float *W, const int *ids, int m, int n, float *out) {
     int j = 0;
-    for (; j + 2 <= m; j += 2) {
-        const float *r0 = W + (long)ids[j] * n, *r1 = W + (long)ids[j + 1] * n;
-        emb_v8 s0 = {0}, s1 = {0}, t0 = {0}, t1 = {0};
-        int i = 0;
-        for (; i + 16 <= n; i += 16) {
-            emb_v8 x = emb_load8(h + i), y = emb_load8(h + i + 8);
-            s0 += x * emb_load8(r0 + i);
-            s1 += x * emb_load8(r1 + i);
-            t0 += y * emb_load8(r0 + i + 8);
-            t1 += y * emb_load8(r1 + i + 8);
-        }
-        if (i + 8 <= n) {
-            emb_v8 x = emb_load8(h + i);
-            s0 += x * emb_load8(r0 + i);
-            s1 += x * emb_load8(r1 + i);
-            i += 8;
-        }
-        float a0 = emb_hsum8(s0 + t0), a1 = emb_hsum8(s1 + t1);
-        if (i + 4 <= n) {
-            emb_v4 x = emb_load4(h + i);
-            a0 += emb_hsum4(x * emb_load4(r0 + i));
-            a1 += emb_hsum4(x * emb_load4(r1 + i));
-            i += 4;
-        }
-        for (; i < n; i++) {
-            a0 += h[i] * r0[i];
-            a1 += h[i] * r1[i];
-        }
-        out[j] = a0;
-        out[j + 1] = a1;
-    }
+    for (; j + 2 <= m; j += 2)
+        emb_dot2(h, W + (long)ids[j] * n, W + (long)ids[j + 1] * n, n, out + j, out + j + 1);
     if (j < m) out[j] = emb_dot(h, W + (long)ids[j] * n, n);
+}
+
+/* out[j] = <h, rows[j]> for j < m, as emb_dot_rows (the same sums) for rows given by pointers */
+EMB_CLONES static void emb_dot_ptrs(const float *h, float *const *rows, int m, int n, float *out) {
+    int j = 0;
+    for (; j + 2 <= m; j += 2) emb_dot2(h, rows[j], rows[j + 1], n, out + j, out + j + 1);
+    if (j < m) out[j] = emb_dot(h, rows[j], n);
 }
 
 /* y += a * x */

@@ -13,8 +13,9 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 from embkit._kernels.common cimport emb_axpy, emb_scale_copy, emb_prefetch_row, rng_uniform, rng_below
-from embkit._kernels.drive cimport (ChunkJob, Driver, SliceResult, chunk_job, check_objective, check_ids,
-                                    Negatives, linear_lr, steps_begin, steps_end, draw_negatives)
+from embkit._kernels.drive cimport (ChunkJob, Driver, HotRows, HotSpec, SliceResult, chunk_job, check_objective,
+                                    check_ids, Negatives, linear_lr, steps_begin, steps_end, hot_tick,
+                                    draw_negatives)
 from embkit._kernels.losses cimport Loss, StepArgs
 from embkit._kernels.samplers cimport Sampler
 
@@ -62,8 +63,8 @@ cdef inline Py_ssize_t subsample(const Config *c, Py_ssize_t start, Py_ssize_t e
     return n
 
 
-cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, Py_ssize_t s_begin, Py_ssize_t s_end,
-                         uint64_t slice_seed, SliceResult *out) noexcept nogil:
+cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, const HotSpec *spec, Py_ssize_t s_begin,
+                         Py_ssize_t s_end, uint64_t slice_seed, SliceResult *out) noexcept nogil:
     """Train sentences ``[s_begin, s_end)`` of the chunk; returns -1 if scratch allocation failed."""
     cdef int dim = c.dim
     cdef int k = c.negative if loss.uses_negatives else 0
@@ -76,7 +77,8 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, Py_ssize_t
             max_len = c.ends[s] - (0 if s == 0 else c.ends[s - 1])
     cdef StepArgs a
     cdef Negatives ng
-    if steps_begin(&a, &ng, loss, sampler, batch, k, c.columns, c.sampler_scratch, c.W_out, dim) != 0:
+    cdef HotRows hot
+    if steps_begin(&a, &ng, &hot, spec, loss, sampler, batch, k, c.columns, c.sampler_scratch, c.W_out, dim) != 0:
         return -1
     cdef float *dH = a.dH
     cdef int32_t *buf = <int32_t *> malloc((max_len + 1) * sizeof(int32_t))
@@ -84,7 +86,7 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, Py_ssize_t
     cdef float **rows = <float **> malloc(2 * c.window * sizeof(float *))
     cdef float *lock = <float *> malloc(2 * c.window * sizeof(float))   # update factor of each context row
     if buf == NULL or hid == NULL or rows == NULL or lock == NULL:
-        free(buf); free(hid); free(rows); free(lock); steps_end(&a, &ng)
+        free(buf); free(hid); free(rows); free(lock); steps_end(&a, &ng, &hot)
         return -1
 
     cdef uint64_t rng = slice_seed
@@ -117,6 +119,7 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, Py_ssize_t
                     m += 1
             if m == 0:
                 continue
+            hot_tick(&a, &hot)
             if c.sg and batch > 1:
                 # the centre's context words share one negative set: one mini-batch step; a sampler that
                 # needs a query gets the mean of the context rows
@@ -161,7 +164,7 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, Py_ssize_t
                     emb_axpy(lock[j], dH, rows[j], dim)
                 examples += 1
         start = end
-    free(buf); free(hid); free(rows); free(lock); steps_end(&a, &ng)
+    free(buf); free(hid); free(rows); free(lock); steps_end(&a, &ng, &hot)
     out.loss = total_loss
     out.examples = examples
     out.units = words
@@ -238,7 +241,8 @@ cdef class WindowTrainer(Driver):
         self.cfg.W_in = &W_in[0, 0]
         self.cfg.W_out = &W_out[0, 0]
         self.cfg.dim = W_in.shape[1]
-        self.n_ids = min(W_in.shape[0], loss.classes_for_table(W_out.shape[0]))
+        self.n_classes = loss.classes_for_table(W_out.shape[0])
+        self.n_ids = min(W_in.shape[0], self.n_classes)
         if keep is not None:
             self.keep = np.ascontiguousarray(keep, dtype=np.float32)
             if self.keep.shape[0] != W_in.shape[0]:
@@ -269,7 +273,7 @@ cdef class WindowTrainer(Driver):
 
     cdef int train_slice(self, const void *config, Py_ssize_t begin, Py_ssize_t end, uint64_t seed,
                          SliceResult *out) noexcept nogil:
-        return train_sentences(<const Config *> config, self.loss, self.sampler, begin, end, seed, out)
+        return train_sentences(<const Config *> config, self.loss, self.sampler, &self.hot, begin, end, seed, out)
 
     cdef ChunkJob open_chunk(self, tuple args, double before, int n_slices):
         """A chunk is ``(tokens, ends)``: int32 word ids and the end offset of each sentence; its slices are

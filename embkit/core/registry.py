@@ -22,7 +22,7 @@ from embkit._kernels import losses as _losses
 from embkit._kernels import lsh as _lsh
 from embkit._kernels import samplers as _samplers
 
-__all__ = ["LOSSES", "SAMPLERS", "Entry", "register_loss", "register_sampler", "uses_sampler",
+__all__ = ["LOSSES", "SAMPLERS", "Entry", "register_loss", "register_sampler", "most_frequent", "uses_sampler",
            "make_loss", "make_sampler", "check_pairing", "build_objective"]
 
 
@@ -248,6 +248,12 @@ def _entry(table, kind, name):
     except (KeyError, TypeError):
         plural = "losses" if kind == "loss" else kind + "s"
         raise ValueError("unknown %s %r; valid %s: %s" % (kind, name, plural, ", ".join(sorted(table)))) from None
+
+
+def most_frequent(counts, n):
+    """Ids of the ``n`` classes with the highest ``counts`` (ties: lower id first), most frequent first."""
+    counts = np.asarray(counts)
+    return np.argsort(-counts, kind="stable")[:max(0, int(n))].astype(np.int32)
 
 
 def uses_sampler(loss):

@@ -12,6 +12,7 @@ from embkit.core.checkpoint import CheckpointError, fingerprint
 from embkit.core.checks import NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_param
 from embkit.core.full_batch import check_batch_size
 from embkit.core.prefetch import prefetch
+from embkit.core.registry import most_frequent
 from embkit.text.gensim_models import cum_table, is_pickle, load_gensim_model
 from embkit.text.chunk_cache import ChunkCache
 from embkit.text.corpus import MAX_SENTENCE_LENGTH, as_corpus
@@ -23,6 +24,9 @@ from embkit.text.vocab_methods import VocabularyMethods
 from embkit.text.window_batches import WindowBatches
 
 logger = logging.getLogger(__name__)
+
+#: centre words between two merges of a thread's hot rows into the table
+HOT_MERGE_EVERY = 1024
 
 
 class Word2Vec(VocabularyMethods, EmbeddingModel):
@@ -109,7 +113,14 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         on our benchmarks it is faster and scores at least as well (see BENCHMARKS.md).  CBOW has one
         example per centre word, so the setting changes nothing there.
     chunk_tokens : int
-        Tokens per kernel call; bounds memory.
+        Tokens per chunk of the encoded corpus (chunks are what threads share and memory is bounded by).
+    hot_rows : int
+        Each training thread keeps its own copies of the output rows of the ``hot_rows`` most frequent words
+        (the rows most steps write, which threads otherwise keep taking from each other's caches) and every
+        1024 centre words adds its change to them, divided by ``workers`` (the threads' mean: summed, the
+        threads' changes overshoot), to the table.  Faster on many cores at a small cost in word
+        similarity (BENCHMARKS.md); 0 (the default): every step writes the table.  With one worker it changes
+        nothing but the rounding.
     batch_size : int, optional
         Skip-gram with ``loss="full_softmax"`` only: train the exact softmax in mini-batches of this many
         (context, centre) pairs with BLAS products (:mod:`embkit.text.window_batches`), which reads each
@@ -153,7 +164,8 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
                  sorted_vocab=1, batch_words=10000, compute_loss=False, callbacks=(), comment=None,
                  max_final_vocab=None, shrink_windows=True, max_sentence_length=MAX_SENTENCE_LENGTH, loss=None,
                  sampler=None, loss_params=None, sampler_params=None, shared_negatives=None,
-                 chunk_tokens=1 << 18, batch_size=None, checkpoint_dir=None, checkpoint_every=600, progress=False,
+                 chunk_tokens=1 << 18, hot_rows=0, batch_size=None, checkpoint_dir=None, checkpoint_every=600,
+                 progress=False,
                  client=None, syncs_per_epoch=SYNCS_PER_EPOCH, reconcile=RECONCILE,
                  exchange_share=EXCHANGE_SHARE):
         if loss is None:
@@ -181,6 +193,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         self.shrink_windows = bool(shrink_windows)
         self.shared_negatives = bool(self.sg) if shared_negatives is None else bool(shared_negatives)
         self.chunk_tokens = chunk_tokens
+        self.hot_rows = hot_rows
         self.client, self.syncs_per_epoch, self.reconcile = client, syncs_per_epoch, reconcile
         self.exchange_share = exchange_share
         self.batch_size = batch_size
@@ -208,6 +221,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         super().check_params()
         for name in ("window", "max_sentence_length", "batch_words"):
             check_param(name, getattr(self, name), *POSITIVE_INT)
+        check_param("hot_rows", self.hot_rows, *NON_NEGATIVE_INT)
         check_param("min_count", self.min_count, *NON_NEGATIVE_INT)
         check_batch_size(self.batch_size, self.loss)
         if self.batch_size is not None and not self.sg:
@@ -326,9 +340,11 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
             return WindowBatches(self.W_in, self.W_out, self.vocab.keep_probabilities(self.sample), self.window,
                                  self.shrink_windows, self.batch_size, alpha, min_alpha, total, self.seed,
                                  lockf=lockf)
-        return WindowTrainer(self.W_in, self.W_out, self.vocab.keep_probabilities(self.sample), loss, sampler,
-                             self.window, self.sg, self.cbow_mean, self.negative, self.shared_negatives,
-                             alpha, min_alpha, total, self.seed, lockf=lockf, shrink_windows=self.shrink_windows)
+        trainer = WindowTrainer(self.W_in, self.W_out, self.vocab.keep_probabilities(self.sample), loss, sampler,
+                                self.window, self.sg, self.cbow_mean, self.negative, self.shared_negatives,
+                                alpha, min_alpha, total, self.seed, lockf=lockf, shrink_windows=self.shrink_windows)
+        trainer.hot_rows(most_frequent(self.vocab.counts, self.hot_rows), HOT_MERGE_EVERY, 1.0 / self.workers)
+        return trainer
 
     def _cluster_spec(self):
         """What a cluster replica is built from: class, parameters and vocabulary (:mod:`embkit.core.cluster`)."""
