@@ -20,9 +20,10 @@ that folder instead, e.g. an older checkout, and is timed only; ``threads=1+16``
 thread counts; a key ``@module.NAME`` sets a module constant in the child).
 ``--end-to-end-epochs`` adds embkit runs of vocabulary + training at the largest thread count.
 
-The summary (markdown) gives the curve, the ratios embkit / peer at every thread count, the serial share of
-embkit's vocabulary and training (Amdahl's serial seconds from the 1- and t-thread times:
-``(t T_t - T_1) / (t - 1)``), and the exact command; ``--json`` saves everything, ``--plot`` draws the curve.
+The summary (markdown) gives the curve (at each thread count the run of median speed over its seeds), the
+ratios embkit / peer at every thread count, the serial share of embkit's vocabulary and training (Amdahl's
+serial seconds from the 1- and t-thread times: ``(t T_t - T_1) / (t - 1)``), and the exact command;
+``--json`` saves everything, ``--plot`` draws the curve.
 Nothing is asserted: timings depend on the machine.
 
 Usage::
@@ -250,8 +251,13 @@ def _stream(cmd, env, sink, results):
 
 
 def _curve(results, label):
-    """``{threads: first-seed run}`` of one label's speed runs."""
-    return {r["threads"]: r for r in results if r["label"] == label and r["seed"] == 1}
+    """``{threads: run}`` of one label: at each thread count the run of median speed (the runs of every seed
+    count; a machine shared with others now and then slows one down)."""
+    runs = {}
+    for r in results:
+        if r["label"] == label and r.get("raw_words_per_s"):
+            runs.setdefault(r["threads"], []).append(r)
+    return {t: sorted(rs, key=lambda r: r["raw_words_per_s"])[(len(rs) - 1) // 2] for t, rs in runs.items()}
 
 
 def summarize(results, labels):

@@ -93,16 +93,34 @@ cdef class Loss:
     ``NEEDS_LOGQ``
         The loss corrects its logits by the sampler's log-probabilities, so it needs a sampler that is a
         distribution (not a deterministic choice such as top-k).
+    ``NEEDS_QUERY_FREE``
+        The loss accepts only samplers whose draws read no output row (its table holds more than the classes'
+        rows, which an adaptive sampler would read as if they were).
     ``PRIVATE_ROWS``
         Its steps reach the rows of classes only through :func:`out_row`, so a driver may give each thread
         copies of the most used ones (``StepArgs.hot``) and merge them back now and then.
+    ``CLASS_ROWS``
+        The output table has a row per class (its first ``n_classes`` rows): a class's output vector, which
+        ranking and prediction score (gensim's ``syn1neg``).
+    ``TREE_ROWS``
+        The output table holds the inner nodes of a Huffman tree over the classes (gensim's ``syn1``), and
+        each class has a path of codes and points in it.
+    ``STACKED``
+        The table stacks both: the class rows first, then the tree's (``n_classes`` each).
+    ``SCORES_ALL_CLASSES``
+        Every step scores every class (no sampling), so batches of examples can train as BLAS products.
 
     ``uses_negatives``, ``needs_logq`` and ``private_rows`` are the same flags on each object, readable
     without the GIL.
     """
     USES_NEGATIVES = True
     NEEDS_LOGQ = False
+    NEEDS_QUERY_FREE = False
     PRIVATE_ROWS = True
+    CLASS_ROWS = True
+    TREE_ROWS = False
+    STACKED = False
+    SCORES_ALL_CLASSES = False
 
     def __init__(self):
         self.uses_negatives = type(self).USES_NEGATIVES
@@ -360,6 +378,7 @@ cdef class FullSoftmax(Loss):
     """Exact softmax cross-entropy over every class (O(n d) a step; for outputs up to ~100k rows)."""
     USES_NEGATIVES = False
     PRIVATE_ROWS = False
+    SCORES_ALL_CLASSES = True
 
     cpdef int columns(self, int k, int n_classes):
         return n_classes
@@ -399,6 +418,8 @@ cdef class HierarchicalSoftmax(Loss):
 
     USES_NEGATIVES = False
     PRIVATE_ROWS = False
+    CLASS_ROWS = False
+    TREE_ROWS = True
 
     def __init__(self, counts):
         Loss.__init__(self)
@@ -458,6 +479,8 @@ cdef class HsNegative(Loss):
     USES_NEGATIVES = True
     NEEDS_QUERY_FREE = True
     PRIVATE_ROWS = False
+    TREE_ROWS = True
+    STACKED = True
 
     def __init__(self, counts):
         Loss.__init__(self)

@@ -174,16 +174,21 @@ class EmbeddingModel:
             if not any(callable(getattr(cb, event, None)) for event in CALLBACK_EVENTS):
                 raise ValueError("callbacks must have at least one of the methods %s, got %r"
                                  % (", ".join(CALLBACK_EVENTS), cb))
-        if self.loss == "hs_sgns" and not self.STACKED_OUTPUTS:
-            raise ValueError("the hs_sgns loss (gensim's hs=1 with negative > 0) stacks two output tables, which "
-                             "%s cannot use: use sgns or hs" % type(self).__name__)
         self._check_objective()
+        if self._loss_class().STACKED and not self.STACKED_OUTPUTS:
+            raise ValueError("the %s loss stacks two output tables, which %s cannot use: use sgns or hs"
+                             % (self.loss, type(self).__name__))
         checkpoint.parse_every(self.checkpoint_every)
 
     def _check_objective(self):
         """ValueError unless the registry accepts the loss with the sampler (a model with losses of its own
         overrides it with :meth:`sampler_name`, :meth:`_build_loss` and :meth:`_objective`)."""
         registry.check_pairing(self.loss, self.sampler_name, self.negative)
+
+    def _loss_class(self):
+        """The kernel class of the model's loss: its capability constants say what the output table holds
+        (:class:`~embkit._kernels.losses.Loss`)."""
+        return registry.loss_class(self.loss)
 
     def _sampler_params(self):
         """Sampler parameters of a run (subclasses add model-level defaults)."""
@@ -527,7 +532,8 @@ def _check_loaded_tables(path, model, counts):
         rows = model._build_loss(counts, len(counts)).output_rows(len(counts))
     except (TypeError, ValueError) as exc:
         raise ValueError("%r holds bad %s parameters: %s" % (str(path), type(model).__name__, exc)) from None
-    if model.loss == "hs" and model.W_out.shape[0] == rows - 1:
+    caps = model._loss_class()
+    if caps.TREE_ROWS and not caps.STACKED and model.W_out.shape[0] == rows - 1:
         # files written before the hs table had a (never used) row per class, as word2vec's
         model.W_out = np.vstack([model.W_out, np.zeros((1, model.W_out.shape[1]), np.float32)])
     if model.W_out.shape[0] != rows:

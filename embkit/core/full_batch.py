@@ -13,19 +13,21 @@ a sparse feature matrix), ``embkit.text.window_batches`` (skip-gram windows) and
 """
 import numpy as np
 
+from embkit.core import registry
 from embkit.core.checks import POSITIVE_INT, check_param
 
 __all__ = ["check_batch_size", "linear_lrs", "softmax_step", "add_rows", "batches"]
 
 
 def check_batch_size(batch_size, loss):
-    """ValueError unless ``batch_size`` is None, or a positive int with ``loss='full_softmax'``."""
+    """ValueError unless ``batch_size`` is None, or a positive int with a loss that scores every class."""
     if batch_size is None:
         return
     check_param("batch_size", batch_size, *POSITIVE_INT)
-    if loss != "full_softmax":
-        raise ValueError("batch_size applies to loss='full_softmax' only (sampled losses train per example "
-                         "in the kernels), got loss=%r" % (loss,))
+    if not registry.loss_class(loss).SCORES_ALL_CLASSES:
+        raise ValueError("batch_size applies to losses that score every class (%s) only: sampled losses train "
+                         "per example in the kernels, got loss=%r"
+                         % (", ".join(n for n, e in registry.LOSSES.items() if e.kernel.SCORES_ALL_CLASSES), loss))
 
 
 def linear_lrs(alpha, min_alpha, done, total):

@@ -1,9 +1,11 @@
 """Name -> entry registries of the losses and samplers, and the one check of which loss takes which sampler.
 
-An entry names its kernel class and a builder.  The kernel class's capability constants
-(``Loss.USES_NEGATIVES`` / ``NEEDS_LOGQ``, ``Sampler.QUERY_FREE`` / ``EXACT_LOGQ`` / ``IS_DISTRIBUTION``) say
-what every object it builds needs or offers; everything else here is derived from them, and
-:func:`check_pairing` is the only place that accepts or refuses a pairing.  Tests iterate over these
+An entry names its kernel class and a builder.  The kernel class's capability constants (those of
+:class:`~embkit._kernels.losses.Loss`: ``USES_NEGATIVES``, ``NEEDS_LOGQ``, ``CLASS_ROWS``, ``TREE_ROWS``, ...;
+of :class:`~embkit._kernels.samplers.Sampler`: ``QUERY_FREE``, ``EXACT_LOGQ``, ``IS_DISTRIBUTION``, ...) say
+what every object it builds needs or offers; everything else is derived from them (the models ask
+:func:`loss_class` what a loss's output table holds, never its name), and :func:`check_pairing` is the only
+place that accepts or refuses a pairing.  Tests iterate over these
 registries, so an entry added here is tested without a new test file.
 
 Adding a loss or a sampler takes its kernel class (a ``.pyx`` in ``embkit/_kernels/``, found by the build)
@@ -22,8 +24,8 @@ from embkit._kernels import losses as _losses
 from embkit._kernels import lsh as _lsh
 from embkit._kernels import samplers as _samplers
 
-__all__ = ["LOSSES", "SAMPLERS", "Entry", "register_loss", "register_sampler", "most_frequent", "uses_sampler",
-           "make_loss", "make_sampler", "check_pairing", "build_objective"]
+__all__ = ["LOSSES", "SAMPLERS", "Entry", "register_loss", "register_sampler", "loss_class", "most_frequent",
+           "uses_sampler", "make_loss", "make_sampler", "check_pairing", "build_objective"]
 
 
 @dataclass(frozen=True)
@@ -256,6 +258,12 @@ def most_frequent(counts, n):
     return np.argsort(-counts, kind="stable")[:max(0, int(n))].astype(np.int32)
 
 
+def loss_class(name):
+    """The kernel class of the loss registered as ``name``: its capability constants (``Loss.CLASS_ROWS``,
+    ``TREE_ROWS``, ...) say what the loss needs and what its output table holds."""
+    return _entry(LOSSES, "loss", name).kernel
+
+
 def uses_sampler(loss):
     """Whether the loss ``loss`` (a name or a built loss) draws negatives from a sampler."""
     if isinstance(loss, str):
@@ -309,7 +317,7 @@ def check_pairing(loss, sampler, negative=None, n_classes=None):
         raise ValueError("negative=%d exceeds the number of classes (%d), which the %s sampler picks without "
                          "repetition" % (negative, n_classes, sampler_name))
     query_free = sampler_caps.QUERY_FREE if isinstance(sampler, str) else sampler_caps.query_free
-    if getattr(loss_caps, "NEEDS_QUERY_FREE", False) and not query_free:
+    if loss_caps.NEEDS_QUERY_FREE and not query_free:
         raise ValueError("the %s loss stacks two output tables, which the %s sampler cannot read; use a sampler "
                          "that reads none (%s)" % (loss_name, sampler_name,
                                                    ", ".join(sorted(n for n, e in SAMPLERS.items()

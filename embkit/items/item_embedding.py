@@ -328,10 +328,10 @@ class ItemEmbedding(EmbeddingModel):
             raise KeyError("unknown item %r" % (item,)) from None
 
     def _check_target_vectors(self):
-        if self.loss == "hs":
-            raise NotImplementedError("ranking targets needs one output vector per item; the hs loss trains "
+        if not self._loss_class().CLASS_ROWS:
+            raise NotImplementedError("ranking targets needs one output vector per item; the %s loss trains "
                                       "tree nodes instead -- use the context vectors (similar_items) or "
-                                      "another loss")
+                                      "another loss" % self.loss)
 
     def scores(self, item):
         """Scores ``<W_in[item], W_out[j]>`` of every target ``j`` after context ``item`` (name or id)."""

@@ -172,7 +172,7 @@ class VocabularyMethods:
         W_in = np.vstack([self.W_in, grown])
         rows = self._build_loss(self.vocab.counts, n).output_rows(n)
         W_out = np.zeros((rows, self.vector_size), dtype=np.float32)
-        if self.loss == "hs_sgns":            # two stacked tables: each keeps its rows
+        if self._loss_class().STACKED:        # two stacked tables: each keeps its rows
             half = self.W_out.shape[0] // 2
             W_out[:half] = self.W_out[:half]
             W_out[n:n + half] = self.W_out[half:]     # (the tree's rows follow the new counts' tree)

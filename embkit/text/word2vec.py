@@ -244,11 +244,12 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
     # ------------------------------------------------------------------ gensim's table names
     @property
     def syn1neg(self):
-        """The words' output vectors (gensim's name): the output table, or its second half with ``hs_sgns``."""
-        if self.loss == "hs" or self.W_out is None:
+        """The words' output vectors (gensim's name): the output table, or its first half with ``hs_sgns``."""
+        caps = self._loss_class()
+        if not caps.CLASS_ROWS or self.W_out is None:
             raise AttributeError("this model has no syn1neg table (loss %s%s)"
                                  % (self.loss, "" if self.W_out is not None else ", not initialised"))
-        return self.W_out[:len(self.vocab)] if self.loss == "hs_sgns" else self.W_out
+        return self.W_out[:len(self.vocab)] if caps.STACKED else self.W_out
 
     @syn1neg.setter
     def syn1neg(self, table):
@@ -257,10 +258,11 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
     @property
     def syn1(self):
         """The hierarchical-softmax table (gensim's name: a row per word, the last unused); hs models only."""
-        if self.loss not in ("hs", "hs_sgns") or self.W_out is None:
+        caps = self._loss_class()
+        if not caps.TREE_ROWS or self.W_out is None:
             raise AttributeError("this model has no syn1 table (loss %s%s)"
                                  % (self.loss, "" if self.W_out is not None else ", not initialised"))
-        return self.W_out[len(self.vocab):] if self.loss == "hs_sgns" else self.W_out
+        return self.W_out[len(self.vocab):] if caps.STACKED else self.W_out
 
     @syn1.setter
     def syn1(self, table):
@@ -310,7 +312,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         kv.allocate_vecattrs(attrs=["count"], types=[np.int64])
         kv.expandos["count"][:] = self.vocab.counts
         kv.vectors_lockf = np.ones(1, dtype=np.float32)     # gensim's per-word update factors (1: all train)
-        if self.loss in ("hs", "hs_sgns"):
+        if self._loss_class().TREE_ROWS:
             # gensim's per-word Huffman paths: the inner nodes (rows of syn1) and the branch codes
             from embkit._kernels.losses import huffman_paths
             offsets, points, codes = huffman_paths(self.vocab.counts)
@@ -506,7 +508,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
 
         Returns a float32 array with one score per sentence.
         """
-        if self.loss not in ("hs", "hs_sgns"):
+        if not self._loss_class().TREE_ROWS:
             raise RuntimeError("We have currently only implemented score for the hierarchical softmax scheme, so "
                                "you need to have run word2vec with hs=1 for this to work (this model's loss is "
                                "%s)." % self.loss)
@@ -529,10 +531,12 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         report = dict(report or {})
         report["vocab"] = 150 * n
         report["vectors"] = row
-        if self.loss in ("hs", "hs_sgns"):
+        caps = self._loss_class()
+        if caps.TREE_ROWS:
             report["syn1"] = row
-        if self.loss != "hs":
+        if caps.CLASS_ROWS:
             report["syn1neg"] = row
+        if caps.USES_NEGATIVES:
             report["sampler"] = 12 * n
         report["corpus_cache"] = 4 * int(self._corpus_words or 0) if vocab_size is None else 0
         report["total"] = sum(report.values())

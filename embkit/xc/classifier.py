@@ -100,7 +100,9 @@ def _as_xy(X, Y=None):
 
 
 class _OneVsAllRows:
-    """What the base asks of a loss for one_vs_all: one output row per label."""
+    """What the base asks of a loss for one_vs_all: one output row per label, every label scored."""
+
+    CLASS_ROWS, TREE_ROWS, STACKED, SCORES_ALL_CLASSES, USES_NEGATIVES = True, False, False, True, False
 
     @staticmethod
     def output_rows(n_classes):
@@ -258,6 +260,9 @@ class ExtremeClassifier(EmbeddingModel):
         elif self.sampler is not None:
             raise ValueError("loss='one_vs_all' takes every label as a negative: it has no sampler (got %r); "
                              "use loss='sgns' with a sampler for sampled or hard negatives" % self.sampler)
+
+    def _loss_class(self):
+        return _OneVsAllRows if self.loss == ONE_VS_ALL else super()._loss_class()
 
     def _build_loss(self, counts, n_classes):
         return _OneVsAllRows() if self.loss == ONE_VS_ALL else super()._build_loss(counts, n_classes)
