@@ -54,7 +54,7 @@ cdef class Loss:
     cdef double step(self, StepArgs *a) noexcept nogil
     cpdef int columns(self, int k, int n_classes)
     cpdef int output_rows(self, int n_classes)
-    cpdef Py_ssize_t classes_for_table(self, Py_ssize_t out_rows) except -1
+    cpdef Py_ssize_t classes_for_table(self, Py_ssize_t out_rows, Py_ssize_t n_classes=*, str name=*) except -1
 
 
 cdef class SGNS(Loss):

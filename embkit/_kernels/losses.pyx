@@ -138,19 +138,20 @@ cdef class Loss:
         """Rows of the output table this loss trains for ``n_classes`` classes."""
         return n_classes
 
-    cpdef Py_ssize_t classes_for_table(self, Py_ssize_t out_rows) except -1:
-        """Classes this loss scores with an output table of ``out_rows`` rows; ValueError when the table
-        lacks rows the loss trains for them."""
-        cdef Py_ssize_t n = self._classes_for(out_rows)
-        if self.output_rows(n) > out_rows:
-            raise ValueError("W_out has %d rows, but the loss trains %d for its %d classes"
-                             % (out_rows, self.output_rows(n), n))
+    cpdef Py_ssize_t classes_for_table(self, Py_ssize_t out_rows, Py_ssize_t n_classes=-1, str name=None) except -1:
+        """Classes this loss scores with an output table of ``out_rows`` rows (``n_classes`` when given);
+        ValueError (naming the loss ``name``) when the table lacks rows the loss trains for them, or, for
+        ``n_classes``, has others."""
+        cdef Py_ssize_t n = self._classes_for(out_rows) if n_classes < 0 else n_classes
+        cdef Py_ssize_t need = self.output_rows(n)
+        if need > out_rows or (n_classes >= 0 and need != out_rows):
+            raise ValueError("W_out has %d rows, but the %s trains %d for its %d classes"
+                             % (out_rows, "loss" if name is None else name + " loss", need, n))
         return n
 
     def check_sampler(self, sampler, int negative):
-        """ValueError unless a loss that draws ``negative > 0`` negatives has a sampler to draw them from."""
-        if self.uses_negatives and negative > 0 and sampler is None:
-            raise ValueError("the %s loss draws negatives and needs a sampler" % type(self).__name__)
+        """ValueError unless this loss has a sampler when it draws ``negative`` negatives."""
+        require_sampler(type(self).__name__, self.uses_negatives, sampler is not None, negative)
 
     def py_step(self, H, int target, neg, float[:, ::1] W_out not None, float lr, neg_logq=None,
                 double target_logq=0.0):
@@ -217,6 +218,13 @@ cdef class Loss:
 
     def _classes_for(self, n_out):
         return n_out
+
+
+def require_sampler(str loss, bint uses_negatives, bint has_sampler, negative=None):
+    """ValueError unless the loss named ``loss`` has a sampler when it draws negatives (``negative`` of them,
+    None: some): the one rule of which losses need one."""
+    if uses_negatives and not has_sampler and (negative is None or negative > 0):
+        raise ValueError("the %s loss draws negatives and needs a sampler" % loss)
 
 
 cdef class SGNS(Loss):

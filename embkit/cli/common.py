@@ -7,6 +7,10 @@ import logging
 import os
 import sys
 
+from embkit.core.base import EmbeddingModel
+from embkit.core.checkpoint import as_saved
+from embkit.core.cluster import CLUSTER_PARAMS
+
 PROG = "embkit"
 
 
@@ -173,9 +177,10 @@ def count(value):
 # ------------------------------------------------------------------------------------------ checkpoints
 #: the file in a checkpoint directory that records the command line of its run
 COMMAND_FILE = "command.json"
-#: options a resumed command may change: where the result goes, how it reports, threads
-RESUME_MAY_CHANGE = frozenset({"resume", "workers", "quiet", "verbose", "output", "overwrite", "format", "no_eval",
-                               "scheduler"})
+#: options a resumed command may change: where the result goes and how it reports, and the settings a resumed
+#: model may change (threads, the cluster: ``scheduler`` is the command line's ``client``)
+RESUME_MAY_CHANGE = frozenset({"resume", "quiet", "verbose", "output", "overwrite", "format", "no_eval",
+                               "scheduler"}) | EmbeddingModel.RESUMABLE_CHANGES | CLUSTER_PARAMS
 
 
 def checkpoint_options(p):
@@ -235,7 +240,7 @@ def resumed_args(args):
     given = _given(args)
     differing = ["--%s %s (the run had %s)" % (key.replace("_", "-"), value, saved.get(key))
                  for key, value in sorted(given.items())
-                 if key not in RESUME_MAY_CHANGE and _jsonable(value) != saved.get(key)]
+                 if key not in RESUME_MAY_CHANGE and as_saved(value) != saved.get(key)]
     if differing:
         raise UsageError("cannot resume with other options: %s" % "; ".join(differing))
     merged = argparse.Namespace(**dict(vars(args), **saved))
@@ -243,10 +248,6 @@ def resumed_args(args):
         setattr(merged, key, given[key])
     merged.resume, merged.checkpoint_dir = args.resume, args.resume
     return merged
-
-
-def _jsonable(value):
-    return json.loads(json.dumps(value))
 
 
 # ------------------------------------------------------------------------------------------ cluster

@@ -15,9 +15,7 @@ that says how examples are made:
 Subclasses register themselves as model kinds (:func:`embkit.core.persist.register_model`), so
 :meth:`EmbeddingModel.load` (and ``embkit.core.persist.load``) open any model file by the kind it stores.
 """
-import contextlib
 import inspect
-import json
 import logging
 import os
 import types
@@ -26,8 +24,7 @@ import numpy as np
 
 from embkit.core import checkpoint, persist, registry
 from embkit.core.checks import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, check_param
-from embkit.core.interrupts import TrainingInterrupted
-from embkit.core.training import CALLBACK_EVENTS, Position, TrainingReport, run_epochs
+from embkit.core.training import CALLBACK_EVENTS, run_epochs
 
 logger = logging.getLogger(__name__)
 
@@ -210,12 +207,16 @@ class EmbeddingModel:
                                                  % (n_inputs, self.W_in.shape[0]))
             return
         rng = np.random.default_rng(self.seed)
-        d = self.vector_size
-        W_in = rng.random((n_inputs, d), dtype=np.float32)
-        W_in -= 0.5
-        W_in /= d
+        W_in = self._input_rows(n_inputs, rng)
         rows = self._build_loss(counts, n_classes).output_rows(n_classes)
         self.W_in, self.W_out = W_in, self._init_output(rng, rows)
+
+    def _input_rows(self, n, rng):
+        """``n`` fresh input rows drawn from ``rng``: uniform in ``[-0.5, 0.5) / vector_size`` (word2vec's)."""
+        rows = rng.random((n, self.vector_size), dtype=np.float32)
+        rows -= 0.5
+        rows /= self.vector_size
+        return rows
 
     def _init_output(self, rng, rows):
         """The initial output table (``rows x vector_size``); zeros, as word2vec."""
@@ -264,21 +265,15 @@ class EmbeddingModel:
         -------
         TrainingReport
         """
-        epochs = self.epochs if epochs is None else epochs
-        alpha = self.alpha if alpha is None else alpha
-        min_alpha = self.min_alpha if min_alpha is None else min_alpha
-        check_param("epochs", epochs, *POSITIVE_INT)
-        check_param("start_alpha", alpha, *POSITIVE_REAL)
-        check_param("end_alpha", min_alpha, lambda v: 0 <= v <= alpha, "a number in [0, start_alpha]")
-        run = {"epochs": epochs, "alpha": alpha, "min_alpha": min_alpha, "units_per_epoch": units_per_epoch,
-               "args": dict(run_args or {}), "fingerprint": fingerprint}
+        epochs, alpha, min_alpha = self._run_settings(epochs, alpha, min_alpha)
+        run = self._run_record(epochs, alpha, min_alpha, units_per_epoch, run_args, fingerprint)
         loss, sampler = self._objective(counts, n_classes)
         states = {"sampler": sampler, "tracker": on_epoch}
-        history_before, start, report, checkpointer = self._begin_run(run, states)
+        history_before, start, report, checkpointer = checkpoint.begin_run(self, run, states)
         if start is not None and start.finished:
             return report
         trainer = self._kernel_trainer(loss, sampler, alpha, min_alpha, float(units_per_epoch) * epochs)
-        with self._interruption_hint():
+        with checkpoint.interruption_hint(self):
             try:
                 run_epochs(trainer, chunks, units_per_epoch, epochs, self.workers, alpha,
                            progress=self.progress if progress is None else progress,
@@ -289,47 +284,24 @@ class EmbeddingModel:
                 self.loss_history = history_before + report.epoch_loss
         return report
 
-    def _begin_run(self, run, states):
-        """Start a training run, fresh or resumed from the checkpoint :meth:`resume` opened.
+    def _run_settings(self, epochs=None, alpha=None, min_alpha=None):
+        """``(epochs, alpha, min_alpha)`` of a training run: those given, else the model's; ValueError naming
+        a bad one."""
+        epochs = self.epochs if epochs is None else epochs
+        alpha = self.alpha if alpha is None else alpha
+        min_alpha = self.min_alpha if min_alpha is None else min_alpha
+        check_param("epochs", epochs, *POSITIVE_INT)
+        check_param("start_alpha", alpha, *POSITIVE_REAL)
+        check_param("end_alpha", min_alpha, lambda v: 0 <= v <= alpha, "a number in [0, start_alpha]")
+        return epochs, alpha, min_alpha
 
-        ``run`` is the run's record (``epochs``, ``alpha``, ``min_alpha``, ``units_per_epoch``, ``args``,
-        ``fingerprint``, optionally ``cluster``); ``states`` maps a name to an object whose ``get_state`` /
-        ``set_state`` go into checkpoints (None entries are skipped).  Returns ``(loss history before the
-        run, start position or None, report, checkpointer or None)``; a resumed run that had finished is
-        complete already (``start.finished``).
-        """
-        history_before, start, report = list(self.loss_history), None, TrainingReport()
-        resuming, self._resuming = self._resuming, None
-        if resuming is not None:
-            history_before, start, report = self._continue_from(resuming, run, states)
-        self.last_report = report
-        if start is not None and start.finished:
-            logger.info("the checkpoint's run is complete: nothing left to train")
-            self.loss_history = history_before + report.epoch_loss
-            return history_before, start, report, None
-        checkpointer = None
-        if self.checkpoint_dir is not None:
-            if resuming is None:
-                self._check_fresh_checkpoint_dir()
-
-            def payload(position):
-                return self._checkpoint_payload(position, report, run, history_before, states)
-            checkpointer = checkpoint.Checkpointer(self.checkpoint_dir, self.checkpoint_every, payload)
-        self.last_checkpointer = checkpointer
-        return history_before, start, report, checkpointer
-
-    @contextlib.contextmanager
-    def _interruption_hint(self):
-        """A Ctrl-C stop (TrainingInterrupted) inside says how to resume, or how to be able to."""
-        try:
-            yield
-        except TrainingInterrupted as exc:
-            if exc.checkpoint:
-                hint = "; checkpoint %s written (continue with %s.resume(%r))" % (
-                    exc.checkpoint, type(self).__name__, self.checkpoint_dir)
-            else:
-                hint = "; no checkpoint written: set checkpoint_dir= to be able to resume"
-            raise TrainingInterrupted(exc.where, exc.checkpoint, hint) from None
+    @staticmethod
+    def _run_record(epochs, alpha, min_alpha, units_per_epoch, run_args=None, fingerprint=None, **more):
+        """The record of a training run that its checkpoints keep and a resumed run must match (``more``:
+        further settings, e.g. a cluster run's)."""
+        return dict({"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha),
+                     "units_per_epoch": units_per_epoch, "args": dict(run_args or {}), "fingerprint": fingerprint},
+                    **more)
 
     def get_latest_training_loss(self):
         """Mean loss per example of the latest epoch trained (float64), or 0.0 before any training.
@@ -415,94 +387,11 @@ class EmbeddingModel:
                              % (str(path), kind.__name__, type(exc).__name__, exc)) from None
         return model
 
-    # ------------------------------------------------------------------ checkpoints
-    def _check_fresh_checkpoint_dir(self):
-        """A new run may not write into a directory holding another run's checkpoints (a later resume
-        could mix the two); this model's own earlier runs are fine."""
-        existing = checkpoint.list_checkpoints(self.checkpoint_dir)
-        mine = self.last_checkpointer.latest if self.last_checkpointer is not None else None
-        if existing and existing[0] != mine:
-            raise checkpoint.CheckpointError(
-                "checkpoint_dir %r already holds checkpoints of another run: continue that run with %s.resume(), "
-                "or give an empty directory" % (self.checkpoint_dir, type(self).__name__))
-
-    def _checkpoint_payload(self, position, report, run, history_before, states):
-        """``(config, words, arrays)`` of a checkpoint: the model archive plus the run's position and the
-        ``get_state()`` of each of ``states`` (its arrays stored beside the tables as ``name.key``)."""
-        arrays = dict(self._arrays(), W_in=self.W_in, W_out=self.W_out)
-        section = {"version": checkpoint.CHECKPOINT_VERSION, "position": position.to_dict(),
-                   "report": report.to_dict(), "run": run, "loss_history": history_before, "states": list(states)}
-        for prefix, holder in states.items():
-            state = holder.get_state() if hasattr(holder, "get_state") else {}
-            section[prefix] = {}
-            for key, value in state.items():
-                if isinstance(value, np.ndarray):
-                    arrays["%s.%s" % (prefix, key)] = value
-                else:
-                    section[prefix][key] = value
-        config = {"model": type(self).__name__, "params": self.get_params(), "state": self._state(),
-                  "checkpoint": section}
-        return config, self._words(), arrays
-
     @classmethod
     def _open_checkpoint(cls, directory, params, callbacks=(), progress=None):
-        """The model of the newest readable checkpoint in ``directory``, set to resume its run.
-
-        ``params`` are constructor parameters the caller gives again: any that differs from the
-        checkpoint's (other than :data:`RESUMABLE_CHANGES`) is refused, naming it.  ``callbacks`` and
-        ``progress`` (None: the model's default) are the resumed run's.  Returns ``(model, run)`` with
-        ``run`` the checkpoint's record of the interrupted call.
-        """
-        path, config, words, arrays = checkpoint.read_latest(directory, kind=cls.__name__)
-        model = cls._from_archive(config, words, arrays, path)
-        saved = config.get("params") or {}
-        differing = ["%s=%r here, %r in the checkpoint" % (k, v, saved.get(k)) for k, v in sorted(params.items())
-                     if k in saved and k not in cls.RESUMABLE_CHANGES and _as_json(v) != saved[k]]
-        if differing:
-            raise checkpoint.CheckpointError("%s: cannot resume with other parameters: %s"
-                                             % (path, "; ".join(differing)))
-        for key in cls.RESUMABLE_CHANGES & set(params):
-            setattr(model, key, params[key])
-        cluster = config["checkpoint"]["run"].get("cluster")
-        for key, value in (cluster or {}).items():
-            if key not in params:       # a cluster run's settings, unless given again (then checked)
-                setattr(model, key, value)
-        if cluster and params.get("client") is None:
-            raise checkpoint.CheckpointError("%s: the run trained on a Dask cluster: resume it with client=" % path)
-        section = dict(config["checkpoint"])
-        names = tuple("%s." % name for name in section.get("states", ("sampler", "tracker")))
-        section["arrays"] = {k: v for k, v in arrays.items() if k.startswith(names)}
-        section["path"] = path
-        model.checkpoint_dir = os.fspath(directory)
-        model.callbacks = tuple(callbacks or ())
-        if progress is not None:
-            model.progress = progress
-        model._resuming = section
-        logger.info("resuming from %s (epoch %d)", path, section["position"]["epoch"] + 1)
-        return model, section["run"]
-
-    def _continue_from(self, section, run, states):
-        """Check a resumed run against its checkpoint and restore the ``states`` (see :meth:`_begin_run`).
-
-        Returns ``(loss history before the run, start position, report so far)``.
-        """
-        saved = section["run"]
-        differing = [key for key in ("epochs", "alpha", "min_alpha", "cluster", "units_per_epoch", "fingerprint")
-                     if saved.get(key) != run.get(key)]
-        if differing:
-            what = "the training data differs" if differing[-1] in ("fingerprint", "units_per_epoch") else \
-                "the run's settings differ"
-            raise checkpoint.CheckpointError(
-                "%s: %s from the checkpoint's (%s)" % (section["path"], what, ", ".join(
-                    "%s %r now, %r then" % (k, run.get(k), saved.get(k)) for k in differing)))
-        for prefix, target in states.items():
-            state = dict(section.get(prefix) or {})
-            state.update({k[len(prefix) + 1:]: v for k, v in section["arrays"].items()
-                          if k.startswith(prefix + ".")})
-            if state:
-                target.set_state(state)
-        return (list(section.get("loss_history") or []), Position.from_dict(section["position"]),
-                TrainingReport.from_dict(section["report"]))
+        """The model of the newest readable checkpoint in ``directory``, set to resume its run, and the run's
+        record (:func:`embkit.core.checkpoint.open_run`)."""
+        return checkpoint.open_run(cls, directory, params, callbacks, progress)
 
     # ------------------------------------------------------------------ display
     def _repr_fields(self):
@@ -515,11 +404,6 @@ class EmbeddingModel:
         return "%s<%s>" % (type(self).__name__, ", ".join(fields))
 
 
-def _as_json(value):
-    """``value`` as it reads back from a JSON file (tuples become lists)."""
-    return json.loads(json.dumps(value))
-
-
 def _check_loaded_tables(path, model, counts):
     """ValueError naming ``path`` unless the tables are ``vector_size`` wide and ``W_out`` has the rows the
     model's loss trains for its classes (``len(counts)``)."""
@@ -529,13 +413,14 @@ def _check_loaded_tables(path, model, counts):
     if counts is None:
         return
     try:
-        rows = model._build_loss(counts, len(counts)).output_rows(len(counts))
+        loss = model._build_loss(counts, len(counts))
     except (TypeError, ValueError) as exc:
         raise ValueError("%r holds bad %s parameters: %s" % (str(path), type(model).__name__, exc)) from None
     caps = model._loss_class()
-    if caps.TREE_ROWS and not caps.STACKED and model.W_out.shape[0] == rows - 1:
+    if caps.TREE_ROWS and not caps.STACKED and model.W_out.shape[0] == loss.output_rows(len(counts)) - 1:
         # files written before the hs table had a (never used) row per class, as word2vec's
         model.W_out = np.vstack([model.W_out, np.zeros((1, model.W_out.shape[1]), np.float32)])
-    if model.W_out.shape[0] != rows:
-        raise ValueError("%r: W_out has %d rows, but the %s loss trains %d for %d classes"
-                         % (str(path), model.W_out.shape[0], model.loss, rows, len(counts)))
+    try:
+        loss.classes_for_table(model.W_out.shape[0], len(counts), model.loss)
+    except ValueError as exc:
+        raise ValueError("%r: %s" % (str(path), exc)) from None

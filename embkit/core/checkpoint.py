@@ -1,4 +1,5 @@
-"""Checkpoints of a training run: written atomically between chunks, read back newest first.
+"""Checkpoints of a training run: written atomically between chunks, read back newest first, and the start of
+a run (:func:`begin_run`), fresh or resumed (:func:`open_run`).
 
 A checkpoint is an embkit model archive (it loads as a model) whose configuration also holds a
 ``"checkpoint"`` section: where the run stands (epoch, next chunk, units done, the report so far), what the
@@ -11,7 +12,9 @@ only after that: a crash at any moment leaves the previous checkpoint intact.  T
 checkpoint damaged after the fact (a truncated copy, a flipped bit: the archive's CRCs catch it) falls back
 to the one before, with a warning naming the damaged file.
 """
+import contextlib
 import hashlib
+import json
 import logging
 import os
 import re
@@ -22,11 +25,13 @@ import numpy as np
 
 from embkit.core import persist
 from embkit.core.atomic import remove_stale_temps
+from embkit.core.interrupts import TrainingInterrupted
+from embkit.core.training import Position, TrainingReport
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["CHECKPOINT_VERSION", "CheckpointError", "parse_every", "Checkpointer", "list_checkpoints",
-           "read_latest", "fingerprint"]
+           "read_latest", "fingerprint", "as_saved", "begin_run", "interruption_hint", "open_run"]
 
 #: version of the ``"checkpoint"`` section; a directory written by another version is refused
 CHECKPOINT_VERSION = 1
@@ -183,3 +188,140 @@ class Checkpointer:
         self.latest = path
         logger.info("checkpoint %s written (%.1f MB in %.2f s)", path, self.sizes[-1] / 1e6, self.seconds[-1])
         return path
+
+
+# ------------------------------------------------------------------------------------------ runs
+def as_saved(value):
+    """``value`` as it reads back from a JSON file (tuples become lists): how a saved setting compares."""
+    return json.loads(json.dumps(value))
+
+
+def begin_run(model, run, states):
+    """Start a training run of ``model``, fresh or resumed from the checkpoint :func:`open_run` opened.
+
+    ``run`` is the run's record (``EmbeddingModel._run_record``); ``states`` maps a name to an object whose
+    ``get_state`` / ``set_state`` go into checkpoints (None entries are skipped).  Returns ``(loss history
+    before the run, start position or None, report, checkpointer or None)``; a resumed run that had finished
+    is complete already (``start.finished``).
+    """
+    history_before, start, report = list(model.loss_history), None, TrainingReport()
+    resuming, model._resuming = model._resuming, None
+    if resuming is not None:
+        history_before, start, report = _continue_from(resuming, run, states)
+    model.last_report = report
+    if start is not None and start.finished:
+        logger.info("the checkpoint's run is complete: nothing left to train")
+        model.loss_history = history_before + report.epoch_loss
+        return history_before, start, report, None
+    checkpointer = None
+    if model.checkpoint_dir is not None:
+        if resuming is None:
+            _check_fresh_dir(model)
+
+        def payload(position):
+            return _payload(model, position, report, run, history_before, states)
+        checkpointer = Checkpointer(model.checkpoint_dir, model.checkpoint_every, payload)
+    model.last_checkpointer = checkpointer
+    return history_before, start, report, checkpointer
+
+
+@contextlib.contextmanager
+def interruption_hint(model):
+    """A Ctrl-C stop (TrainingInterrupted) inside says how to resume ``model``'s run, or how to be able to."""
+    try:
+        yield
+    except TrainingInterrupted as exc:
+        if exc.checkpoint:
+            hint = "; checkpoint %s written (continue with %s.resume(%r))" % (
+                exc.checkpoint, type(model).__name__, model.checkpoint_dir)
+        else:
+            hint = "; no checkpoint written: set checkpoint_dir= to be able to resume"
+        raise TrainingInterrupted(exc.where, exc.checkpoint, hint) from None
+
+
+def _check_fresh_dir(model):
+    """A new run may not write into a directory holding another run's checkpoints (a later resume could mix
+    the two); the model's own earlier runs are fine."""
+    existing = list_checkpoints(model.checkpoint_dir)
+    mine = model.last_checkpointer.latest if model.last_checkpointer is not None else None
+    if existing and existing[0] != mine:
+        raise CheckpointError(
+            "checkpoint_dir %r already holds checkpoints of another run: continue that run with %s.resume(), "
+            "or give an empty directory" % (model.checkpoint_dir, type(model).__name__))
+
+
+def _payload(model, position, report, run, history_before, states):
+    """``(config, words, arrays)`` of a checkpoint: the model archive plus the run's position and the
+    ``get_state()`` of each of ``states`` (its arrays stored beside the tables as ``name.key``)."""
+    arrays = dict(model._arrays(), W_in=model.W_in, W_out=model.W_out)
+    section = {"version": CHECKPOINT_VERSION, "position": position.to_dict(), "report": report.to_dict(),
+               "run": run, "loss_history": history_before, "states": list(states)}
+    for prefix, holder in states.items():
+        state = holder.get_state() if hasattr(holder, "get_state") else {}
+        section[prefix] = {}
+        for key, value in state.items():
+            if isinstance(value, np.ndarray):
+                arrays["%s.%s" % (prefix, key)] = value
+            else:
+                section[prefix][key] = value
+    config = {"model": type(model).__name__, "params": model.get_params(), "state": model._state(),
+              "checkpoint": section}
+    return config, model._words(), arrays
+
+
+def open_run(cls, directory, params, callbacks=(), progress=None):
+    """The model (of class ``cls``) of the newest readable checkpoint in ``directory``, set to resume its run.
+
+    ``params`` are constructor parameters the caller gives again: any that differs from the checkpoint's
+    (other than ``cls.RESUMABLE_CHANGES``) is refused, naming it.  ``callbacks`` and ``progress`` (None: the
+    model's default) are the resumed run's.  Returns ``(model, run)`` with ``run`` the checkpoint's record of
+    the interrupted call; the next :func:`begin_run` of the model continues it.
+    """
+    path, config, words, arrays = read_latest(directory, kind=cls.__name__)
+    model = cls._from_archive(config, words, arrays, path)
+    saved = config.get("params") or {}
+    differing = ["%s=%r here, %r in the checkpoint" % (k, v, saved.get(k)) for k, v in sorted(params.items())
+                 if k in saved and k not in cls.RESUMABLE_CHANGES and as_saved(v) != saved[k]]
+    if differing:
+        raise CheckpointError("%s: cannot resume with other parameters: %s" % (path, "; ".join(differing)))
+    for key in cls.RESUMABLE_CHANGES & set(params):
+        setattr(model, key, params[key])
+    cluster = config["checkpoint"]["run"].get("cluster")
+    for key, value in (cluster or {}).items():
+        if key not in params:       # a cluster run's settings, unless given again (then checked)
+            setattr(model, key, value)
+    if cluster and params.get("client") is None:
+        raise CheckpointError("%s: the run trained on a Dask cluster: resume it with client=" % path)
+    section = dict(config["checkpoint"])
+    names = tuple("%s." % name for name in section.get("states", ("sampler", "tracker")))
+    section["arrays"] = {k: v for k, v in arrays.items() if k.startswith(names)}
+    section["path"] = path
+    model.checkpoint_dir = os.fspath(directory)
+    model.callbacks = tuple(callbacks or ())
+    if progress is not None:
+        model.progress = progress
+    model._resuming = section
+    logger.info("resuming from %s (epoch %d)", path, section["position"]["epoch"] + 1)
+    return model, section["run"]
+
+
+def _continue_from(section, run, states):
+    """Check a resumed run against its checkpoint and restore the ``states`` (see :func:`begin_run`).
+
+    Returns ``(loss history before the run, start position, report so far)``.
+    """
+    saved = section["run"]
+    differing = [key for key in ("epochs", "alpha", "min_alpha", "cluster", "units_per_epoch", "fingerprint")
+                 if saved.get(key) != run.get(key)]
+    if differing:
+        what = "the training data differs" if differing[-1] in ("fingerprint", "units_per_epoch") else \
+            "the run's settings differ"
+        raise CheckpointError("%s: %s from the checkpoint's (%s)" % (section["path"], what, ", ".join(
+            "%s %r now, %r then" % (k, run.get(k), saved.get(k)) for k in differing)))
+    for prefix, target in states.items():
+        state = dict(section.get(prefix) or {})
+        state.update({k[len(prefix) + 1:]: v for k, v in section["arrays"].items() if k.startswith(prefix + ".")})
+        if state:
+            target.set_state(state)
+    return (list(section.get("loss_history") or []), Position.from_dict(section["position"]),
+            TrainingReport.from_dict(section["report"]))

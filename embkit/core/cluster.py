@@ -30,6 +30,7 @@ import uuid
 
 import numpy as np
 
+from embkit.core import checkpoint
 from embkit.core.checks import POSITIVE_INT, check_param
 from embkit.core.reconcile import BLOCK_RATE, DEFAULT_MODE, MODES, apply_update
 from embkit.core.replica import RoundAborted, ShardReadError, open_replica
@@ -540,16 +541,15 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
         rounds = run["rounds"] = rounds_per_epoch(model.syncs_per_epoch, job.units.values())
         logger.info("%d replica%s, %d rounds an epoch (about %.0f %s per replica and round)", len(job.groups),
                     "" if len(job.groups) == 1 else "s", rounds, max(job.units.values()) / rounds, model.unit)
-        record = {"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha),
-                  "units_per_epoch": units_per_epoch, "args": dict(run_args or {}), "fingerprint": fingerprint,
-                  "cluster": {"syncs_per_epoch": rounds, "reconcile": model.reconcile}}
+        record = model._run_record(epochs, alpha, min_alpha, units_per_epoch, run_args, fingerprint,
+                                   cluster={"syncs_per_epoch": rounds, "reconcile": model.reconcile})
         if run["share"] != EXCHANGE_SHARE:      # kept (and restored on resume) only when not the default
             record["cluster"]["exchange_share"] = run["share"]
-        history_before, start, report, checkpointer = model._begin_run(
-            record, {"merge": MomentumState(job), "tracker": on_epoch})
+        history_before, start, report, checkpointer = checkpoint.begin_run(
+            model, record, {"merge": MomentumState(job), "tracker": on_epoch})
         if start is not None and start.finished:
             return report
-        with model._interruption_hint():
+        with checkpoint.interruption_hint(model):
             try:
                 _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progress, desc, on_epoch)
             finally:

@@ -304,8 +304,7 @@ def check_pairing(loss, sampler, negative=None, n_classes=None):
             raise ValueError("the %s loss draws no negatives, so sampler=%r does not apply; leave sampler unset"
                              % (loss_name, sampler_name))
         return
-    if sampler is None:
-        raise ValueError("the %s loss draws negatives and needs a sampler" % loss_name)
+    _losses.require_sampler(loss_name, True, sampler is not None)
     if negative is not None and negative < 1:
         raise ValueError("negative must be >= 1 for the %s loss (it draws negatives), got %d; losses without "
                          "negatives: %s" % (loss_name, negative,

@@ -318,13 +318,11 @@ def train_corpus_on_cluster(model, corpus_iterable, corpus_file, epochs, start_a
     if not isinstance(corpus, ShardedCorpus):
         raise RuntimeError("no sharded corpus to train on: build the vocabulary with client= set, or pass "
                            "corpus_file")
-    epochs = model.epochs if epochs is None else epochs
-    alpha = model.alpha if start_alpha is None else start_alpha
-    min_alpha = model.min_alpha if end_alpha is None else end_alpha
+    epochs, alpha, min_alpha = model._run_settings(epochs, start_alpha, end_alpha)
     run_args = {"corpus_file": corpus.source, "vocab_corpus": corpus is model.corpus, "epochs": epochs,
                 "start_alpha": start_alpha, "end_alpha": end_alpha}
     digest = model._vocab_digest() + "-" + corpus.digest()
-    model.wv.norms = None
+    model._forget_norms()
     try:
         report = train_on_cluster(model, model.client, corpus.shards(), epochs, alpha, min_alpha,
                                   progress=model.progress if progress is None else progress,
@@ -332,7 +330,7 @@ def train_corpus_on_cluster(model, corpus_iterable, corpus_file, epochs, start_a
                                                                 model.vector_size),
                                   run_args=run_args, fingerprint=digest)
     finally:
-        model.wv.norms = None
+        model._forget_norms()
     model.min_alpha_yet_reached = min_alpha
     logger.info("trained %d epochs on a cluster: %d words in %.1fs (%.0f words/s)", report.epochs, report.words,
                 report.seconds, report.words_per_second)

@@ -165,11 +165,7 @@ class VocabularyMethods:
             self.min_alpha_yet_reached = float(self.alpha)    # fresh tables: a new schedule
             return
         old = self.W_in.shape[0]
-        rng = np.random.default_rng((self.seed, old))
-        grown = rng.random((n - old, self.vector_size), dtype=np.float32)
-        grown -= 0.5
-        grown /= self.vector_size
-        W_in = np.vstack([self.W_in, grown])
+        W_in = np.vstack([self.W_in, self._input_rows(n - old, np.random.default_rng((self.seed, old)))])
         rows = self._build_loss(self.vocab.counts, n).output_rows(n)
         W_out = np.zeros((rows, self.vector_size), dtype=np.float32)
         if self._loss_class().STACKED:        # two stacked tables: each keeps its rows

@@ -303,6 +303,11 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         self._wv = None         # made again from the new tables when read
         self.W_in, self.W_out = W_in, W_out
 
+    def _forget_norms(self):
+        """Drop the vector norms gensim caches on ``wv`` (training changes the vectors)."""
+        if self._wv is not None:
+            self._wv.norms = None
+
     def _keyed_vectors(self):
         from gensim.models import KeyedVectors      # not at import: gensim takes about a second to import
         kv = KeyedVectors(self.vector_size, count=0, dtype=np.float32)
@@ -463,16 +468,14 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
             digest = self._vocab_digest()
             if cache.complete:
                 digest += "-" + cache.digest()
-        if self._wv is not None:
-            self._wv.norms = None
+        self._forget_norms()
         try:
             report = self._train(chunks, total_words, self.vocab.counts, len(self.vocab), epochs, start_alpha,
                                  end_alpha, desc="%s %dd" % ("skip-gram" if self.sg else "cbow", self.vector_size),
                                  progress=progress, run_args=run_args, fingerprint=digest,
                                  min_chunk_per_thread=self.batch_words)
         finally:
-            if self._wv is not None:
-                self._wv.norms = None
+            self._forget_norms()
         self.min_alpha_yet_reached = self.min_alpha if end_alpha is None else end_alpha
         logger.info("trained %d epochs: %d words in %.1fs (%.0f words/s, %.0f raw words/s), loss %.4f",
                     report.epochs, report.words, report.seconds, report.words_per_second,

@@ -108,6 +108,13 @@ class _OneVsAllRows:
     def output_rows(n_classes):
         return n_classes
 
+    @staticmethod
+    def classes_for_table(out_rows, n_classes=-1, name=None):
+        if n_classes >= 0 and out_rows != n_classes:
+            raise ValueError("W_out has %d rows, but one_vs_all trains %d for %d labels"
+                             % (out_rows, n_classes, n_classes))
+        return out_rows if n_classes < 0 else n_classes
+
 
 class ExtremeClassifier(EmbeddingModel):
     """Multi-label classifier over many labels with sampled (or full) softmax-type losses.
