@@ -17,7 +17,7 @@ from embkit.evaluation import (
     PairDataset, RankingResult, bundled_data, draw_negatives, evaluate_ranking, evaluate_ranking_pairs,
     read_pairs,
 )
-from embkit.evaluation import _rankscan
+from embkit.evaluation import ranking_scan
 from embkit.evaluation.ranking import exclusion_matrix
 
 KS = (1, 3, 5, 15)
@@ -88,7 +88,7 @@ def test_metrics_match_brute_force(layout, small_blocks, monkeypatch):
               'mixed': [1, 2, 3, 0, 7, 1, 2, 25, 1, 2, 1, 4]}[layout]
     W, O, pairs = integer_problem(counts=counts, seed=len(layout))
     if small_blocks:  # several blocks of contexts, scanned by two threads
-        monkeypatch.setattr(_rankscan, 'SCORE_BUDGET', 3 * O.shape[0])
+        monkeypatch.setattr(ranking_scan, 'SCORE_BUDGET', 3 * O.shape[0])
     result = evaluate_ranking(W, O, pairs, ks=KS, n_negatives=9, seed=4, workers=2)
     negatives = draw_negatives(pairs[:, 0], pairs[:, 1], len(O), 9, seed=4)
     check_against_brute_force(result, brute_force(W, O, pairs, negatives=negatives), 9)
@@ -103,7 +103,7 @@ def test_excluded_items_match_brute_force(as_pairs, monkeypatch):
     exclude = exclude.tocsr()
     if as_pairs:
         exclude = np.argwhere(exclude.toarray())
-    monkeypatch.setattr(_rankscan, 'SCORE_BUDGET', 5 * O.shape[0])
+    monkeypatch.setattr(ranking_scan, 'SCORE_BUDGET', 5 * O.shape[0])
     result = evaluate_ranking(W, O, pairs, ks=KS, n_negatives=6, seed=1, exclude=exclude)
     E = exclusion_matrix(exclude, len(W), len(O))
     negatives = draw_negatives(pairs[:, 0], pairs[:, 1], len(O), 6, seed=1, exclude=E)

@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 import numpy as np
 import pytest
 
-from embkit.items import numparse as _numparse
+from embkit.items import delimited_numbers
 from embkit.core import downloads
 from embkit.items import datasets as rating_datasets
 from embkit.items.ratings import load_ratings, find_rating_files
@@ -177,7 +177,7 @@ def test_block_parser_matches_python_on_random_numbers():
     decimals = ["%d.%s" % (rng.integers(0, 1000), "5" * int(rng.integers(1, 4))) if k % 2 else str(k)
                 for k in range(n)]
     block = "".join("%d,%d,%s,%d\n" % (a, b, dec, c) for (a, b, c), dec in zip(values, decimals)).encode()
-    cols = _numparse.parse_block(block, 4, b",", decimal=(2,))
+    cols = delimited_numbers.parse_block(block, 4, b",", decimal=(2,))
     assert cols[0].tolist() == [v[0] for v in values]
     assert cols[1].tolist() == [v[1] for v in values]
     assert cols[3].tolist() == [v[2] for v in values]

@@ -23,7 +23,7 @@ from .readers import (
     AnalogyDataset, AnalogyQuestion, SimilarityDataset, read_analogies, read_msr_analogies,
     read_similarity,
 )
-from .results import AnalogyResult, EvaluationReport, SectionResult, SimilarityResult
+from .word_results import AnalogyResult, EvaluationReport, SectionResult, SimilarityResult
 from .similarity import evaluate_similarity
 from .xc import PROPENSITY_PARAMETERS, inverse_propensities, propensity_scores, xc_metrics
 

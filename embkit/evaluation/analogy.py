@@ -27,7 +27,7 @@ from scipy.linalg.blas import get_blas_funcs
 
 from ._vocab import build_lookup, n_candidates, row_norms, unit_rows
 from .datasets import load_analogies
-from .results import AnalogyResult, SectionResult
+from .word_results import AnalogyResult, SectionResult
 
 __all__ = ['evaluate_analogies', 'METHODS']
 

@@ -33,7 +33,7 @@ Speed: pairs are grouped by context, so the scores and the log-sum-exp of a
 context are computed once however many pairs it has.  Blocks of contexts are
 scored with one float32 BLAS product (at most 16M cells at a time), and ranks
 come from counting the scores above the true target's, or from binary search
-in the sorted row for contexts with several pairs (see ``_rankscan``).
+in the sorted row for contexts with several pairs (see :mod:`embkit.evaluation.ranking_scan`).
 """
 
 import math
@@ -41,7 +41,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from ._rankscan import scan_pairs
+from .ranking_scan import scan_pairs
 from .ranking_results import RankingResult
 
 __all__ = ['evaluate_ranking', 'draw_negatives', 'check_tables', 'check_pairs', 'exclusion_matrix']

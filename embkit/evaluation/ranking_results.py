@@ -6,7 +6,7 @@ dicts (``result.to_dict()``); undefined values are ``None``, never NaN.
 
 from dataclasses import dataclass, field
 
-from .results import _clean, _num, _pct, format_table
+from .tables import clean as _clean, format_table, number as _num, percent as _pct
 
 __all__ = ['RankingResult', 'XCResult']
 

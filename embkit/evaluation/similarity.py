@@ -8,7 +8,8 @@ from scipy.linalg.blas import get_blas_funcs
 
 from ._vocab import build_lookup, fold_word
 from .datasets import load_similarity
-from .results import SimilarityResult, _clean
+from .tables import clean as _clean
+from .word_results import SimilarityResult
 
 __all__ = ['evaluate_similarity', 'cosine_similarities']
 

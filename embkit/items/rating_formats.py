@@ -2,7 +2,7 @@
 
 Each reader yields ``(user, item, rating, timestamp)`` arrays (int32, int32, float32, int64 seconds since
 1970-01-01 UTC), one tuple per block of the file, in file order.  The fast path of
-:mod:`embkit.items.numparse` parses a block; when it refuses one, the per-line checker of the format names
+:mod:`embkit.items.delimited_numbers` parses a block; when it refuses one, the per-line checker of the format names
 the file, the line and the problem in a :class:`ValueError`.
 """
 import datetime
@@ -11,7 +11,7 @@ import re
 import numpy as np
 
 from embkit.core.read_errors import reading
-from embkit.items.numparse import (BlockFormatError, iter_line_blocks, locate_error, open_binary, parse_block,
+from embkit.items.delimited_numbers import (BlockFormatError, iter_line_blocks, locate_error, open_binary, parse_block,
                               parse_tolerating_blank_lines)
 
 #: Largest user or item id (ids are stored as int32).

@@ -13,7 +13,7 @@ rating files are found in it) or, for Netflix, a list of files.  ``.gz`` and ``.
 decompressed on the fly.
 
 Files are read in blocks of whole lines that are parsed with vectorised numpy code
-(:mod:`embkit.items.numparse`), so ml-20m (20M lines) and the Netflix Prize (100M lines) load in seconds to
+(:mod:`embkit.items.delimited_numbers`), so ml-20m (20M lines) and the Netflix Prize (100M lines) load in seconds to
 minutes with memory proportional to the ratings kept; ratings below ``min_rating`` are dropped block by
 block.  A malformed line raises :class:`ValueError` naming the file and the line.
 
@@ -34,7 +34,7 @@ import numpy as np
 
 from embkit.core.read_errors import reading
 from embkit.items import rating_formats as formats
-from embkit.items.numparse import BLOCK_BYTES, open_binary
+from embkit.items.delimited_numbers import BLOCK_BYTES, open_binary
 from embkit.items.titles import find_titles, load_titles
 
 logger = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ import io
 import os
 
 from embkit.core.read_errors import reading
-from embkit.items.numparse import line_error, open_binary
+from embkit.items.delimited_numbers import line_error, open_binary
 
 __all__ = ["TITLE_FILES", "load_titles", "find_titles"]
 

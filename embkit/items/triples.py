@@ -5,7 +5,7 @@ import re
 import numpy as np
 
 from embkit.core.read_errors import reading
-from embkit.items.numparse import line_error, open_binary
+from embkit.items.delimited_numbers import line_error, open_binary
 
 _SPLIT = re.compile(r"[\s,]+")
 _COUNT = re.compile(r"[0-9]+\Z")

@@ -11,8 +11,8 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 from embkit._kernels.words import ChunkBuilder, WordTable, tokenize
-from embkit.core.prefetch import prefetch
 from embkit.text.corpus import BLOCK_CHARS
+from embkit.text.prefetch import prefetch
 
 __all__ = ["splits_in_blocks", "tokenized_blocks", "ordered_map", "count_blocks", "encode_blocks"]
 

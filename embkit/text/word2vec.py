@@ -11,12 +11,12 @@ from embkit.core.cluster import (CLUSTER_PARAMS, EXCHANGE_SHARE, RECONCILE, SYNC
 from embkit.core.checkpoint import CheckpointError, fingerprint
 from embkit.core.checks import NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_param
 from embkit.core.full_batch import check_batch_size
-from embkit.core.prefetch import prefetch
 from embkit.core.registry import most_frequent
-from embkit.text.gensim_models import cum_table, is_pickle, load_gensim_model
 from embkit.text.chunk_cache import ChunkCache
 from embkit.text.corpus import MAX_SENTENCE_LENGTH, as_corpus
+from embkit.text.gensim_models import cum_table, is_pickle, load_gensim_model
 from embkit.text.predict import predict_output_word, score_sentences
+from embkit.text.prefetch import prefetch
 from embkit.text.shards import train_corpus_on_cluster
 from embkit.text.vectors import save_word2vec_format
 from embkit.text.vocab import EmptyVocabularyError, Vocab
