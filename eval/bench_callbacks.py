@@ -72,8 +72,9 @@ def main(argv=None):
         for name in rates:                           # interleaved, so load changes hit both alike
             model.prepare_weights()                  # fresh tables each run
             logger = LossLogger()
-            report = model.train(corpus_file=args.corpus, total_examples=model.corpus_count, epochs=args.epochs,
-                                 compute_loss=name != "plain", callbacks=[logger] if name != "plain" else ())
+            model.train(corpus_file=args.corpus, total_examples=model.corpus_count, epochs=args.epochs,
+                        compute_loss=name != "plain", callbacks=[logger] if name != "plain" else ())
+            report = model.last_report
             rates[name].append(report.words_per_second)
             print("repeat %d %-15s %9.0f words/s  epoch losses %s" % (
                 repeat + 1, name, report.words_per_second, ["%.4f" % v for v in model.loss_history[-args.epochs:]]))

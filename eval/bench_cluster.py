@@ -68,7 +68,8 @@ def run_one(args, label, seed, corpus, client=None, n_workers=0):
         model = Word2Vec(client=client, syncs_per_epoch=args.syncs, reconcile=args.reconcile,
                          exchange_share=args.exchange_share, **params(args, seed))
         model.build_vocab(corpus_file=corpus)
-    report = model.train()
+    model.train()
+    report = model.last_report
     row = {"trainer": label, "workers": n_workers, "seed": seed, "train_s": report.seconds,
            "words_per_s": report.words_per_second, "words": report.words}
     stats = getattr(model, "last_cluster_stats", None) if client is not None else None

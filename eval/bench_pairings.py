@@ -67,7 +67,8 @@ def run(path, loss, sampler, workers):
     model = Word2Vec(sg=1, vector_size=100, window=5, negative=5, sample=1e-3, min_count=5, epochs=1,
                      workers=workers, loss=loss, sampler=name, sampler_params=params)
     model.build_vocab(corpus_file=path)
-    report = model.train()
+    model.train()
+    report = model.last_report
     return report.raw_words / report.seconds, report.epoch_loss[-1]
 
 

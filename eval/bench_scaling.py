@@ -70,7 +70,8 @@ def run_embkit(args, threads, seed, extra, epochs=None):
     start = time.perf_counter()
     model.build_vocab(corpus_file=args.corpus)
     vocab = time.perf_counter() - start
-    report = model.train()
+    model.train()
+    report = model.last_report
     end = time.perf_counter() - start
     return model.wv, {"vocab_s": vocab, "train_s": report.seconds, "end_to_end_s": end,
                       "raw_words": report.raw_words, "words": report.words, "final_loss": report.epoch_loss[-1]}

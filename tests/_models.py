@@ -31,6 +31,10 @@ class ModelCase:
         """``cls.resume`` on this case's data; returns the trained model."""
         raise NotImplementedError
 
+    def train_on(self, model):
+        """Train a fitted ``model`` further, as a user would after loading or copying it."""
+        return self.fit(model)
+
     #: a chunk size that cuts this case's data into several chunks per epoch
     small_chunks = {}
 
@@ -58,6 +62,10 @@ class Word2VecCase(ModelCase):
 
     def resume(self, directory, **params):
         return Word2Vec.resume(directory, corpus_iterable=self.sentences, **params)
+
+    def train_on(self, model):
+        model.train(self.sentences, total_examples=len(self.sentences), epochs=1)
+        return model
 
     def outputs(self, model):
         return model.wv.vectors, model.syn1neg, model.wv.most_similar("w1", topn=3)

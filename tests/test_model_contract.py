@@ -5,6 +5,9 @@ parameter, callbacks fire in gensim's order, progress can be silenced, and the l
 A new model is covered by adding one :class:`~_models.ModelCase` (how to build it, fit it, and what it
 predicts) to ``tests/_models.py``.
 """
+import copy
+import pickle
+
 import numpy as np
 import pytest
 
@@ -17,6 +20,10 @@ from embkit.core.training import CALLBACK_EVENTS
 @pytest.fixture(params=CASES, ids=lambda case: case.cls.__name__)
 def case(request):
     return request.param
+
+
+def pickle_round_trip(model):
+    return pickle.loads(pickle.dumps(model))
 
 
 def _same(a, b):
@@ -51,6 +58,21 @@ def test_save_load_round_trip(case, tmp_path):
         assert repr(loaded) == repr(model)
         assert _same(case.outputs(loaded), case.outputs(model))
         assert loaded.callbacks == () and loaded.progress is False      # runtime settings are not saved
+
+
+@pytest.mark.parametrize("clone", [pickle_round_trip, copy.deepcopy], ids=["pickle", "deepcopy"])
+def test_a_pickled_or_copied_model_trains_on_and_saves_identically(case, clone, tmp_path):
+    model = case.fit(case.make())
+    other = clone(model)
+    assert type(other) is case.cls and other.get_params() == model.get_params()
+    assert _same(case.outputs(other), case.outputs(model))
+    case.train_on(model)
+    case.train_on(other)
+    assert _same(case.outputs(other), case.outputs(model))
+    model.save(tmp_path / "a.embkit")
+    other.save(tmp_path / "b.embkit")
+    a, b = persist.load(tmp_path / "a.embkit"), persist.load(tmp_path / "b.embkit")
+    assert a.get_params() == b.get_params() and _same(case.outputs(a), case.outputs(b))
 
 
 def test_loading_another_kind_is_refused(case, tmp_path):

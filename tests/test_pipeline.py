@@ -51,8 +51,8 @@ def test_chunks_in_flight_come_back_in_order_with_their_units():
     assert pipe.in_flight == len(sizes)
     results = [pipe.wait() for _ in sizes]
     pipe.close()
-    assert [units for _, _, units in results] == sizes
-    assert all(np.isfinite(loss) and examples > 0 for loss, examples, _ in results)
+    assert [units for _, _, units, _ in results] == sizes
+    assert all(np.isfinite(loss) and examples > 0 and 0 < kept <= units for loss, examples, units, kept in results)
     assert threading.active_count() == before
     with pytest.raises(RuntimeError, match="closed"):
         pipe.submit(pipe.prepare(_chunk(10, 0), 0.0, 0, 1))
@@ -64,7 +64,7 @@ def test_one_thread_trains_the_chunks_in_order_as_one_call_each():
     pipe = pipelined.pipeline(1)
     for i in range(4):
         pipe.submit(pipe.prepare(_chunk(1000, i), 1000.0 * i, i, 1))
-    got = [pipe.wait() for _ in range(4)]
+    got = [pipe.wait()[:3] for _ in range(4)]
     pipe.close()
     want = [single.train_chunk(*_chunk(1000, i), 1000.0 * i, i, 1) for i in range(4)]
     assert got == want
@@ -200,7 +200,8 @@ def test_a_failing_callback_leaves_no_worker_thread():
 def test_several_threads_train_every_word_of_every_epoch():
     model = _model(workers=4, epochs=3)
     model.build_vocab(_sentences())
-    report = model.train()
+    model.train()
+    report = model.last_report
     assert report.words == 3 * model.vocab.total_words and report.epochs == 3
     assert all(np.isfinite(report.epoch_loss))
 
@@ -226,7 +227,8 @@ def test_hot_rows_are_checked_and_a_tree_loss_ignores_them():
         trainer.hot_rows([1], every=0)
     model = _model(workers=2, epochs=1, hs=1, negative=0, hot_rows=16)
     model.build_vocab(_sentences())
-    assert np.isfinite(model.train().epoch_loss[0])
+    model.train()
+    assert np.isfinite(model.last_report.epoch_loss[0])
     with pytest.raises(ValueError, match="hot_rows"):
         _model(hot_rows=-3)
 
@@ -236,5 +238,6 @@ def test_hot_rows_train_several_threads_as_well():
     for hot in (0, 32):
         model = _model(workers=3, epochs=4, hot_rows=hot)
         model.build_vocab(_sentences())
-        losses[hot] = model.train().epoch_loss[-1]
+        model.train()
+        losses[hot] = model.last_report.epoch_loss[-1]
     assert abs(losses[32] - losses[0]) < 0.05 * losses[0]

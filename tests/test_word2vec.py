@@ -159,14 +159,28 @@ def test_train_again_continues_from_current_vectors(planted):
     _, sentences = planted
     model = Word2Vec(sentences, workers=1, **SMALL)
     before = model.wv.vectors.copy()
-    report = model.train(epochs=1)
+    effective, raw = model.train(epochs=1)              # gensim's (effective words, raw words)
+    report = model.last_report
     assert report.epochs == 1 and report.words == model.vocab.total_words
+    assert (effective, raw) == (report.effective_words, report.raw_words) == (report.words, report.words)  # sample=0
     assert not np.array_equal(before, model.wv.vectors)
     # explicit schedule and a different corpus: its words are counted exactly
-    report = model.train(corpus_iterable=sentences[:100] + [["unknown", "words"]], total_examples=101, epochs=2,
-                         start_alpha=0.01, end_alpha=0.001)
+    model.train(corpus_iterable=sentences[:100] + [["unknown", "words"]], total_examples=101, epochs=2,
+                start_alpha=0.01, end_alpha=0.001)
+    report = model.last_report
     assert report.words == 2 * sum(len(s) for s in sentences[:100])
     assert report.raw_words == 2 * (sum(len(s) for s in sentences[:100]) + 2)
+
+
+def test_a_corpus_without_a_known_word_trains_nothing_as_gensim(planted, caplog):
+    _, sentences = planted
+    model = Word2Vec(sentences, workers=1, **SMALL)
+    before = model.wv.vectors.copy()
+    with caplog.at_level("WARNING", logger="embkit"):
+        assert model.train([["hello", "world"]], total_examples=1, epochs=1) == (0, 2)
+        assert model.train([["hello", "world", "again"]], total_examples=1, epochs=2) == (0, 6)
+    assert "no word of the vocabulary" in caplog.text
+    np.testing.assert_array_equal(before, model.wv.vectors)
 
 
 def test_build_then_train_equals_constructor(planted):
@@ -209,7 +223,8 @@ def test_train_after_an_interrupted_pass_trains_each_word_once_per_epoch(planted
     with pytest.raises(OSError, match="simulated"):
         model.train()
     corpus.fail_after = None
-    report = model.train()
+    model.train()
+    report = model.last_report
     assert report.words == 3 * model.vocab.total_words
     assert report.raw_words == 3 * model.vocab.raw_words
 
@@ -274,3 +289,13 @@ def test_one_pass_scan_matches_counting_and_encoding(planted):
     lengths = lambda chunks: np.concatenate([np.diff(np.concatenate([[0], c.ends])) for c in chunks])
     assert np.array_equal(lengths(got), lengths(want))
     assert sum(c.raw_words for c in got) == reference.raw_words
+
+
+def test_effective_words_are_those_left_by_subsampling(planted):
+    _, sentences = planted
+    model = Word2Vec(sentences, workers=2, **dict(SMALL, sample=1e-3))
+    effective, raw = model.train(epochs=1)
+    keep = model.vocab.keep_probabilities(1e-3)
+    expected = float((model.vocab.counts * keep).sum())
+    assert raw == model.last_report.raw_words and effective < model.last_report.words
+    assert abs(effective - expected) < 0.05 * expected

@@ -30,6 +30,7 @@ cdef struct SliceResult:
     double loss
     long long examples   # loss steps' examples
     long long units      # the driver's units (words, pairs, rows) the slice covered
+    long long kept       # of which trained (after subsampling: gensim's effective words)
     int status           # 0, or -1 when the slice could not allocate its scratch buffers
 
 

@@ -37,9 +37,10 @@ cdef class ChunkJob:
         free(self.results)
 
     def totals(self):
-        """``(loss, examples, units)`` summed over the slices; MemoryError if one could not allocate."""
+        """``(loss, examples, units, kept units)`` summed over the slices; MemoryError if one could not
+        allocate."""
         cdef double loss = 0.0
-        cdef long long examples = 0, units = 0
+        cdef long long examples = 0, units = 0, kept = 0
         cdef int s
         for s in range(self.n_slices):
             if self.results[s].status != 0:
@@ -47,7 +48,8 @@ cdef class ChunkJob:
             loss += self.results[s].loss
             examples += self.results[s].examples
             units += self.results[s].units
-        return loss, examples, units
+            kept += self.results[s].kept
+        return loss, examples, units, kept
 
 
 cdef inline bint untaken(ChunkJob job) noexcept nogil:
@@ -150,7 +152,7 @@ cdef class Driver:
         pipe = self.pipeline(n_threads)
         try:
             pipe.submit(self.prepare(tuple(args[:n - 3]), args[n - 3], args[n - 2], n_threads))
-            return pipe.wait()
+            return pipe.wait()[:3]
         finally:
             pipe.close()
 
@@ -280,7 +282,7 @@ cdef class Pipeline:
         return done
 
     def wait(self):
-        """Wait for the oldest chunk in flight and return its ``(loss_sum, examples, units)``.
+        """Wait for the oldest chunk in flight and return its ``(loss_sum, examples, units, kept units)``.
 
         Python's signal handlers run while it waits (a Ctrl-C handler, or KeyboardInterrupt): an exception
         they raise leaves the chunk in flight, and the caller then calls :meth:`abort`.

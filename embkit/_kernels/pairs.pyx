@@ -79,6 +79,7 @@ cdef int train_pairs(const PairConfig *c, Loss loss, Sampler sampler, const HotS
     out.loss = total_loss
     out.examples = count
     out.units = count
+    out.kept = count
     return 0
 
 

@@ -160,6 +160,7 @@ cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, const HotSpe
     out.loss = total_loss
     out.examples = steps
     out.units = end - begin
+    out.kept = end - begin
     return 0
 
 

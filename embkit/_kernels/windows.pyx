@@ -91,7 +91,7 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, const HotS
 
     cdef uint64_t rng = slice_seed
     cdef double total_loss = 0.0
-    cdef long long examples = 0, words = 0
+    cdef long long examples = 0, words = 0, kept = 0
     cdef Py_ssize_t end, i, j, lo, hi, n
     cdef int b, m
     cdef const float *query
@@ -100,6 +100,7 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, const HotS
         a.lr = learning_rate(c, start)
         n = subsample(c, start, end, buf, &rng)
         words += end - start
+        kept += n
         for i in range(n):
             if (i & 1023) == 1023:
                 a.lr = learning_rate(c, start + (i * (end - start)) // n)
@@ -168,6 +169,7 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, const HotS
     out.loss = total_loss
     out.examples = examples
     out.units = words
+    out.kept = kept
     return 0
 
 

@@ -116,7 +116,8 @@ def cmd_train(args, out):
                              exchange_share=args.exchange_share, **_model_kwargs(args))
             model.build_vocab(corpus_file=corpus)
             with train_logging():
-                report = model.train()
+                model.train()
+                report = model.last_report
             model.client = None
     if args.output is not None:
         _save(model, args)

@@ -101,6 +101,9 @@ class EmbeddingModel:
     RUNTIME_PARAMS = frozenset({"progress", "callbacks", "checkpoint_dir", "checkpoint_every"})
     #: parameters a resumed run may change (they do not change what is computed, only how fast or where)
     RESUMABLE_CHANGES = frozenset({"workers"})
+    #: attributes holding what a process has open (files, a cluster client, caches): a pickled or copied model
+    #: leaves them out, and makes or opens them again when it needs them
+    TRANSIENT = frozenset({"last_checkpointer", "last_cluster_stats"})
     #: the model reads an output table that stacks two (the ``hs_sgns`` loss: word vectors, then tree nodes)
     STACKED_OUTPUTS = False
 
@@ -392,6 +395,11 @@ class EmbeddingModel:
         """The model of the newest readable checkpoint in ``directory``, set to resume its run, and the run's
         record (:func:`embkit.core.checkpoint.open_run`)."""
         return checkpoint.open_run(cls, directory, params, callbacks, progress)
+
+    # ------------------------------------------------------------------ pickling
+    def __getstate__(self):
+        """The model without its :attr:`TRANSIENT` attributes (``pickle``, ``copy.deepcopy``, joblib)."""
+        return {key: (None if key in self.TRANSIENT else value) for key, value in self.__dict__.items()}
 
     # ------------------------------------------------------------------ display
     def _repr_fields(self):

@@ -260,20 +260,21 @@ class Replica:
         steps = ChunkSteps(self.pipe, self.trainer, self.round_chunks(round_index, rounds), 0, done, total_units,
                            seed_of, check, getattr(model, "batch_words", None))
         loss = 0.0
-        examples = words = raw = 0
+        examples = words = raw = kept = 0
         try:
             for step in steps:
-                c_loss, c_examples, c_words, c_raw = step()
+                c_loss, c_examples, c_words, c_raw, c_kept = step()
                 loss += c_loss
                 examples += c_examples
                 words += c_words
                 raw += c_raw
+                kept += c_kept
         except BaseException:
             # chunks still in flight must not be taken for the next round's
             self.pipe.abort()
             self.pipe = open_pipeline(self.trainer, self.pipe.n_threads)
             raise
-        return {"loss": loss, "examples": examples, "words": words, "raw_words": raw,
+        return {"loss": loss, "examples": examples, "words": words, "raw_words": raw, "kept": kept,
                 "seconds": time.perf_counter() - clock, "progress": (done + words) / total_units}
 
     def reconcile(self, key, sent, partial):

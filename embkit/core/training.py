@@ -32,6 +32,7 @@ class TrainingReport:
     epochs: int = 0
     words: int = 0          # in-vocabulary tokens processed (before subsampling)
     raw_words: int = 0      # corpus tokens read, out-of-vocabulary ones included
+    effective_words: int = 0  # of the words, those trained (after subsampling: gensim's effective words)
     examples: int = 0       # (input, target) training examples
     seconds: float = 0.0
     epoch_loss: list = field(default_factory=list)   # mean loss per example, per epoch (0.0 with no example)
@@ -126,7 +127,8 @@ class SerialPipeline:
 
     def wait(self):
         args, before, chunk_seed, threads = self._pending.popleft()
-        return self.trainer.train_chunk(*args, before, chunk_seed, threads)
+        loss, examples, units = self.trainer.train_chunk(*args, before, chunk_seed, threads)
+        return loss, examples, units, units
 
     def close(self):
         """Nothing runs between calls."""
@@ -153,7 +155,7 @@ def threads_for(units, workers, min_chunk_per_thread=None):
 
 class ChunkSteps:
     """The steps of one epoch's chunks, in order: callables that return the chunk's ``(loss_sum, examples,
-    units, raw_units)`` once it is trained.
+    units, raw_units, kept_units)`` once it is trained.
 
     Up to ``depth`` chunks are in flight on ``pipe`` (one when it cannot overlap chunks); a chunk shared by
     fewer threads than the pipeline has trains alone, so its result does not depend on the others'.
@@ -214,10 +216,10 @@ class ChunkSteps:
 
     def _result(self):
         self._fill()
-        loss, examples, units = self.pipe.wait()
+        loss, examples, units, kept = self.pipe.wait()
         raw, before, _ = self.flight.popleft()
         self.on_result(loss, before / self.total_units)
-        return loss, examples, units, raw
+        return loss, examples, units, raw, kept
 
     def _fill(self):
         workers = self.pipe.n_threads
@@ -333,7 +335,7 @@ def run_steps(steps, units_per_epoch, epochs, progress=True, desc="train", unit=
     bar, callbacks, checkpoints and Ctrl-C.
 
     ``steps(epoch, first, units_before)`` gives an epoch's steps from index ``first`` on, in order: callables
-    that train (or wait for) the step and return ``(loss_sum, examples, units, raw_units)``;
+    that train (or wait for) the step and return ``(loss_sum, examples, units, raw_units, kept_units)``;
     ``units_before`` is the run's units trained before the first.  A source that trains ahead
     (:class:`ChunkSteps`) has ``in_flight`` and ``settle()``: before a checkpoint or a stop, the steps in
     flight are taken in first.  The other parameters, the return value
@@ -360,7 +362,8 @@ def run_steps(steps, units_per_epoch, epochs, progress=True, desc="train", unit=
                 source = steps(epoch, first, epoch * units_per_epoch + units_done)
                 for index, step in enumerate(source, first):
                     _fire(callbacks, "on_batch_begin", model)
-                    loss, examples, units, raw = step()
+                    loss, examples, units, raw, kept = step()
+                    report.effective_words += kept
                     epoch_loss += loss
                     epoch_examples += examples
                     units_done += units

@@ -162,6 +162,8 @@ class ItemEmbedding(EmbeddingModel):
     RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | CLUSTER_PARAMS
     #: a resumed run may move to (or between) clusters; the cluster settings are checked against its run
     RESUMABLE_CHANGES = EmbeddingModel.RESUMABLE_CHANGES | CLUSTER_PARAMS
+    #: the cluster client and the name -> row lookup (made again when needed)
+    TRANSIENT = EmbeddingModel.TRANSIENT | {"client", "_lookup"}
 
     def __init__(self, vector_size=100, loss="sgns", sampler=None, negative=5, alpha=0.025, min_alpha=None,
                  epochs=5, workers=2, seed=1, loss_params=None, sampler_params=None, chunk_pairs=1 << 16,

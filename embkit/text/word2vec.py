@@ -12,6 +12,7 @@ from embkit.core.checkpoint import CheckpointError, fingerprint
 from embkit.core.checks import NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_param
 from embkit.core.full_batch import check_batch_size
 from embkit.core.registry import most_frequent
+from embkit.core.training import TrainingReport
 from embkit.text.chunk_cache import ChunkCache
 from embkit.text.corpus import MAX_SENTENCE_LENGTH, as_corpus
 from embkit.text.gensim_models import cum_table, is_pickle, load_gensim_model
@@ -157,6 +158,9 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
     RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | {"sentences", "corpus_file", "hashfxn", "trim_rule"} | CLUSTER_PARAMS
     #: a resumed run may move to (or between) clusters; the cluster settings are checked against its run
     RESUMABLE_CHANGES = EmbeddingModel.RESUMABLE_CHANGES | CLUSTER_PARAMS
+    #: the encoded corpus (a temporary file: encoded again by the next train), gensim's view of the tables
+    #: (made again when read) and the cluster client (a restored model trains in its own process)
+    TRANSIENT = EmbeddingModel.TRANSIENT | {"_cache", "_wv", "client"}
 
     def __init__(self, sentences=None, corpus_file=None, vector_size=100, alpha=0.05, window=5, min_count=5,
                  max_vocab_size=None, sample=1e-3, seed=1, workers=3, min_alpha=0.0001, sg=0, hs=0, negative=5,
@@ -398,7 +402,11 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
 
         Returns
         -------
-        TrainingReport
+        (effective_words, raw_words) : (int, int)
+            As gensim's: the words trained (in the vocabulary, after subsampling) and the corpus tokens read
+            (unknown ones included), over the call's epochs.  The call's whole :class:`TrainingReport` is
+            ``last_report``.  A corpus with no word of the vocabulary trains nothing and returns
+            ``(0, raw_words)``, with a warning.
         """
         explicit = corpus_iterable is not None or corpus_file is not None
         if explicit:
@@ -419,10 +427,11 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         if callbacks is not None:
             saved_callbacks, self.callbacks = self.callbacks, tuple(callbacks)
         try:
-            return self._train_corpus(corpus_iterable, corpus_file, epochs, start_alpha, end_alpha, progress)
+            report = self._train_corpus(corpus_iterable, corpus_file, epochs, start_alpha, end_alpha, progress)
         finally:
             if callbacks is not None:
                 self.callbacks = saved_callbacks
+        return report.effective_words, report.raw_words
 
     def _train_corpus(self, corpus_iterable, corpus_file, epochs, start_alpha, end_alpha, progress):
         if self.client is not None:
@@ -451,7 +460,11 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
             self._cache = cache
         total_words = cache.tokens if cache.complete else self._corpus_words
         if total_words <= 0:
-            raise EmptyVocabularyError("the training corpus has no word of the vocabulary")
+            epochs = self.epochs if epochs is None else epochs
+            logger.warning("the training corpus (%d tokens) has no word of the vocabulary: nothing trained",
+                           cache.raw_words)
+            self.last_report = TrainingReport(raw_words=cache.raw_words * epochs)
+            return self.last_report
         alpha = self.alpha if start_alpha is None else start_alpha
         if self.min_alpha_yet_reached is not None and alpha > self.min_alpha_yet_reached:
             logger.warning("Effective 'alpha' higher than previous training cycles")
