@@ -156,7 +156,7 @@ class EmbeddingModel:
     @property
     def sampler_name(self):
         """The sampler a run uses: ``sampler``, the model's default for a sampled loss, or None."""
-        if not registry.uses_sampler(self.loss):
+        if not self._loss_class().USES_NEGATIVES:
             return self.sampler
         return self.sampler or self.default_sampler
 
