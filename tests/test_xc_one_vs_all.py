@@ -133,9 +133,9 @@ def test_single_thread_runs_are_identical_and_save_load_keeps_predictions(plante
     (dict(feature_weighting="bm25"), "feature_weighting"),
     (dict(loss="sampled_softmax", ensemble=2), "ensemble"), (dict(loss="sgns", label_bias=False), "label_bias"),
     (dict(solver="sampled", ensemble=2), "ensemble"), (dict(solver="lbfgs"), "solver must be one of"),
-    (dict(solver="one_vs_all", loss="sgns"), "loss='sgns' is not a loss of solver='one_vs_all'"),
-    (dict(solver="sampled", loss="logistic"), "loss='logistic' is not a loss of solver='sampled'"),
-    (dict(solver="sampled", loss="one_vs_all"), "loss='one_vs_all' means solver='one_vs_all'"),
+    (dict(solver="one_vs_all", loss="sgns"), "loss='sgns' is a loss of solver='sampled', not of solver='one_vs_all'"),
+    (dict(solver="sampled", loss="logistic"), "loss='logistic' is a loss of solver='one_vs_all', not of solver="),
+    (dict(solver="sampled", loss="one_vs_all"), "loss='one_vs_all' is a loss of solver='one_vs_all', not of "),
     (dict(loss="nope"), "unknown loss 'nope'; valid losses: logistic .solver='one_vs_all'.; full_softmax"),
 ])
 def test_bad_one_vs_all_parameters_name_themselves(kwargs, message):

@@ -38,48 +38,51 @@ from embkit.core.checkpoint import fingerprint
 from embkit.core.checks import POSITIVE_INT, POSITIVE_REAL, check_param
 from embkit.core.sparse_checks import check_sparse
 from embkit.xc.features import FEATURE_WEIGHTINGS, feature_weights, weight_rows
-from embkit.xc.one_vs_all import Logistic, OneVsAll
+from embkit.xc.one_vs_all import OneVsAll
 from embkit.xc.sampled import Sampled
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ExtremeClassifier", "SOLVERS"]
+__all__ = ["ExtremeClassifier", "SOLVERS", "DEFAULT_SOLVER"]
 
 #: cells of the score block computed at once by ``predict`` (rows x labels).
 _SCORE_BLOCK_CELLS = 1 << 24
 
-#: ``solver=`` -> the solver; the first is the default
+#: ``solver=`` -> the solver
 SOLVERS = {solver.name: solver for solver in (OneVsAll(), Sampled())}
+#: the solver of ``solver=None`` without a loss
+DEFAULT_SOLVER = OneVsAll.name
+#: loss names of calls and files from before ``solver=`` -> the ``(solver, loss)`` they mean
+_LEGACY_LOSSES = {"one_vs_all": (OneVsAll.name, OneVsAll.default_loss)}
 
-#: loss names of calls and files from before ``solver=`` -> ``(solver, loss)`` they mean
-_LEGACY_LOSSES = {"one_vs_all": (OneVsAll.name, Logistic.name)}
+
+def _loss_owners():
+    """Loss name -> ``(solver, loss)``: every solver's losses, and the legacy names."""
+    owners = {loss: (name, loss) for name, solver in SOLVERS.items() for loss in solver.losses}
+    owners.update(_LEGACY_LOSSES)
+    return owners
 
 
 def _solver_and_loss(solver, loss):
     """``(solver object, loss name)`` of the constructor's ``solver`` and ``loss`` (either may be None).
 
-    A legacy loss name stands for its solver and loss; ``solver=None`` is the solver that trains ``loss``
-    (the default one when ``loss`` is None too); ``loss=None`` is the solver's default loss.  ValueError
-    naming the parameter for an unknown solver or loss, or a loss the solver does not train.
+    ``loss`` selects the solver that trains it (a legacy name, its solver and loss); without a loss,
+    ``solver`` (default :data:`DEFAULT_SOLVER`) trains its default loss.  ValueError naming the parameter for
+    an unknown solver or loss, or a loss of another solver than ``solver``.
     """
-    legacy = _LEGACY_LOSSES.get(loss) if isinstance(loss, str) else None
-    if legacy is not None:
-        if solver not in (None, legacy[0]):
-            raise ValueError("loss=%r means solver=%r, not solver=%r" % (loss, legacy[0], solver))
-        solver, loss = legacy
-    if solver is None:
-        solver = next((name for name, s in SOLVERS.items() if loss is None or loss in s.losses), None)
-        if solver is None:
-            raise ValueError("unknown loss %r; valid losses: %s" % (loss, "; ".join(
-                "%s (solver=%r)" % (", ".join(s.losses), name) for name, s in SOLVERS.items())))
-    if solver not in SOLVERS:
+    if solver is not None and solver not in SOLVERS:
         raise ValueError("solver must be one of %s, got %r" % (", ".join(map(repr, SOLVERS)), solver))
-    chosen = SOLVERS[solver]
-    loss = chosen.default_loss if loss is None else loss
-    if loss not in chosen.losses:
-        raise ValueError("loss=%r is not a loss of solver=%r; its losses: %s"
-                         % (loss, solver, ", ".join(chosen.losses)))
-    return chosen, loss
+    if loss is None:
+        chosen = SOLVERS[solver or DEFAULT_SOLVER]
+        return chosen, chosen.default_loss
+    owners = _loss_owners()
+    if not isinstance(loss, str) or loss not in owners:
+        raise ValueError("unknown loss %r; valid losses: %s" % (loss, "; ".join(
+            "%s (solver=%r)" % (", ".join(s.losses), name) for name, s in SOLVERS.items())))
+    owner, name = owners[loss]
+    if solver not in (None, owner):
+        raise ValueError("loss=%r is a loss of solver=%r, not of solver=%r" % (loss, owner, solver))
+    return SOLVERS[owner], name
 
 
 def _blas_threads(limit):
@@ -245,9 +248,9 @@ class ExtremeClassifier(EmbeddingModel):
         self.n_train = 0
         self._data = None
         super().__init__(vector_size=v["vector_size"], loss=loss, sampler=sampler, negative=negative,
-                         alpha=v["alpha"], min_alpha=min_alpha, epochs=v["epochs"], workers=workers, seed=seed, loss_params=loss_params,
-                         sampler_params=sampler_params, callbacks=callbacks, checkpoint_dir=checkpoint_dir,
-                         checkpoint_every=checkpoint_every, progress=progress)
+                         alpha=v["alpha"], min_alpha=min_alpha, epochs=v["epochs"], workers=workers, seed=seed,
+                         loss_params=loss_params, sampler_params=sampler_params, callbacks=callbacks,
+                         checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, progress=progress)
 
     @property
     def _solver(self):

@@ -79,5 +79,5 @@ class Solver:
 
     def scores(self, model, H):
         """Scores of the hidden vectors ``H`` (as :meth:`ExtremeClassifier.embed` gives them) against every
-        label: one row of ``H @ label_vectors.T``."""
+        label, a row per row of ``H``: their dot products with the label vectors."""
         return H @ model.label_vectors.T
