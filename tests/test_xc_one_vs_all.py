@@ -8,6 +8,7 @@ import scipy.sparse as sp
 
 from embkit import ExtremeClassifier
 from embkit.core import persist
+from embkit.core.checkpoint import CheckpointError, list_checkpoints
 from embkit.xc import one_vs_all
 from embkit.xc.features import feature_weights, weight_rows
 from embkit.xc.synthetic import EURLEX_4K, make_eurlex_like, make_xc
@@ -51,6 +52,21 @@ def test_the_old_one_vs_all_loss_name_is_the_one_vs_all_solver(planted, tmp_path
     old = ExtremeClassifier.load(path)
     assert old.get_params() == model.get_params()
     np.testing.assert_array_equal(old.predict(test.X)[0], model.predict(test.X)[0])
+
+
+def test_resume_takes_the_old_loss_name_for_old_and_new_checkpoints(planted, tmp_path):
+    train, _ = planted
+    ExtremeClassifier(vector_size=8, epochs=1, workers=1, progress=False, checkpoint_dir=tmp_path).fit(train)
+    ExtremeClassifier.resume(tmp_path, train, loss="one_vs_all")
+    path = list_checkpoints(tmp_path)[0]
+    config, words, arrays = persist.load_archive(path)
+    config["params"]["loss"] = "one_vs_all"                 # as checkpoints written before solver= say
+    del config["params"]["solver"]
+    persist.save_archive(path, {k: v for k, v in config.items() if not k.startswith("format")}, words, arrays)
+    for params in (dict(loss="one_vs_all"), dict(loss="logistic"), dict(solver="one_vs_all"), {}):
+        assert ExtremeClassifier.resume(tmp_path, train, **params).solver == "one_vs_all"
+    with pytest.raises(CheckpointError, match="loss='sgns' here, 'logistic' in the checkpoint"):
+        ExtremeClassifier.resume(tmp_path, train, loss="sgns")
 
 
 def test_tfidf_weights_and_row_normalisation():
@@ -135,7 +151,7 @@ def test_single_thread_runs_are_identical_and_save_load_keeps_predictions(plante
     (dict(solver="sampled", ensemble=2), "ensemble"), (dict(solver="lbfgs"), "solver must be one of"),
     (dict(solver="one_vs_all", loss="sgns"), "loss='sgns' is a loss of solver='sampled', not of solver='one_vs_all'"),
     (dict(solver="sampled", loss="logistic"), "loss='logistic' is a loss of solver='one_vs_all', not of solver="),
-    (dict(solver="sampled", loss="one_vs_all"), "loss='one_vs_all' is a loss of solver='one_vs_all', not of "),
+    (dict(solver="sampled", loss="one_vs_all"), "loss='logistic' is a loss of solver='one_vs_all', not of "),
     (dict(loss="nope"), "unknown loss 'nope'; valid losses: logistic .solver='one_vs_all'.; full_softmax"),
 ])
 def test_bad_one_vs_all_parameters_name_themselves(kwargs, message):

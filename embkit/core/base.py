@@ -149,6 +149,12 @@ class EmbeddingModel:
             names.append(name)
         return tuple(names)
 
+    @classmethod
+    def _current_params(cls, params):
+        """Constructor parameters (some or all) with the values an earlier version wrote replaced by today's
+        (subclasses that renamed a value); the same ``params`` here."""
+        return params
+
     def get_params(self):
         """The constructor parameters of this model (those saved with it), as a dict."""
         return {name: getattr(self, name) for name in self._param_names()}
@@ -455,8 +461,9 @@ class EmbeddingModel:
         """
         path, config, words, arrays = checkpoint.read_latest(directory, kind=cls.__name__)
         model = cls._from_archive(config, words, arrays, path)
-        saved = config.get("params") or {}
-        differing = ["%s=%r here, %r in the checkpoint" % (k, v, saved.get(k)) for k, v in sorted(params.items())
+        saved = cls._current_params(config.get("params") or {})
+        differing = ["%s=%r here, %r in the checkpoint" % (k, v, saved.get(k))
+                     for k, v in sorted(cls._current_params(params).items())
                      if k in saved and k not in cls.RESUMABLE_CHANGES and _as_json(v) != saved[k]]
         if differing:
             raise checkpoint.CheckpointError("%s: cannot resume with other parameters: %s"

@@ -56,11 +56,11 @@ DEFAULT_SOLVER = OneVsAll.name
 _LEGACY_LOSSES = {"one_vs_all": (OneVsAll.name, OneVsAll.default_loss)}
 
 
-def _loss_owners():
-    """Loss name -> ``(solver, loss)``: every solver's losses, and the legacy names."""
-    owners = {loss: (name, loss) for name, solver in SOLVERS.items() for loss in solver.losses}
-    owners.update(_LEGACY_LOSSES)
-    return owners
+def _unalias(solver, loss):
+    """``(solver, loss)`` with a legacy loss name replaced by the loss it means and, unless ``solver`` is
+    given, by its solver."""
+    legacy = _LEGACY_LOSSES.get(loss) if isinstance(loss, str) else None
+    return (solver, loss) if legacy is None else (solver or legacy[0], legacy[1])
 
 
 def _solver_and_loss(solver, loss):
@@ -70,19 +70,20 @@ def _solver_and_loss(solver, loss):
     ``solver`` (default :data:`DEFAULT_SOLVER`) trains its default loss.  ValueError naming the parameter for
     an unknown solver or loss, or a loss of another solver than ``solver``.
     """
+    solver, loss = _unalias(solver, loss)
     if solver is not None and solver not in SOLVERS:
         raise ValueError("solver must be one of %s, got %r" % (", ".join(map(repr, SOLVERS)), solver))
     if loss is None:
         chosen = SOLVERS[solver or DEFAULT_SOLVER]
         return chosen, chosen.default_loss
-    owners = _loss_owners()
+    owners = {name: owner for owner, s in SOLVERS.items() for name in s.losses}
     if not isinstance(loss, str) or loss not in owners:
         raise ValueError("unknown loss %r; valid losses: %s" % (loss, "; ".join(
             "%s (solver=%r)" % (", ".join(s.losses), name) for name, s in SOLVERS.items())))
-    owner, name = owners[loss]
+    owner = owners[loss]
     if solver not in (None, owner):
         raise ValueError("loss=%r is a loss of solver=%r, not of solver=%r" % (loss, owner, solver))
-    return SOLVERS[owner], name
+    return SOLVERS[owner], loss
 
 
 def _blas_threads(limit):
@@ -251,6 +252,14 @@ class ExtremeClassifier(EmbeddingModel):
                          alpha=v["alpha"], min_alpha=min_alpha, epochs=v["epochs"], workers=workers, seed=seed,
                          loss_params=loss_params, sampler_params=sampler_params, callbacks=callbacks,
                          checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, progress=progress)
+
+    @classmethod
+    def _current_params(cls, params):
+        """A legacy loss name replaced by the loss and the solver it means (a solver given too is kept)."""
+        if "loss" not in params:
+            return params
+        solver, loss = _unalias(params.get("solver"), params["loss"])
+        return dict(params, loss=loss, **({} if solver is None else {"solver": solver}))
 
     @property
     def _solver(self):
