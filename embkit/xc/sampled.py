@@ -48,8 +48,8 @@ class Sampled(Solver):
                 raise ValueError("%s applies to solver='one_vs_all' only, got solver=%r" % (name, self.name))
         check_batch_size(model.batch_size, model.loss)
         if model.normalize_classes and not self.loss_class(model.loss).CLASS_ROWS:
-            raise ValueError("normalize_classes needs one vector per label; the %s loss has tree nodes instead"
-                             % model.loss)
+            raise ValueError("normalize_classes needs one vector per label; the output rows of the %s loss are "
+                             "not the labels'" % model.loss)
 
     def check_objective(self, model):
         registry.check_pairing(model.loss, model.sampler_name, model.negative)
