@@ -1,6 +1,7 @@
 """The models the contract tests run on: how to build, train and query each kind on a small data set.
 
-A new model is covered by adding one :class:`ModelCase` subclass here and to :data:`CASES`.
+A new model is covered by adding one :class:`ModelCase` subclass here and to :data:`CASES`; a model with
+several training algorithms (ExtremeClassifier's solvers) has a case for each.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -37,6 +38,11 @@ class ModelCase:
 
     #: a chunk size that cuts this case's data into several chunks per epoch
     small_chunks = {}
+
+    @property
+    def name(self):
+        """The case's test id."""
+        return self.cls.__name__
 
 
 class Word2VecCase(ModelCase):
@@ -96,10 +102,13 @@ class ItemEmbeddingCase(ModelCase):
 
 
 class ExtremeClassifierCase(ModelCase):
+    """The classifier with ``solver`` (None: the default, one_vs_all)."""
+
     cls = ExtremeClassifier
     chunk_param = "chunk_examples"
 
-    def __init__(self):
+    def __init__(self, solver=None):
+        self.solver = solver
         rng = np.random.default_rng(2)
         self.X = sp.random(120, 50, density=0.1, format="csr", random_state=2, dtype=np.float32)
         self.Y = sp.csr_matrix((np.ones(240), (np.repeat(np.arange(120), 2), rng.integers(0, 20, 240))),
@@ -107,8 +116,14 @@ class ExtremeClassifierCase(ModelCase):
 
     def make(self, **params):
         kw = dict(vector_size=8, negative=5, epochs=2, workers=1, seed=3, progress=False)
+        if self.solver is not None:
+            kw["solver"] = self.solver
         kw.update(params)
         return ExtremeClassifier(**kw)
+
+    @property
+    def name(self):
+        return "ExtremeClassifier-%s" % (self.solver or "default")
 
     small_chunks = {"chunk_examples": 16}
 
@@ -122,4 +137,4 @@ class ExtremeClassifierCase(ModelCase):
         return model.feature_vectors, model.label_vectors, model.predict(self.X, k=3)[0]
 
 
-CASES = [Word2VecCase(), ItemEmbeddingCase(), ExtremeClassifierCase()]
+CASES = [Word2VecCase(), ItemEmbeddingCase(), ExtremeClassifierCase(), ExtremeClassifierCase(solver="sampled")]

@@ -17,7 +17,7 @@ from embkit.core.interrupts import TrainingInterrupted, stop_on_sigint
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture(params=CASES, ids=lambda case: case.cls.__name__)
+@pytest.fixture(params=CASES, ids=lambda case: case.name)
 def case(request):
     return request.param
 

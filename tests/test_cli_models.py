@@ -109,6 +109,18 @@ def test_xc_default_one_vs_all_and_its_options(tmp_path):
     assert not model.label_biases.any()
 
 
+def test_xc_solver_option(tmp_path, capsys):
+    train = _xc_file(tmp_path / "train.txt", 200, 0)
+    test = _xc_file(tmp_path / "test.txt", 50, 1)
+    status, out = run(["xc", "--train", train, "--test", test, "--epochs", "2", "--vector-size", "8", "-q",
+                       "--solver", "sampled", "--format", "json"])
+    assert status == 0
+    model = json.loads(out)["model"]
+    assert "solver=sampled" in model and "loss=sampled_softmax" in model
+    status, _ = run(["xc", "--train", train, "--test", test, "-q", "--solver", "one_vs_all", "--loss", "sgns"])
+    assert status == 1 and "loss='sgns' is a loss of solver='sampled', not of" in capsys.readouterr().err
+
+
 def test_xc_named_set(shared_data):
     root = os.path.join(shared_data, "extreme-classification")
     status, out = run(["xc", "--data", "bibtex", "--root", root, "--epochs", "1", "--vector-size", "16", "-q"])

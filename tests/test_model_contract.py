@@ -17,7 +17,7 @@ from embkit.core.base import EmbeddingModel
 from embkit.core.training import CALLBACK_EVENTS
 
 
-@pytest.fixture(params=CASES, ids=lambda case: case.cls.__name__)
+@pytest.fixture(params=CASES, ids=lambda case: case.name)
 def case(request):
     return request.param
 

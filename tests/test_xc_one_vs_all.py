@@ -1,4 +1,5 @@
-"""ExtremeClassifier's one-vs-all trainer (the default) and its options: feature weighting, biases, ensemble."""
+"""ExtremeClassifier's one-vs-all solver (the default) and its options: feature weighting, biases, ensemble;
+how ``solver=`` and ``loss=`` select a solver."""
 import os
 
 import numpy as np
@@ -6,6 +7,8 @@ import pytest
 import scipy.sparse as sp
 
 from embkit import ExtremeClassifier
+from embkit.core import persist
+from embkit.core.checkpoint import CheckpointError, list_checkpoints
 from embkit.xc import one_vs_all
 from embkit.xc.features import feature_weights, weight_rows
 from embkit.xc.synthetic import EURLEX_4K, make_eurlex_like, make_xc
@@ -23,12 +26,47 @@ def _p(model, data, k=1):
 def test_default_is_one_vs_all_and_learns_the_planted_labels(planted):
     train, test = planted
     model = ExtremeClassifier(workers=2, progress=False).fit(train)
-    assert model.loss == "one_vs_all" and model.ensemble > 1 and model.label_biases.shape == (model.ensemble, 60)
+    assert (model.solver, model.loss) == ("one_vs_all", "logistic")
+    assert model.ensemble > 1 and model.label_biases.shape == (model.ensemble, 60)
     assert _p(model, test) >= 0.72         # measured 0.77; napkinXC PLT and OVR: 0.83 and 0.84
-    # the registry's losses keep their own defaults (RF-softmax setting) when one_vs_all is the default
-    other = ExtremeClassifier(loss="sampled_softmax")
-    assert (other.vector_size, other.alpha, other.tau, other.normalize, other.epochs) == (128, 0.1, 0.1, True, 20)
-    assert other.feature_weighting == "none" and not other.normalize_rows and other.batch_size is None
+    # the sampled solver keeps its own defaults (RF-softmax setting), chosen by a registry loss too
+    for other in (ExtremeClassifier(loss="sampled_softmax"), ExtremeClassifier(solver="sampled")):
+        assert (other.solver, other.loss) == ("sampled", "sampled_softmax")
+        assert (other.vector_size, other.alpha, other.tau, other.normalize, other.epochs) == (128, 0.1, 0.1, True, 20)
+        assert other.feature_weighting == "none" and not other.normalize_rows and other.batch_size is None
+        assert other.normalize_classes and other.ensemble == 1
+    assert not ExtremeClassifier(loss="hs").normalize_classes         # its rows are tree nodes, not labels
+
+
+def test_the_old_one_vs_all_loss_name_is_the_one_vs_all_solver(planted, tmp_path):
+    assert ExtremeClassifier(loss="one_vs_all").get_params() == ExtremeClassifier().get_params()
+    assert ExtremeClassifier(loss="one_vs_all", solver="one_vs_all").solver == "one_vs_all"
+    train, test = planted
+    model = ExtremeClassifier(vector_size=8, epochs=1, workers=1, progress=False).fit(train)
+    path = tmp_path / "old.embkit"
+    model.save(path)
+    config, words, arrays = persist.load_archive(path)
+    params = dict(config["params"], loss="one_vs_all")       # as files written before solver= say
+    del params["solver"]
+    persist.save_archive(path, dict(config, params=params), words, arrays)
+    old = ExtremeClassifier.load(path)
+    assert old.get_params() == model.get_params()
+    np.testing.assert_array_equal(old.predict(test.X)[0], model.predict(test.X)[0])
+
+
+def test_resume_takes_the_old_loss_name_for_old_and_new_checkpoints(planted, tmp_path):
+    train, _ = planted
+    ExtremeClassifier(vector_size=8, epochs=1, workers=1, progress=False, checkpoint_dir=tmp_path).fit(train)
+    ExtremeClassifier.resume(tmp_path, train, loss="one_vs_all")
+    path = list_checkpoints(tmp_path)[0]
+    config, words, arrays = persist.load_archive(path)
+    config["params"]["loss"] = "one_vs_all"                 # as checkpoints written before solver= say
+    del config["params"]["solver"]
+    persist.save_archive(path, {k: v for k, v in config.items() if not k.startswith("format")}, words, arrays)
+    for params in (dict(loss="one_vs_all"), dict(loss="logistic"), dict(solver="one_vs_all"), {}):
+        assert ExtremeClassifier.resume(tmp_path, train, **params).solver == "one_vs_all"
+    with pytest.raises(CheckpointError, match="loss='sgns' here, 'logistic' in the checkpoint"):
+        ExtremeClassifier.resume(tmp_path, train, loss="sgns")
 
 
 def test_tfidf_weights_and_row_normalisation():
@@ -101,7 +139,7 @@ def test_single_thread_runs_are_identical_and_save_load_keeps_predictions(plante
     again = ExtremeClassifier.load(tmp_path / "ova.embkit")
     np.testing.assert_array_equal(again.predict(test.X)[0], a.predict(test.X)[0])
     np.testing.assert_array_equal(again.feature_weight_vector, a.feature_weight_vector)
-    assert again.ensemble == 2 and again.loss == "one_vs_all"
+    assert again.ensemble == 2 and (again.solver, again.loss) == ("one_vs_all", "logistic")
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -110,6 +148,11 @@ def test_single_thread_runs_are_identical_and_save_load_keeps_predictions(plante
     (dict(normalize_classes=True), "normalize_classes"), (dict(batch_size=0), "batch_size"),
     (dict(feature_weighting="bm25"), "feature_weighting"),
     (dict(loss="sampled_softmax", ensemble=2), "ensemble"), (dict(loss="sgns", label_bias=False), "label_bias"),
+    (dict(solver="sampled", ensemble=2), "ensemble"), (dict(solver="lbfgs"), "solver must be one of"),
+    (dict(solver="one_vs_all", loss="sgns"), "loss='sgns' is a loss of solver='sampled', not of solver='one_vs_all'"),
+    (dict(solver="sampled", loss="logistic"), "loss='logistic' is a loss of solver='one_vs_all', not of solver="),
+    (dict(solver="sampled", loss="one_vs_all"), "loss='logistic' is a loss of solver='one_vs_all', not of "),
+    (dict(loss="nope"), "unknown loss 'nope'; valid losses: logistic .solver='one_vs_all'.; full_softmax"),
 ])
 def test_bad_one_vs_all_parameters_name_themselves(kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -112,11 +112,11 @@ def model_defaults(model_cls):
             if p.default is not p.empty}
 
 
-def objective_options(p, model_cls):
+def objective_options(p, model_cls, loss_help="loss name (embkit.core.registry.LOSSES)"):
     """Add the loss/sampler options with ``model_cls``'s defaults; returns the option group."""
     defaults = model_defaults(model_cls)
     g = p.add_argument_group("loss and sampler (any registered pair)")
-    g.add_argument("--loss", default=defaults["loss"], help="loss name (embkit.core.registry.LOSSES)")
+    g.add_argument("--loss", default=defaults["loss"], help=loss_help)
     g.add_argument("--sampler", default=None, help="negative sampler (embkit.core.registry.SAMPLERS; default: "
                                                    "%s)" % model_cls.default_sampler)
     g.add_argument("--negative", type=int, default=defaults["negative"], metavar="K",

@@ -5,7 +5,8 @@ Examples
 ::
 
     embkit xc --data bibtex --root path/to/xc-sets                # one-vs-all, tf-idf rows, 2 members
-    embkit xc --data bibtex --root path/to/xc-sets --loss sampled_softmax --sampler kernel
+    embkit xc --data bibtex --root path/to/xc-sets --solver sampled --sampler kernel
+    embkit xc --data bibtex --root path/to/xc-sets --loss sampled_softmax --sampler kernel    # the same
     embkit xc --train train.txt --test test.txt --loss sampled_softmax --sampler lsh --param query=embedding
 """
 import json
@@ -13,15 +14,15 @@ import json
 from embkit.cli.common import (UsageError, check_output, checkpoint_options, help_formatter, key_values,
                                objective_options, output_options, record_command, resumed_args,
                                sampler_params, train_logging, train_options)
-from embkit.xc.classifier import ExtremeClassifier
+from embkit.xc.classifier import SOLVERS, ExtremeClassifier
 
 
 def add_parser(subparsers, common):
     p = subparsers.add_parser(
         "xc", parents=[common], formatter_class=help_formatter(),
         help="extreme classification on XC-repository files (Bibtex, Delicious, EURLex-4K, ...)",
-        description="Train an ExtremeClassifier on sparse features -> labels with any loss and sampler and "
-                    "report P@k, nDCG@k and PSP@k on the test file.")
+        description="Train an ExtremeClassifier on sparse features -> labels (one-vs-all, or any loss and "
+                    "sampler of the registry) and report P@k, nDCG@k and PSP@k on the test file.")
     src = p.add_argument_group("data (a named set under --root, or --train/--test files)")
     src.add_argument("--data", metavar="NAME", help="Bibtex, Delicious, EURLex-4K, AmazonCat-13K, Wiki10-31K, "
                                                      "Delicious-200K or Amazon-670K")
@@ -32,16 +33,21 @@ def add_parser(subparsers, common):
     src.add_argument("--test", metavar="FILE", help="test file")
     src.add_argument("--allow-mismatch", action="store_true",
                      help="accept a named set whose sizes differ from the repository's")
-    objective_options(p, ExtremeClassifier)
+    objective_options(p, ExtremeClassifier,
+                      loss_help="logistic for --solver one_vs_all, a registry loss (embkit.core.registry.LOSSES) for "
+                                "sampled; default: the solver's (logistic, sampled_softmax)")
     t = train_options(p, ExtremeClassifier)
+    t.add_argument("--solver", choices=tuple(SOLVERS), default=None,
+                   help="one_vs_all: logistic loss of every label, Adam on BLAS mini-batches; sampled: a registry "
+                        "loss and sampler per example (default: sampled with a registry --loss, else one_vs_all)")
     t.add_argument("--tau", type=float, default=None,
-                   help="temperature (scores divided by it; default 1 for one_vs_all, 0.1 otherwise)")
+                   help="temperature (scores divided by it; default 1 for one_vs_all, 0.1 for sampled)")
     t.add_argument("--normalize", dest="normalize", action="store_true", default=None,
-                   help="L2-normalise the hidden vector (default for the registry's losses)")
+                   help="L2-normalise the hidden vector (default for sampled)")
     t.add_argument("--no-normalize", dest="normalize", action="store_false",
                    help="do not L2-normalise the hidden vector (default for one_vs_all)")
     t.add_argument("--plain-classes", dest="normalize_classes", action="store_false", default=None,
-                   help="do not keep label vectors on the unit sphere (use with --tau 1)")
+                   help="sampled: do not keep label vectors on the unit sphere (use with --tau 1)")
     t.add_argument("--feature-weighting", choices=("tfidf", "none"), default=None,
                    help="feature weights learned on the training rows (default tfidf for one_vs_all)")
     t.add_argument("--no-row-norm", dest="normalize_rows", action="store_false", default=None,
@@ -49,9 +55,10 @@ def add_parser(subparsers, common):
     t.add_argument("--ensemble", type=int, default=None, help="one_vs_all: independent members (default 2)")
     t.add_argument("--no-label-bias", dest="label_bias", action="store_false",
                    help="one_vs_all: no learned bias per label")
-    t.add_argument("--one-label", action="store_true", help="one positive label per example visit")
+    t.add_argument("--one-label", action="store_true", help="sampled: one positive label per example visit")
     t.add_argument("--batch-size", type=int, default=None,
-                   help="examples per step of one_vs_all (default 256), or full_softmax in BLAS mini-batches")
+                   help="examples per step of one_vs_all (default 256), or sampled full_softmax in BLAS "
+                        "mini-batches")
     t.add_argument("--k", type=int, nargs="+", default=(1, 3, 5), metavar="K", help="cut-offs of the metrics")
     output_options(p)
     checkpoint_options(p)
@@ -79,7 +86,8 @@ def cmd_xc(args, out):
     check_output(args)
     model = None
     if not args.resume:
-        model = ExtremeClassifier(vector_size=args.vector_size, loss=args.loss, sampler=args.sampler,
+        model = ExtremeClassifier(vector_size=args.vector_size, solver=args.solver, loss=args.loss,
+                                  sampler=args.sampler,
                                   negative=args.negative, normalize=args.normalize, tau=args.tau,
                                   normalize_classes=args.normalize_classes, one_label=args.one_label,
                                   alpha=args.alpha, epochs=args.epochs, workers=args.workers, seed=args.seed,

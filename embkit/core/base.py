@@ -149,6 +149,12 @@ class EmbeddingModel:
             names.append(name)
         return tuple(names)
 
+    @classmethod
+    def _current_params(cls, params):
+        """Constructor parameters (some or all) with the values an earlier version wrote replaced by today's
+        (subclasses that renamed a value); the same ``params`` here."""
+        return params
+
     def get_params(self):
         """The constructor parameters of this model (those saved with it), as a dict."""
         return {name: getattr(self, name) for name in self._param_names()}
@@ -156,7 +162,7 @@ class EmbeddingModel:
     @property
     def sampler_name(self):
         """The sampler a run uses: ``sampler``, the model's default for a sampled loss, or None."""
-        if not registry.uses_sampler(self.loss):
+        if not self._loss_class().USES_NEGATIVES:
             return self.sampler
         return self.sampler or self.default_sampler
 

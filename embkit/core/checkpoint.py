@@ -279,8 +279,9 @@ def open_run(cls, directory, params, callbacks=(), progress=None):
     """
     path, config, words, arrays = read_latest(directory, kind=cls.__name__)
     model = cls._from_archive(config, words, arrays, path)
-    saved = config.get("params") or {}
-    differing = ["%s=%r here, %r in the checkpoint" % (k, v, saved.get(k)) for k, v in sorted(params.items())
+    saved = cls._current_params(config.get("params") or {})
+    differing = ["%s=%r here, %r in the checkpoint" % (k, v, saved.get(k))
+                 for k, v in sorted(cls._current_params(params).items())
                  if k in saved and k not in cls.RESUMABLE_CHANGES and as_saved(v) != saved[k]]
     if differing:
         raise CheckpointError("%s: cannot resume with other parameters: %s" % (path, "; ".join(differing)))

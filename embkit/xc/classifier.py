@@ -1,14 +1,17 @@
 """``embkit.ExtremeClassifier``: sparse features -> dense embedding -> scores over a very large label set.
 
 The hidden vector of an example is the weighted sum of its feature rows (optionally L2-normalised and
-divided by a temperature ``tau``); a label's score is its dot product with the label's row.  Two trainers:
+divided by a temperature ``tau``); a label's score is its dot product with the label's row.  Two solvers
+(``solver=``, objects of :class:`~embkit.xc.solver.Solver` that the classifier asks what differs):
 
-* ``loss="one_vs_all"`` (the default): a binary logistic loss per label against every label, a learned bias
-  per label, tf-idf weighted and L2-normalised rows, Adam steps on mini-batches of BLAS products and a small
+* ``"one_vs_all"`` (the default): a binary logistic loss per label against every label, a learned bias per
+  label, tf-idf weighted and L2-normalised rows, Adam steps on mini-batches of BLAS products and a small
   ensemble (:mod:`embkit.xc.one_vs_all`) -- the configuration measured best on Bibtex and Delicious;
-* any loss and sampler of the registry (LSH, kernel, uniform, log-uniform, unigram, top-k, full softmax,
-  ...) on the ``rows`` driver, the setting of the LSH-negative-sampling and RF-softmax papers, for label
-  sets too large to score every label per example.
+* ``"sampled"``: any loss and sampler of the registry (LSH, kernel, uniform, log-uniform, unigram, top-k,
+  full softmax, ...) on the ``rows`` driver (:mod:`embkit.xc.sampled`), the setting of the
+  LSH-negative-sampling and RF-softmax papers, for label sets too large to score every label per example.
+
+``solver`` may be left out: a registry loss (``loss="sampled_softmax"``) selects ``"sampled"``.
 
 Examples
 --------
@@ -29,30 +32,58 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
-from embkit._kernels.rows import RowTrainer, top_k_rows
+from embkit._kernels.rows import top_k_rows
 from embkit.core.base import EmbeddingModel
 from embkit.core.checkpoint import fingerprint
 from embkit.core.checks import POSITIVE_INT, POSITIVE_REAL, check_param
-from embkit.core.full_batch import check_batch_size
 from embkit.core.sparse_checks import check_sparse
-import embkit.xc.one_vs_all as one_vs_all
 from embkit.xc.features import FEATURE_WEIGHTINGS, feature_weights, weight_rows
+from embkit.xc.one_vs_all import OneVsAll
+from embkit.xc.sampled import Sampled
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ExtremeClassifier"]
+__all__ = ["ExtremeClassifier", "SOLVERS", "DEFAULT_SOLVER"]
 
 #: cells of the score block computed at once by ``predict`` (rows x labels).
 _SCORE_BLOCK_CELLS = 1 << 24
 
-#: the loss trained by :mod:`embkit.xc.one_vs_all` (not a registry loss: it has no per-example kernel)
-ONE_VS_ALL = "one_vs_all"
+#: ``solver=`` -> the solver
+SOLVERS = {solver.name: solver for solver in (OneVsAll(), Sampled())}
+#: the solver of ``solver=None`` without a loss
+DEFAULT_SOLVER = OneVsAll.name
+#: loss names of calls and files from before ``solver=`` -> the ``(solver, loss)`` they mean
+_LEGACY_LOSSES = {"one_vs_all": (OneVsAll.name, OneVsAll.default_loss)}
 
-#: defaults that depend on the trainer: ``(one_vs_all, the registry's losses)``, chosen on a validation
-#: split of Bibtex and Delicious for one_vs_all (see BENCHMARKS.md), the RF-softmax settings for the others
-_DEFAULTS = {"vector_size": (256, 128), "alpha": (0.01, 0.1), "epochs": (10, 20), "normalize": (False, True),
-             "tau": (1.0, 0.1), "batch_size": (256, None), "feature_weighting": ("tfidf", "none"),
-             "normalize_rows": (True, False), "ensemble": (2, 1)}
+
+def _unalias(solver, loss):
+    """``(solver, loss)`` with a legacy loss name replaced by the loss it means and, unless ``solver`` is
+    given, by its solver."""
+    legacy = _LEGACY_LOSSES.get(loss) if isinstance(loss, str) else None
+    return (solver, loss) if legacy is None else (solver or legacy[0], legacy[1])
+
+
+def _solver_and_loss(solver, loss):
+    """``(solver object, loss name)`` of the constructor's ``solver`` and ``loss`` (either may be None).
+
+    ``loss`` selects the solver that trains it (a legacy name, its solver and loss); without a loss,
+    ``solver`` (default :data:`DEFAULT_SOLVER`) trains its default loss.  ValueError naming the parameter for
+    an unknown solver or loss, or a loss of another solver than ``solver``.
+    """
+    solver, loss = _unalias(solver, loss)
+    if solver is not None and solver not in SOLVERS:
+        raise ValueError("solver must be one of %s, got %r" % (", ".join(map(repr, SOLVERS)), solver))
+    if loss is None:
+        chosen = SOLVERS[solver or DEFAULT_SOLVER]
+        return chosen, chosen.default_loss
+    owners = {name: owner for owner, s in SOLVERS.items() for name in s.losses}
+    if not isinstance(loss, str) or loss not in owners:
+        raise ValueError("unknown loss %r; valid losses: %s" % (loss, "; ".join(
+            "%s (solver=%r)" % (", ".join(s.losses), name) for name, s in SOLVERS.items())))
+    owner = owners[loss]
+    if solver not in (None, owner):
+        raise ValueError("loss=%r is a loss of solver=%r, not of solver=%r" % (loss, owner, solver))
+    return SOLVERS[owner], loss
 
 
 def _blas_threads(limit):
@@ -99,79 +130,68 @@ def _as_xy(X, Y=None):
     return X, Y
 
 
-class _OneVsAllRows:
-    """What the base asks of a loss for one_vs_all: one output row per label, every label scored."""
-
-    CLASS_ROWS, TREE_ROWS, STACKED, SCORES_ALL_CLASSES, USES_NEGATIVES = True, False, False, True, False
-
-    @staticmethod
-    def output_rows(n_classes):
-        return n_classes
-
-    @staticmethod
-    def classes_for_table(out_rows, n_classes=-1, name=None):
-        if n_classes >= 0 and out_rows != n_classes:
-            raise ValueError("W_out has %d rows, but one_vs_all trains %d for %d labels"
-                             % (out_rows, n_classes, n_classes))
-        return out_rows if n_classes < 0 else n_classes
-
-
 class ExtremeClassifier(EmbeddingModel):
-    """Multi-label classifier over many labels with sampled (or full) softmax-type losses.
+    """Multi-label classifier over many labels: one-vs-all logistic, or sampled (or full) softmax-type losses.
 
-    Parameters left at None take the default of the trainer of ``loss`` (one_vs_all / the registry's losses).
+    Parameters left at None take the default of the solver (one_vs_all / sampled).
 
     Parameters
     ----------
     vector_size : int, optional
-        Width of the tables: 256 (two members of 128) for one_vs_all, 128 otherwise (as in the XC papers).
-    loss : str
-        ``"one_vs_all"`` (default: binary logistic loss of every label, with a bias per label, trained in
-        BLAS mini-batches with Adam) or a registry loss on the per-example kernel (``sampled_softmax``,
-        ``sgns``, ``nce``, ``relaxed_softmax``, ``full_softmax``, ``hs``).
+        Width of the tables: 256 (two members of 128) for one_vs_all, 128 for sampled (as in the XC papers).
+    loss : str, optional
+        The loss the solver trains: ``"logistic"`` for one_vs_all (binary logistic loss of every label, with a
+        bias per label), a registry loss for sampled (``sampled_softmax``, its default, ``sgns``, ``nce``,
+        ``relaxed_softmax``, ``full_softmax``, ``hs``).  ``"one_vs_all"``, the name of the one-vs-all
+        trainer before ``solver`` existed, means ``solver="one_vs_all"``.
     sampler : str, optional
         Registry sampler of a sampled loss (default ``uniform``); e.g. ``unigram`` (label frequency ** 0.75),
         ``log_uniform``, ``lsh`` (``sampler_params={"query": "label" | "embedding", "family": "simhash" |
         "dwta"}``), ``kernel``, ``topk``, ``boltzmann``.  ``sgns`` with ``topk`` or ``lsh`` is one-vs-all with
         adaptive hard negatives.
     negative : int
-        Negatives per positive label (sampled losses; one_vs_all takes every label).
+        Negatives per positive label (sampled; one_vs_all takes every label).
     normalize : bool, optional
-        L2-normalise the hidden vector (default: off for one_vs_all, on otherwise).
+        L2-normalise the hidden vector (default: off for one_vs_all, on for sampled).
     tau : float, optional
-        Temperature: scores are divided by ``tau`` (default 1 for one_vs_all, 0.1 otherwise).  With
+        Temperature: scores are divided by ``tau`` (default 1 for one_vs_all, 0.1 for sampled).  With
         ``normalize`` and ``normalize_classes`` scores are cosines / tau (the RF-softmax setting); 0.1-0.2
         worked best on Bibtex and Delicious.
     normalize_classes : bool, optional
-        Keep class vectors on the unit sphere (projected after every update).  Default: on, except for
-        ``hs`` (whose rows are tree nodes) and one_vs_all (which does not support it).
+        sampled only: keep class vectors on the unit sphere (projected after every update).  Default: on when
+        the loss's output rows are the labels' vectors (not with ``hs``, whose rows are tree nodes).
     one_label : bool
-        Train on one positive label per example visit, drawn at random (fastText's softmax); default trains
-        on every positive label.  Registry losses only.
+        sampled only: train on one positive label per example visit, drawn at random (fastText's softmax);
+        default trains on every positive label.
     alpha, min_alpha : float, optional
         Learning rate at the start and end (linear decay; ``min_alpha`` defaults to ``alpha / 1000``);
-        ``alpha`` defaults to 0.01 (Adam's step) for one_vs_all, 0.1 otherwise.
+        ``alpha`` defaults to 0.01 (Adam's step) for one_vs_all, 0.1 for sampled.
     epochs : int, optional
-        Passes (default 10 for one_vs_all, 20 otherwise).
+        Passes (default 10 for one_vs_all, 20 for sampled).
     workers, seed : int
     feature_weighting : {"tfidf", "none"}, optional
         Multiply every feature by its inverse document frequency in the training rows (default ``tfidf``
-        for one_vs_all, ``none`` otherwise); the weights are kept and applied to every later call.
+        for one_vs_all, ``none`` for sampled); the weights are kept and applied to every later call.
     normalize_rows : bool, optional
-        Scale every (weighted) row to unit L2 norm (default: on for one_vs_all, off otherwise).
+        Scale every (weighted) row to unit L2 norm (default: on for one_vs_all, off for sampled).
     ensemble : int, optional
         one_vs_all only: independent members (2 by default), each ``vector_size / ensemble`` wide with its
         own initialisation, order and biases; their probabilities are averaged.
     label_bias : bool
         one_vs_all only: learn a bias per label (on by default).
+    solver : {"one_vs_all", "sampled"}, optional
+        The training algorithm (:data:`SOLVERS`): ``"one_vs_all"`` (the default, :mod:`embkit.xc.one_vs_all`)
+        trains the logistic loss of every label in BLAS mini-batches with Adam; ``"sampled"``
+        (:mod:`embkit.xc.sampled`) trains a registry loss and sampler per example on the ``rows`` kernel.
+        None: the solver of ``loss`` (a registry loss selects ``"sampled"``).
     loss_params, sampler_params : dict, optional
     chunk_examples : int
         Examples per kernel call (adaptive samplers refresh between calls).
     batch_size : int, optional
-        one_vs_all: examples per Adam step (256 by default).  With ``loss="full_softmax"``: train exact full
-        softmax in mini-batches of this many examples with BLAS products (:mod:`embkit.xc.full_batch`), which
-        reads each class row once per batch instead of once per example -- much faster with many labels.
-        None uses the per-example kernel.
+        one_vs_all: examples per Adam step (256 by default).  sampled with ``loss="full_softmax"``: train exact
+        full softmax in mini-batches of this many examples with BLAS products (:mod:`embkit.xc.full_batch`),
+        which reads each class row once per batch instead of once per example -- much faster with many
+        labels.  None uses the per-example kernel.
     callbacks : sequence
         gensim ``CallbackAny2Vec``-style objects, called with the model.
     checkpoint_dir, checkpoint_every :
@@ -199,20 +219,21 @@ class ExtremeClassifier(EmbeddingModel):
     default_sampler = "uniform"
     chunk_param = "chunk_examples"
 
-    def __init__(self, vector_size=None, loss=ONE_VS_ALL, sampler=None, negative=50, normalize=None,
+    def __init__(self, vector_size=None, loss=None, sampler=None, negative=50, normalize=None,
                  tau=None, normalize_classes=None, one_label=False, alpha=None, min_alpha=None, epochs=None,
                  workers=2, seed=1, loss_params=None, sampler_params=None, chunk_examples=1 << 13, batch_size=None,
-                 feature_weighting=None, normalize_rows=None, ensemble=None, label_bias=True,
+                 feature_weighting=None, normalize_rows=None, ensemble=None, label_bias=True, solver=None,
                  callbacks=(), checkpoint_dir=None, checkpoint_every=600, progress=True):
+        chosen, loss = _solver_and_loss(solver, loss)
+        self.solver = chosen.name
         given = dict(vector_size=vector_size, alpha=alpha, epochs=epochs, normalize=normalize, tau=tau,
                      batch_size=batch_size, feature_weighting=feature_weighting, normalize_rows=normalize_rows,
-                     ensemble=ensemble)
-        which = 0 if loss == ONE_VS_ALL else 1
-        v = {k: (_DEFAULTS[k][which] if val is None else val) for k, val in given.items()}
+                     ensemble=ensemble, normalize_classes=normalize_classes)
+        defaults = chosen.defaults(loss)
+        v = {k: (defaults[k] if val is None else val) for k, val in given.items()}
         self.normalize = bool(v["normalize"])
         self.tau = v["tau"]
-        self.normalize_classes = (loss not in ("hs", ONE_VS_ALL)) if normalize_classes is None \
-            else bool(normalize_classes)
+        self.normalize_classes = bool(v["normalize_classes"])
         self.one_label = bool(one_label)
         self.chunk_examples = chunk_examples
         self.batch_size = v["batch_size"]
@@ -228,9 +249,22 @@ class ExtremeClassifier(EmbeddingModel):
         self.n_train = 0
         self._data = None
         super().__init__(vector_size=v["vector_size"], loss=loss, sampler=sampler, negative=negative,
-                         alpha=v["alpha"], min_alpha=min_alpha, epochs=v["epochs"], workers=workers, seed=seed, loss_params=loss_params,
-                         sampler_params=sampler_params, callbacks=callbacks, checkpoint_dir=checkpoint_dir,
-                         checkpoint_every=checkpoint_every, progress=progress)
+                         alpha=v["alpha"], min_alpha=min_alpha, epochs=v["epochs"], workers=workers, seed=seed,
+                         loss_params=loss_params, sampler_params=sampler_params, callbacks=callbacks,
+                         checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, progress=progress)
+
+    @classmethod
+    def _current_params(cls, params):
+        """A legacy loss name replaced by the loss and the solver it means (a solver given too is kept)."""
+        if "loss" not in params:
+            return params
+        solver, loss = _unalias(params.get("solver"), params["loss"])
+        return dict(params, loss=loss, **({} if solver is None else {"solver": solver}))
+
+    @property
+    def _solver(self):
+        """The :class:`~embkit.xc.solver.Solver` of ``solver``."""
+        return SOLVERS[self.solver]
 
     def check_params(self):
         """Raise ValueError naming the first invalid parameter."""
@@ -240,42 +274,19 @@ class ExtremeClassifier(EmbeddingModel):
         if self.feature_weighting not in FEATURE_WEIGHTINGS:
             raise ValueError("feature_weighting must be one of %s, got %r"
                              % (", ".join(FEATURE_WEIGHTINGS), self.feature_weighting))
-        if self.loss == ONE_VS_ALL:
-            check_param("batch_size", self.batch_size, *POSITIVE_INT)
-            if self.vector_size % self.ensemble:
-                raise ValueError("vector_size (%d) must be a multiple of ensemble (%d): every member gets "
-                                 "vector_size / ensemble columns" % (self.vector_size, self.ensemble))
-            for name in ("normalize_classes", "one_label"):
-                if getattr(self, name):
-                    raise ValueError("%s applies to the registry's losses, not to loss='one_vs_all'" % name)
-        else:
-            for name, default in (("ensemble", 1), ("label_bias", True)):
-                if getattr(self, name) != default:
-                    raise ValueError("%s applies to loss='one_vs_all' only, got loss=%r" % (name, self.loss))
-            check_batch_size(self.batch_size, self.loss)
-        if self.normalize_classes and self.loss == "hs":
-            raise ValueError("normalize_classes needs one vector per label; the hs loss has tree nodes instead")
-
-    @property
-    def sampler_name(self):
-        """The sampler a run uses (None for one_vs_all: every label is a negative)."""
-        return self.sampler if self.loss == ONE_VS_ALL else super().sampler_name
+        self._solver.check_params(self)
 
     def _check_objective(self):
-        if self.loss != ONE_VS_ALL:
-            super()._check_objective()
-        elif self.sampler is not None:
-            raise ValueError("loss='one_vs_all' takes every label as a negative: it has no sampler (got %r); "
-                             "use loss='sgns' with a sampler for sampled or hard negatives" % self.sampler)
+        self._solver.check_objective(self)
 
     def _loss_class(self):
-        return _OneVsAllRows if self.loss == ONE_VS_ALL else super()._loss_class()
+        return self._solver.loss_class(self.loss)
 
     def _build_loss(self, counts, n_classes):
-        return _OneVsAllRows() if self.loss == ONE_VS_ALL else super()._build_loss(counts, n_classes)
+        return self._solver.build_loss(self, counts, n_classes)
 
     def _objective(self, counts, n_classes):
-        return (None, None) if self.loss == ONE_VS_ALL else super()._objective(counts, n_classes)
+        return self._solver.objective(self, counts, n_classes)
 
     @property
     def feature_vectors(self):
@@ -320,9 +331,9 @@ class ExtremeClassifier(EmbeddingModel):
         self.label_counts = np.bincount(Y.indices, minlength=n_labels).astype(np.int64)
         self.n_train = n
         self._init_tables(n_features, n_labels, np.ones(n_labels, dtype=np.int64))
-        ova = self.loss == ONE_VS_ALL
-        if ova and fresh:
-            self._init_one_vs_all(n_labels, len(rows))
+        solver = self._solver
+        if fresh:
+            self.label_biases, self._optimizer = solver.fresh_state(self, len(rows))
 
         def chunks(epoch):
             # the order of an epoch depends on the seed and the epoch only, so a resumed run sees the same
@@ -331,34 +342,16 @@ class ExtremeClassifier(EmbeddingModel):
                 yield _RowChunk(order[start:start + self.chunk_examples])
 
         self._data = (X, Y)
-        # one_vs_all: members train on the worker threads, each with a single-threaded BLAS (the products are
-        # small: threaded BLAS on them costs more than it gives, and much more on a busy machine)
-        single = ova and self.ensemble == 1
         try:
-            with _blas_threads(1 if ova else None):
+            with _blas_threads(solver.blas_threads):
                 self._train(chunks, len(rows), self.label_counts, n_labels, on_epoch=on_epoch,
-                            desc="xc %s" % self.loss, min_chunk_per_thread=len(rows) + 1 if single else None,
+                            desc="xc %s %s" % (self.solver, self.loss),
+                            min_chunk_per_thread=solver.min_chunk_per_thread(self, len(rows)),
                             fingerprint=fingerprint(X.indptr, X.indices, X.data, Y.indptr, Y.indices))
         finally:
             self._data = None
             self._optimizer = None
         return self
-
-    def _init_one_vs_all(self, n_labels, n_rows):
-        """Members' input rows drawn N(0, 1/d) (each member from its own seed), zero label rows, biases at
-        the labels' log-odds and a fresh optimizer state."""
-        d = self.vector_size // self.ensemble
-        for m in range(self.ensemble):
-            rng = np.random.default_rng([self.seed, m])
-            self.W_in[:, m * d:(m + 1) * d] = rng.standard_normal((len(self.W_in), d), dtype=np.float32) / np.sqrt(d)
-        self.W_out[:] = 0.0
-        bias = one_vs_all.initial_bias(self.label_counts, n_rows) if self.label_bias \
-            else np.zeros(n_labels, np.float32)
-        self.label_biases = np.tile(bias, (self.ensemble, 1))
-        self._optimizer = {"adam_step": np.zeros(self.ensemble, np.int64)}
-        for name, like in (("in", self.W_in), ("out", self.W_out), ("bias", self.label_biases)):
-            self._optimizer["adam_m_" + name] = np.zeros_like(like)
-            self._optimizer["adam_v_" + name] = np.zeros_like(like)
 
     @classmethod
     def resume(cls, directory, X, Y=None, on_epoch=None, callbacks=(), progress=None, **params):
@@ -373,18 +366,7 @@ class ExtremeClassifier(EmbeddingModel):
 
     def _kernel_trainer(self, loss, sampler, alpha, min_alpha, total):
         X, Y = self._data
-        if self.loss == ONE_VS_ALL:
-            return one_vs_all.OneVsAllBatches(X, Y, self.W_in, self.W_out, self.label_biases, self._optimizer,
-                                              self.batch_size, self.ensemble, alpha, min_alpha, total,
-                                              self.normalize, self.tau, self.seed, learn_bias=self.label_bias)
-        if self.batch_size is not None:
-            from embkit.xc.full_batch import FullSoftmaxBatches
-            return FullSoftmaxBatches(X, Y, self.W_in, self.W_out, self.batch_size, alpha, min_alpha, total,
-                                      self.normalize, self.tau, self.normalize_classes)
-        return RowTrainer(self.W_in, self.W_out, X.indptr.astype(np.int64), X.indices.astype(np.int32),
-                          X.data.astype(np.float32), Y.indptr.astype(np.int64), Y.indices.astype(np.int32), loss,
-                          sampler, self.negative, self.normalize, self.tau, self.normalize_classes, self.one_label,
-                          alpha, min_alpha, total, self.seed)
+        return self._solver.trainer(self, X, Y, loss, sampler, alpha, min_alpha, total)
 
     def _init_output(self, rng, rows):
         if not self.normalize_classes:
@@ -397,9 +379,9 @@ class ExtremeClassifier(EmbeddingModel):
     def _check_fitted(self):
         if self.W_in is None:
             raise RuntimeError("the model is not trained yet: call fit() first")
-        if self.loss == "hs":
-            raise NotImplementedError("prediction with the hs loss is not supported: its output rows are tree "
-                                      "nodes, not labels; train with another loss to predict")
+        if not self._loss_class().CLASS_ROWS:
+            raise NotImplementedError("prediction with the %s loss is not supported: its output rows are not "
+                                      "labels; train with another loss to predict" % self.loss)
 
     def embed(self, X):
         """Hidden vectors of the rows of ``X`` (as scored: normalised and divided by ``tau`` if set)."""
@@ -438,11 +420,7 @@ class ExtremeClassifier(EmbeddingModel):
         vals = np.empty((len(H), k), dtype=np.float32)
 
         def run(start):
-            if self.label_biases is None:
-                S = H[start:start + block] @ self.label_vectors.T
-            else:
-                S = one_vs_all.member_scores(H[start:start + block], self.label_vectors, self.label_biases,
-                                             self.ensemble, self.normalize, self.tau)
+            S = self._solver.scores(self, H[start:start + block])
             ids[start:start + block], vals[start:start + block] = top_k_rows(np.ascontiguousarray(S), k, 1)
 
         starts = range(0, len(H), block)
@@ -489,9 +467,8 @@ class ExtremeClassifier(EmbeddingModel):
         self.n_train = int(state.get("n_train", 0))
         self.label_biases = None if arrays.get("label_biases") is None else np.array(arrays["label_biases"])
         self.feature_weight_vector = arrays.get("feature_weight_vector")
-        if all(name in arrays for name in one_vs_all.OPTIMIZER_ARRAYS):
-            self._optimizer = {name: np.array(arrays[name]) for name in one_vs_all.OPTIMIZER_ARRAYS}
+        self._optimizer = self._solver.optimizer_state(arrays)
 
     def _repr_fields(self):
         shape = (0, 0) if self.W_in is None else (len(self.W_in), len(self.W_out))
-        return ["features=%d" % shape[0], "labels=%d" % shape[1]]
+        return ["solver=%s" % self.solver, "features=%d" % shape[0], "labels=%d" % shape[1]]

@@ -1,4 +1,4 @@
-"""One-vs-all training of the ``rows`` model in mini-batches of BLAS products (``loss="one_vs_all"``).
+"""The ``one_vs_all`` solver: a binary logistic loss of every label, trained in mini-batches of BLAS products.
 
 Every label is its own binary logistic problem on the score ``<h, W_out[j]> + b_j`` (a learned bias per
 label), and every label of the set is a negative of every example: the exact one-vs-all loss, affordable
@@ -12,11 +12,18 @@ An ensemble of ``members`` independent models shares the tables: member ``m`` ow
 ``[m * d, (m + 1) * d)`` of both tables (``d = vector_size / members``) and row ``m`` of the biases, has
 its own initialisation and visits every chunk in its own order.  Its probabilities are averaged at
 prediction (:func:`member_scores`).
+
+:class:`OneVsAll` is the solver :class:`~embkit.xc.classifier.ExtremeClassifier` asks, :class:`Logistic`
+its loss and :class:`OneVsAllBatches` its trainer.
 """
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["OneVsAllBatches", "member_scores", "initial_bias", "OPTIMIZER_ARRAYS"]
+from embkit._kernels.losses import Loss
+from embkit.core.checks import POSITIVE_INT, check_param
+from embkit.xc.solver import Solver
+
+__all__ = ["OneVsAll", "Logistic", "OneVsAllBatches", "member_scores", "initial_bias", "OPTIMIZER_ARRAYS"]
 
 _BETA1, _BETA2, _EPS = 0.9, 0.999, 1e-8
 
@@ -42,6 +49,30 @@ def _sigmoid(S):
     return 1.0 / (1.0 + np.exp(-np.clip(S, -30.0, 30.0)))
 
 
+class Logistic(Loss):
+    """The loss of the one_vs_all solver: a binary logistic loss of every label on its score.
+
+    A :class:`~embkit._kernels.losses.Loss` by its capability constants and its output table (one row per
+    label, every label scored, no sampler), without a per-example kernel step: :class:`OneVsAllBatches`
+    trains it.
+    """
+
+    name = "logistic"
+    USES_NEGATIVES, NEEDS_LOGQ, NEEDS_QUERY_FREE, PRIVATE_ROWS = False, False, False, False
+    CLASS_ROWS, TREE_ROWS, STACKED, SCORES_ALL_CLASSES = True, False, False, True
+
+    @staticmethod
+    def gradient(S, Y):
+        """``(loss sum, dL/dS)`` of the scores ``S`` (float32, batch x labels) against the 0/1 labels ``Y``.
+
+        The binary cross-entropy of every label, ``log(1 + e^S) - y S = -log(1 - sigmoid(S)) - y S``.
+        """
+        G = _sigmoid(S)
+        loss = float(-np.log(np.maximum(1.0 - G, 1e-30)).sum() - S[Y > 0].sum())
+        G -= Y
+        return loss, G
+
+
 def member_scores(H, W_out, bias, members, normalize, tau):
     """Scores of the hidden vectors ``H`` (already normalised and divided by ``tau`` as ``embed`` gives them)
     against every label: the logits of a single model, or the mean probability of the ensemble's members."""
@@ -63,6 +94,8 @@ class OneVsAllBatches:
 
     Parameters
     ----------
+    loss : Logistic
+        The loss whose gradient a step takes.
     X, Y : scipy.sparse.csr_matrix
         Weighted features and binary labels of the training rows.
     W_in, W_out, bias : numpy.ndarray
@@ -79,9 +112,9 @@ class OneVsAllBatches:
         Step the biases (else they keep their values).
     """
 
-    def __init__(self, X, Y, W_in, W_out, bias, state, batch_size, members, alpha, min_alpha, total_examples,
-                 normalize, tau, seed, learn_bias=True):
-        self.learn_bias = learn_bias
+    def __init__(self, loss, X, Y, W_in, W_out, bias, state, batch_size, members, alpha, min_alpha,
+                 total_examples, normalize, tau, seed, learn_bias=True):
+        self.loss, self.learn_bias = loss, learn_bias
         self.X, self.Y, self.W_in, self.W_out, self.bias, self.state = X, Y, W_in, W_out, bias, state
         self.batch_size, self.members = batch_size, members
         self.alpha, self.min_alpha, self.total = alpha, min_alpha, total_examples
@@ -122,10 +155,7 @@ class OneVsAllBatches:
             H = U / self.tau
         S = H @ W_out.T
         S += self.bias[m]
-        G = _sigmoid(S)
-        # binary cross-entropy of every label: log(1 + e^S) - y S = -log(1 - sigmoid(S)) - y S
-        loss = float(-np.log(np.maximum(1.0 - G, 1e-30)).sum() - S[Yb > 0].sum())
-        G -= Yb
+        loss, G = self.loss.gradient(S, Yb)
         G /= np.float32(len(idx))
         dH = G @ W_out
         if self.normalize:
@@ -160,3 +190,82 @@ def _adam(param, grad, m, v, step):
     np.divide(m, grad, out=grad)
     grad *= step
     param -= grad
+
+
+class OneVsAll(Solver):
+    """The one_vs_all solver: :class:`Logistic` in Adam steps on BLAS mini-batches, with an ensemble.
+
+    Its defaults were chosen on a validation split of Bibtex and Delicious (see BENCHMARKS.md): two members
+    of 128 dimensions, alpha 0.01 (Adam's step size), 10 epochs, 256 examples per step, tf-idf weighted and
+    L2-normalised rows, raw hidden vectors (tau 1), a bias per label.  It takes no sampler: every label is a
+    negative.
+    """
+
+    name = "one_vs_all"
+    default_loss = Logistic.name
+    losses = (Logistic.name,)
+    DEFAULTS = {"vector_size": 256, "alpha": 0.01, "epochs": 10, "normalize": False, "tau": 1.0, "batch_size": 256,
+                "feature_weighting": "tfidf", "normalize_rows": True, "ensemble": 2, "normalize_classes": False}
+    #: members train on the worker threads, each with a single-threaded BLAS (the products are small:
+    #: threaded BLAS on them costs more than it gives, and much more on a busy machine)
+    blas_threads = 1
+
+    def loss_class(self, loss):
+        return Logistic
+
+    def check_params(self, model):
+        check_param("batch_size", model.batch_size, *POSITIVE_INT)
+        if model.vector_size % model.ensemble:
+            raise ValueError("vector_size (%d) must be a multiple of ensemble (%d): every member gets "
+                             "vector_size / ensemble columns" % (model.vector_size, model.ensemble))
+        for name in ("normalize_classes", "one_label"):
+            if getattr(model, name):
+                raise ValueError("%s applies to solver='sampled' (the registry's losses), not to solver=%r"
+                                 % (name, self.name))
+
+    def check_objective(self, model):
+        if model.sampler is not None:
+            raise ValueError("solver=%r takes every label as a negative: it has no sampler (got %r); use "
+                             "solver='sampled' with loss='sgns' and a sampler for sampled or hard negatives"
+                             % (self.name, model.sampler))
+
+    def build_loss(self, model, counts, n_classes):
+        return Logistic()
+
+    def objective(self, model, counts, n_classes):
+        return Logistic(), None
+
+    def fresh_state(self, model, n_rows):
+        """Members' input rows drawn N(0, 1/d) (each member from its own seed), zero label rows, biases at the
+        labels' log-odds (zeros without ``label_bias``) and zero Adam moments."""
+        d = model.vector_size // model.ensemble
+        for m in range(model.ensemble):
+            rng = np.random.default_rng([model.seed, m])
+            model.W_in[:, m * d:(m + 1) * d] = rng.standard_normal((len(model.W_in), d), dtype=np.float32) / np.sqrt(d)
+        model.W_out[:] = 0.0
+        bias = initial_bias(model.label_counts, n_rows) if model.label_bias \
+            else np.zeros(len(model.label_counts), np.float32)
+        biases = np.tile(bias, (model.ensemble, 1))
+        state = {"adam_step": np.zeros(model.ensemble, np.int64)}
+        for name, like in (("in", model.W_in), ("out", model.W_out), ("bias", biases)):
+            state["adam_m_" + name] = np.zeros_like(like)
+            state["adam_v_" + name] = np.zeros_like(like)
+        return biases, state
+
+    def optimizer_state(self, arrays):
+        if all(name in arrays for name in OPTIMIZER_ARRAYS):
+            return {name: np.array(arrays[name]) for name in OPTIMIZER_ARRAYS}
+        return None
+
+    def min_chunk_per_thread(self, model, n_rows):
+        # a single member trains each chunk on one thread
+        return n_rows + 1 if model.ensemble == 1 else None
+
+    def trainer(self, model, X, Y, loss, sampler, alpha, min_alpha, total):
+        return OneVsAllBatches(loss, X, Y, model.W_in, model.W_out, model.label_biases, model._optimizer,
+                               model.batch_size, model.ensemble, alpha, min_alpha, total, model.normalize, model.tau,
+                               model.seed, learn_bias=model.label_bias)
+
+    def scores(self, model, H):
+        return member_scores(H, model.label_vectors, model.label_biases, model.ensemble, model.normalize,
+                             model.tau)
