@@ -13,6 +13,8 @@ Usage::
 
     python -m eval.studies.uniform_negatives
 """
+import argparse
+
 import numpy as np
 
 from eval.repro.common import need, say
@@ -27,7 +29,8 @@ RUNS = (
 )
 
 
-def main():
+def main(argv=None):
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)     # no options (answers --help)
     from embkit import Word2Vec
     sentences = read_sentences(need("corpora/gcide.txt.gz"), 1_000_000)
     print("| negatives | WS-353 | MEN | semantic@1 (%) | mean cosine of two words | output norm, 100 most common "
