@@ -18,7 +18,7 @@ the reader and sorts the result into one outcome:
     The reader returned something the oracle contradicts: a silent wrong result, the worst outcome.
 
 Used by the small fuzz budget of the test suite (``tests/test_fuzz_readers.py``) and by the long run of
-``eval/fuzz_readers.py``.
+``eval.robustness.fuzz_readers``.
 """
 import contextlib
 import gzip
@@ -31,7 +31,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fuzz_mutate import generate, mutate_archive
+if __package__:        # imported as ``tests.fuzz_targets`` (by ``eval.robustness.fuzz_readers``)
+    from .fuzz_mutate import generate, mutate_archive
+else:                  # imported by the test suite, which has tests/ on sys.path
+    from fuzz_mutate import generate, mutate_archive
 
 OUTCOMES = ("parsed", "error", "unclear", "crash", "wrong")
 CLEAN_ERRORS = (ValueError, OSError)

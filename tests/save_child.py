@@ -1,6 +1,7 @@
 """A process that saves embkit archives, to be killed or starved by the file-safety tests.
 
-Run as ``python save_child.py TARGET MODE [ARG]`` with the repository on ``PYTHONPATH``.  Version ``v`` of
+Run as ``python save_child.py TARGET MODE [ARG]`` with the repository on ``PYTHONPATH`` (or as
+``python -m tests.save_child TARGET MODE [ARG]`` from the repository root).  Version ``v`` of
 the archive is a ``rows x 64`` float32 table filled with ``v`` (``check_version`` reads it back), written
 through :func:`embkit.core.persist.save_archive`, the writer of every model and checkpoint.
 
@@ -59,6 +60,16 @@ def check_version(path):
 
 def temp_files(directory):
     return sorted(n for n in os.listdir(directory) if n.startswith(".tmp-"))
+
+
+def write_corpus(path, n_tokens=300000, n_words=500, seed=0):
+    """A corpus for ``train`` mode: ``n_tokens`` Zipf-distributed words of ``n_words``, 20 a line."""
+    rng = np.random.default_rng(seed)
+    words = np.array(["w%d" % i for i in range(n_words)])
+    tokens = words[rng.zipf(1.3, n_tokens) % n_words]
+    with open(path, "w") as fh:
+        for start in range(0, n_tokens, 20):
+            fh.write(" ".join(tokens[start:start + 20]) + "\n")
 
 
 def _die():

@@ -5,7 +5,6 @@ cache is a ``tmp_path`` folder given by ``EMBKIT_CACHE``.
 """
 import dataclasses
 import hashlib
-import importlib.util
 import io
 import json
 import os
@@ -25,6 +24,8 @@ from embkit import cli  # noqa: E402
 from embkit.core import downloads
 from embkit.text import corpora
 from embkit.text.word2vec import Word2Vec  # noqa: E402
+
+from _eval import run_eval  # noqa: E402
 
 FAST = ["--epochs", "1", "--workers", "1", "--min-count", "2", "--vector-size", "16", "-q"]
 
@@ -331,18 +332,8 @@ def test_download_without_pinned_checksum_records_it(tmp_path, cache, monkeypatc
 
 
 # ------------------------------------------------------------------------------------------ benchmark helpers
-def _bench_module():
-    spec = importlib.util.spec_from_file_location("bench_word2vec", os.path.join(REPO_ROOT, "eval",
-                                                                                 "bench_word2vec.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_bench_helpers():
-    bench = _bench_module()
-    assert bench.parse_kwargs(["shared_negatives=True", "chunk_tokens=1024,sampler=uniform"]) == {
-        "shared_negatives": True, "chunk_tokens": 1024, "sampler": "uniform"}
+def test_bench_helpers(tmp_path, corpus):
+    """``eval.bench.word2vec``: the table, ratios and scaling line of a saved run, and its ``--embkit-args``."""
     results = [
         {"trainer": "embkit", "label": "embkit", "workers": 2, "wall_s": 2.0, "train_s": 1.0,
          "raw_words_per_s": 2e6, "peak_mb": 100.0, "analogy": 0.5, "ws353": 0.6, "simlex999": None},
@@ -351,10 +342,22 @@ def test_bench_helpers():
         {"trainer": "embkit", "label": "embkit (workers=1)", "workers": 1, "wall_s": 3.0, "train_s": 1.9,
          "raw_words_per_s": 1.05e6, "peak_mb": 100.0, "analogy": 0.5, "ws353": 0.6, "simlex999": 0.3},
     ]
-    table = bench.markdown_table(results)
-    assert "| embkit / gensim |  | 0.50x | 0.50x | 2.00x | 0.50x | 2.00x | 1.00x | n/a |" in table
-    assert "2,000,000" in table
-    assert "x1.90" in bench.scaling_line(results)
+    saved = tmp_path / "bench.json"
+    saved.write_text(json.dumps({"results": results}))
+    shown = run_eval("bench.word2vec", "--from-json", saved)
+    assert shown.returncode == 0, shown.stderr
+    assert "| embkit / gensim |  | 0.50x | 0.50x | 2.00x | 0.50x | 2.00x | 1.00x | n/a |" in shown.stdout
+    assert "2,000,000" in shown.stdout
+    assert "x1.90" in shown.stdout
+    # --embkit-args: KEY=VALUE items, comma-separated or not, values read as Python literals
+    child = run_eval("bench.word2vec", "--child", "embkit", "--corpus", corpus, "--epochs", "1", "--workers", "1",
+                     "--min-count", "2", "--vector-size", "16", "--embkit-args", "shared_negatives=True",
+                     "chunk_tokens=1024,sampler=uniform")
+    assert child.returncode == 0, child.stderr
+    params = json.loads(child.stdout.splitlines()[-1])["params"]
+    assert (params["shared_negatives"], params["chunk_tokens"], params["sampler"]) == (True, 1024, "uniform")
+    refused = run_eval("bench.word2vec", "--embkit-args", "shared_negatives")
+    assert refused.returncode == 2 and "--embkit-args wants KEY=VALUE items" in refused.stderr
 
 
 # ------------------------------------------------------------------------------------------ gensim-style polish

@@ -3,7 +3,6 @@
 Window semantics are checked on hand-made timelines and against a brute-force count; the real ml-100k
 counts against an independent plain-Python count of u.data.
 """
-import importlib.util
 import os
 from collections import Counter, defaultdict
 
@@ -14,6 +13,8 @@ import scipy.sparse as sp
 from embkit.items.cooccurrence import PairCounts, forward_pair_counts, split_pairs
 from embkit.evaluation import evaluate_ranking
 from embkit.items.timelines import Timelines, load_timelines
+
+from _eval import run_eval, table_rows
 
 
 def _timelines(sequences, n_items=None):
@@ -220,16 +221,16 @@ def test_split_feeds_evaluate_ranking(ml100k_counts):
     assert result.n_pairs == test.total and 0.4 < result.mpr < 0.6
 
 
-def test_implicit_peer_tables_line_up_with_the_split(ml100k_counts):
+def test_implicit_peer_tables_line_up_with_the_split(ml100k_counts, shared_data):
+    """``eval.peers.recsys`` fits implicit's ALS and BPR on this split's train counts and ranks its test pairs."""
     pytest.importorskip("implicit")
-    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "eval", "recsys_peers.py")
-    spec = importlib.util.spec_from_file_location("recsys_peers", script)
-    recsys_peers = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(recsys_peers)
-    train, _, test = split_pairs(ml100k_counts, seed=0)
-    for method in ("als", "bpr"):
-        W, O = recsys_peers.fit_implicit(method, train, factors=8, threads=1, seed=0, iterations=2)
-        assert W.shape[0] == O.shape[0] == train.n_items and W.shape[1] == O.shape[1]
-        assert evaluate_ranking(W, O, test.pairs(), ks=(5,), n_negatives=10).n_pairs == test.total
-    with pytest.raises(ValueError, match="'als' or 'bpr'"):
-        recsys_peers.fit_implicit("svd", train)
+    done = run_eval("peers.recsys", "--ratings", os.path.join(shared_data, "movielens", "ml-100k"), "--factors", "8",
+                    "--threads", "1", "--similar", "0")
+    assert done.returncode == 0, done.stderr
+    train, valid, test = split_pairs(ml100k_counts, seed=0)
+    assert "split: train %d, validation %d, test %d pair occurrences" % (train.total, valid.total,
+                                                                          test.total) in done.stdout
+    header, *rows = table_rows(done.stdout)
+    scored = {row[0]: dict(zip(header, row)) for row in rows}
+    for name in ("implicit ALS", "implicit BPR"):
+        assert 0.5 < float(scored[name]["MPR"]) <= 1.0       # the peer's tables rank every test pair

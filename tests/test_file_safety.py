@@ -19,7 +19,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
 
 from embkit.core import atomic
@@ -100,21 +99,12 @@ def test_kill_at_random_times(tmp_path):
     assert json.loads(run_child(target, "once").stdout) == []
 
 
-def write_corpus(path, n_tokens=300000, n_words=500, seed=0):
-    rng = np.random.default_rng(seed)
-    words = np.array(["w%d" % i for i in range(n_words)])
-    tokens = words[rng.zipf(1.3, n_tokens) % n_words]
-    with open(path, "w") as fh:
-        for start in range(0, n_tokens, 20):
-            fh.write(" ".join(tokens[start:start + 20]) + "\n")
-
-
 def test_kill_during_training_with_checkpoints(tmp_path):
     """Killed at a random moment of a checkpointed run: every checkpoint left is whole, and resuming
     finishes the run and leaves no temporary file."""
     from embkit.core import checkpoint, persist
     corpus, ckpt, target = str(tmp_path / "corpus.txt"), str(tmp_path / "ckpt"), str(tmp_path / "model.embkit")
-    write_corpus(corpus)
+    save_child.write_corpus(corpus)
     proc = subprocess.Popen([sys.executable, CHILD, target, "train", corpus, ckpt], env=_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 120

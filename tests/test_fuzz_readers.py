@@ -1,4 +1,4 @@
-"""A small fuzzing budget for every reader (``eval/fuzz_readers.py`` runs >= 10,000 inputs per reader).
+"""A small fuzzing budget for every reader (``eval.robustness.fuzz_readers`` runs >= 10,000 inputs per reader).
 
 Each input is a valid seed file mutated by :mod:`fuzz_mutate` (or a string of grammar tokens), drawn by
 hypothesis with a fixed seed (``derandomize=True``, no example database), so CI runs the same inputs

@@ -1,4 +1,4 @@
-"""One test per reader bug the fuzzing found (tests/fuzz_targets.py, eval/fuzz_readers.py): each input
+"""One test per reader bug the fuzzing found (tests/fuzz_targets.py, eval.robustness.fuzz_readers): each input
 below once crashed, hung, or was read into a silently wrong result."""
 import gzip
 import struct

@@ -13,6 +13,8 @@ from embkit.xc import one_vs_all
 from embkit.xc.features import feature_weights, weight_rows
 from embkit.xc.synthetic import EURLEX_4K, make_eurlex_like, make_xc
 
+from _eval import run_xc_peers
+
 
 @pytest.fixture(scope="module")
 def planted():
@@ -175,12 +177,9 @@ def test_default_on_bibtex_is_at_the_level_of_the_field(shared_data):
     assert p[1] >= 0.61 and p[3] >= 0.375 and p[5] >= 0.28
 
 
-def test_napkinxc_peer_scores_a_planted_set(planted):
+def test_napkinxc_peer_scores_a_planted_set(planted, tmp_path):
     pytest.importorskip("napkinxc")
-    import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "eval"))
-    import xc_peers
     train, test = planted
-    for model in ("PLT", "OVR"):
-        out = xc_peers.run_napkinxc(train, test, model, threads=2)
-        assert out["metrics"].precision[1] >= 0.8 and out["predict_seconds"] >= 0
+    rows = run_xc_peers(train, test, tmp_path, "--loss", "plt,ovr", "--threads", "2")
+    for model in ("plt", "ovr"):
+        assert float(rows[model]["P@1"]) >= 80 and float(rows[model]["predict s"]) >= 0

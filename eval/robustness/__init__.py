@@ -1,0 +1,1 @@
+"""Robustness runs: long fuzzing of the readers, processes killed while saving, memory as the corpus grows."""

@@ -1,0 +1,1 @@
+"""One-off measurements that a page cites and that stay meaningful to rerun."""
