@@ -136,7 +136,8 @@ def child(args):
             print(json.dumps({"trainer": args.child, "label": args.label, "threads": threads, "seed": seed,
                               "error": "%s: %s" % (type(exc).__name__, exc)}), flush=True)
             continue
-        info.update(trainer=args.child, label=args.label, threads=threads, seed=seed, epochs=args.epochs)
+        info.update(trainer=args.child, label=args.label, threads=threads, seed=seed, epochs=args.epochs,
+                    machine=_machine())
         info["raw_words_per_s"] = info["raw_words"] / info["train_s"] if info["train_s"] else None
         if quality:
             info.update(evaluate(kv, 30000, "embkit"))
@@ -365,8 +366,9 @@ def plot(results, labels, path):
     fig.savefig(path, dpi=110)
 
 
-def report(args, results, command, tokens):
-    """Print the summary; write ``--json`` and ``--plot``."""
+def report(args, results, command, tokens, machine=True):
+    """Print the summary; write ``--json`` and ``--plot`` (with this machine's description when ``machine``:
+    the runs' own are in their records)."""
     labels = list(dict.fromkeys(r["label"] for r in results if not r["label"].endswith("end-to-end")))
     text = summarize(results, labels)
     print(text)
@@ -375,8 +377,9 @@ def report(args, results, command, tokens):
           % (args.corpus, "?" if tokens is None else format(tokens, ","), args.vector_size, args.window,
              args.negative, args.sample, args.min_count, args.epochs))
     print("command: %s" % command)
-    env = environment()
-    env["lscpu"] = _lscpu()
+    env = environment() if machine else {"runs": sorted({r.get("machine", "not recorded") for r in results})}
+    if machine:
+        env["lscpu"] = _lscpu()
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"command": command, "date": time.strftime("%Y-%m-%d"), "environment": env,
@@ -389,7 +392,7 @@ def report(args, results, command, tokens):
 def from_jsonl(args):
     with open(args.from_jsonl) as fh:
         results = [r for r in map(json.loads, filter(str.strip, fh)) if "error" not in r]
-    report(args, results, "runs recorded in %s" % args.from_jsonl, None)
+    report(args, results, "runs recorded in %s" % args.from_jsonl, None, machine=False)
     return 0
 
 
@@ -429,6 +432,11 @@ def parent(args):
             sink.close()
     report(args, results, command, tokens)
     return 0
+
+
+def _machine():
+    """The CPU model and count of this machine (recorded with every run)."""
+    return "%s x%d" % ((_lscpu() or {}).get("Model name", "unknown CPU"), os.cpu_count() or 0)
 
 
 def _lscpu():
