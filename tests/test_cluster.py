@@ -102,9 +102,9 @@ def test_a_replica_trains_a_round_of_many_shards_as_chunks_its_threads_share(tmp
             ends = [np.split(c.tokens, c.ends[:-1]) for c in slices + joined]
             assert [s.tolist() for e in ends[:len(slices)] for s in e] == \
                 [s.tolist() for e in ends[len(slices):] for s in e]
-            assert sum(c.raw_words for c in joined) == sum(c.raw_words for c in slices)
+            assert sum(c.raw_units for c in joined) == sum(c.raw_units for c in slices)
         result = replica.train_round(0, 0, rounds)
-        assert result["words"] == sum(len(c) for c in replica.round_chunks(0, rounds))
+        assert result["units"] == sum(len(c) for c in replica.round_chunks(0, rounds))
     finally:
         replica.close()
 

@@ -108,10 +108,10 @@ def test_a_signal_handler_that_raises_interrupts_a_wait():
 class _Chunk:
     def __init__(self, n, seed):
         self.kernel_args = _chunk(n, seed)
-        self.raw_words = n
+        self.raw_units = n
 
     def __len__(self):
-        return self.raw_words
+        return self.raw_units
 
 
 def test_settling_takes_in_the_chunks_in_flight_and_submits_nothing_more():
@@ -241,3 +241,16 @@ def test_hot_rows_train_several_threads_as_well():
         model.train()
         losses[hot] = model.last_report.epoch_loss[-1]
     assert abs(losses[32] - losses[0]) < 0.05 * losses[0]
+
+
+def test_reports_count_units_and_read_the_names_of_earlier_checkpoints():
+    from embkit.core.training import TrainingReport
+
+    old = TrainingReport.from_dict({"epochs": 1, "words": 5, "raw_words": 7, "effective_words": 4, "examples": 3})
+    assert (old.units, old.raw_units, old.trained_units) == (5, 7, 4)
+    assert (old.words, old.raw_words, old.effective_words) == (5, 7, 4)          # gensim's names
+    assert TrainingReport.from_dict(old.to_dict()) == old
+    model = _model(epochs=1)
+    model.build_vocab(_sentences())
+    model.train()
+    assert model.last_report.unit == model.unit == "word"

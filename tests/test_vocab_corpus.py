@@ -200,7 +200,7 @@ def test_encode_chunks_drops_unknown_words_and_empty_sentences():
     chunks = list(encode_chunks(sentences, key_to_index, chunk_tokens=3))
     tokens = np.concatenate([c.tokens for c in chunks])
     assert tokens.tolist() == [0, 1, 2, 2, 1]
-    assert sum(c.raw_words for c in chunks) == 8
+    assert sum(c.raw_units for c in chunks) == 8
     for chunk in chunks:
         assert chunk.tokens.dtype == np.int32 and chunk.ends.dtype == np.int32
         assert chunk.ends[-1] == len(chunk)
@@ -215,7 +215,7 @@ def test_encode_chunks_bounded_size(english_sentences):
     longest = max(len(s) for s in english_sentences)
     assert all(len(c) < 50 + longest for c in chunks)
     assert sum(len(c) for c in chunks) == 10 * vocab.total_words
-    assert sum(c.raw_words for c in chunks) == 10 * vocab.raw_words
+    assert sum(c.raw_units for c in chunks) == 10 * vocab.raw_words
 
 
 # ----------------------------------------------------------------------------- corpus readers

@@ -288,7 +288,7 @@ def test_one_pass_scan_matches_counting_and_encoding(planted):
     assert np.array_equal(np.concatenate([c.tokens for c in got]), np.concatenate([c.tokens for c in want]))
     lengths = lambda chunks: np.concatenate([np.diff(np.concatenate([[0], c.ends])) for c in chunks])
     assert np.array_equal(lengths(got), lengths(want))
-    assert sum(c.raw_words for c in got) == reference.raw_words
+    assert sum(c.raw_units for c in got) == reference.raw_words
 
 
 def test_effective_words_are_those_left_by_subsampling(planted):

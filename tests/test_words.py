@@ -100,7 +100,7 @@ def _as_iterable(path, max_sentence_length):
 
 
 def _chunks(cache):
-    return [(c.tokens.tolist(), np.asarray(c.ends).tolist(), c.raw_words) for c in cache]
+    return [(c.tokens.tolist(), np.asarray(c.ends).tolist(), c.raw_units) for c in cache]
 
 
 @pytest.mark.parametrize("seed, long_line, limit, chunk_tokens", [(1, False, 10000, 1 << 18), (2, True, 7, 500),

@@ -108,7 +108,7 @@ def cmd_items(args, out):
         "pairs": {"train": train.total, "validation": val.total, "test": test.total},
         "model": repr(model), "epochs_run": report.epochs, "best_epoch": model.best_epoch,
         "seconds_per_epoch": [round(t, 3) for t in report.epoch_seconds],
-        "pairs_per_second": report.words / max(sum(report.epoch_seconds), 1e-9),
+        "pairs_per_second": report.units / max(sum(report.epoch_seconds), 1e-9),
         "validation": model.history, "test": result.to_dict(), "cluster": cluster_summary(model),
     }
     if args.format == "json":

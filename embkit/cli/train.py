@@ -145,8 +145,8 @@ def training_summary(model, report, corpus):
         "vocabulary: %s words (%s corpus words per epoch, %s in vocabulary)"
         % (count(len(model.wv)), count(model.vocab.raw_words), count(model.vocab.total_words)),
         "training:   %d epoch%s, %s words in %.2f s: %s words/s (%s raw words/s), final loss %.4f"
-        % (report.epochs, "" if report.epochs == 1 else "s", count(report.words), report.seconds,
-           count(report.words_per_second), count(report.raw_words_per_second), loss),
+        % (report.epochs, "" if report.epochs == 1 else "s", count(report.units), report.seconds,
+           count(report.units_per_second), count(report.raw_units_per_second), loss),
     ] + ([cluster_line(cluster)] if cluster else []))
 
 

@@ -95,8 +95,8 @@ class EmbeddingModel:
     default_sampler = "unigram"
     #: the constructor parameter that bounds the units of one kernel call
     chunk_param = None
-    #: progress-bar unit of the driver's units
-    unit = "ex"
+    #: what one of the driver's units is (the report's and the progress bar's unit)
+    unit = "example"
     #: constructor parameters that are not saved with a model
     RUNTIME_PARAMS = frozenset({"progress", "callbacks", "checkpoint_dir", "checkpoint_every"})
     #: parameters a resumed run may change (they do not change what is computed, only how fast or where)
@@ -251,7 +251,7 @@ class EmbeddingModel:
         Parameters
         ----------
         chunks : callable
-            ``chunks(epoch)`` -> iterable of chunks (``kernel_args``, ``raw_words``) for the driver, the same
+            ``chunks(epoch)`` -> iterable of chunks (``kernel_args``, ``raw_units``) for the driver, the same
             ones each time it is called for an epoch.
         units_per_epoch : int
             Units (words, pairs, examples) of one epoch: the learning-rate schedule's unit.

@@ -573,7 +573,7 @@ def _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progr
         job.stats.train_seconds += max(res["seconds"] for res in results)
         job.stats.pass_seconds += max(res["pass_seconds"] for res in results)
         job.stats.wait_seconds += max(res["wait_seconds"] for res in results)
-        return tuple(sum(res[key] for res in results) for key in ("loss", "examples", "words", "raw_words", "kept"))
+        return tuple(sum(res[key] for res in results) for key in ("loss", "examples", "units", "raw_units", "trained"))
 
     run_steps(round_steps, units_per_epoch, run["epochs"], progress=progress, desc=desc, unit=model.unit,
               on_epoch=on_epoch, callbacks=model.callbacks, model=model, report=report, start=start,

@@ -243,8 +243,8 @@ class Replica:
     def train(self, epoch, round_index, rounds):
         """Train round ``round_index`` of the ``rounds`` of ``epoch`` on every shard, with nothing exchanged.
 
-        Returns a dict with the round's ``loss`` (sum), ``examples``, ``words`` (units), ``raw_words``,
-        ``seconds`` (in the kernels) and ``progress`` (the run's fraction done after it).
+        Returns a dict with the round's ``loss`` (sum), ``examples``, ``units``, ``raw_units``, ``trained``
+        (units), ``seconds`` (in the kernels) and ``progress`` (the run's fraction done after it).
         """
         model, run = self.model, self.run
         total_units = max(1, self.total * run["epochs"])
@@ -260,22 +260,22 @@ class Replica:
         steps = ChunkSteps(self.pipe, self.trainer, self.round_chunks(round_index, rounds), 0, done, total_units,
                            seed_of, check, getattr(model, "batch_words", None))
         loss = 0.0
-        examples = words = raw = kept = 0
+        examples = units = raw = trained = 0
         try:
             for step in steps:
-                c_loss, c_examples, c_words, c_raw, c_kept = step()
+                c_loss, c_examples, c_units, c_raw, c_trained = step()
                 loss += c_loss
                 examples += c_examples
-                words += c_words
+                units += c_units
                 raw += c_raw
-                kept += c_kept
+                trained += c_trained
         except BaseException:
             # chunks still in flight must not be taken for the next round's
             self.pipe.abort()
             self.pipe = open_pipeline(self.trainer, self.pipe.n_threads)
             raise
-        return {"loss": loss, "examples": examples, "words": words, "raw_words": raw, "kept": kept,
-                "seconds": time.perf_counter() - clock, "progress": (done + words) / total_units}
+        return {"loss": loss, "examples": examples, "units": units, "raw_units": raw, "trained": trained,
+                "seconds": time.perf_counter() - clock, "progress": (done + units) / total_units}
 
     def reconcile(self, key, sent, partial):
         """Exchange the rows of ``sent`` (this replica's delta of each table) with the peers, merge this

@@ -27,31 +27,48 @@ CHUNKS_IN_FLIGHT = 3
 
 @dataclass
 class TrainingReport:
-    """What one call to ``train`` did."""
+    """What one call to ``train`` did, counted in the model's units (``unit``: a word of Word2Vec's corpus, a
+    pair of ItemEmbedding's, an example of ExtremeClassifier's).
+
+    ``words``, ``raw_words`` and ``effective_words`` are the same counts under gensim's names (Word2Vec's
+    units are words).
+    """
 
     epochs: int = 0
-    words: int = 0          # in-vocabulary tokens processed (before subsampling)
-    raw_words: int = 0      # corpus tokens read, out-of-vocabulary ones included
-    effective_words: int = 0  # of the words, those trained (after subsampling: gensim's effective words)
+    units: int = 0          # units trained on (Word2Vec: in-vocabulary tokens, before subsampling)
+    raw_units: int = 0      # units read (Word2Vec: corpus tokens, out-of-vocabulary ones included)
+    trained_units: int = 0  # of the units, those left by subsampling (gensim's effective words)
     examples: int = 0       # (input, target) training examples
     seconds: float = 0.0
     epoch_loss: list = field(default_factory=list)   # mean loss per example, per epoch (0.0 with no example)
     epoch_examples: list = field(default_factory=list)  # examples trained, per epoch
     epoch_seconds: list = field(default_factory=list)  # training time of each epoch (callbacks excluded)
+    unit: str = "unit"
 
     @property
-    def words_per_second(self):
-        return self.words / self.seconds if self.seconds > 0 else float("nan")
+    def units_per_second(self):
+        return self.units / self.seconds if self.seconds > 0 else float("nan")
 
     @property
-    def raw_words_per_second(self):
-        return self.raw_words / self.seconds if self.seconds > 0 else float("nan")
+    def raw_units_per_second(self):
+        return self.raw_units / self.seconds if self.seconds > 0 else float("nan")
+
+    words = property(lambda self: self.units, doc="``units`` under gensim's name.")
+    raw_words = property(lambda self: self.raw_units, doc="``raw_units`` under gensim's name.")
+    effective_words = property(lambda self: self.trained_units, doc="``trained_units`` under gensim's name.")
+    words_per_second = units_per_second
+    raw_words_per_second = raw_units_per_second
 
     def to_dict(self):
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data):
+        """The report of :meth:`to_dict` (also of a checkpoint written before the units had one name)."""
+        data = dict(data)
+        for old, new in (("words", "units"), ("raw_words", "raw_units"), ("effective_words", "trained_units")):
+            if old in data and new not in data:
+                data[new] = data.pop(old)
         return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
 
 
@@ -76,9 +93,9 @@ class Position:
 
 
 class _Bar:
-    """tqdm bar over words (words/s, loss, ETA); silent when disabled."""
+    """tqdm bar over units (units/s, loss, ETA); silent when disabled."""
 
-    def __init__(self, total, desc, enabled, unit="w", initial=0):
+    def __init__(self, total, desc, enabled, unit="unit", initial=0):
         self.bar = None
         if enabled:
             from tqdm.auto import tqdm
@@ -167,7 +184,7 @@ class ChunkSteps:
     trainer : object
         Its ``before_chunk(progress)`` runs before each chunk is submitted.
     chunks : iterable
-        The epoch's chunks from index ``first`` on (``kernel_args``, ``raw_words``, ``len``).
+        The epoch's chunks from index ``first`` on (``kernel_args``, ``raw_units``, ``len``).
     first : int
         Index of the first of them in the epoch (chunk seeds are ``seed_of(index)``).
     units_before, total_units : float
@@ -236,7 +253,7 @@ class ChunkSteps:
             self.trainer.before_chunk(self.units_before / self.total_units)
             self.pipe.submit(self.pipe.prepare(tuple(chunk.kernel_args), self.units_before,
                                                self.seed_of(self.index), threads))
-            self.flight.append((chunk.raw_words, self.units_before, alone))
+            self.flight.append((chunk.raw_units, self.units_before, alone))
             self.units_before += len(chunk)
             self.index += 1
 
@@ -249,8 +266,8 @@ def check_finite(loss, epoch, fraction, alpha):
             "lower alpha (now %g), e.g. alpha=%g" % (loss, epoch + 1, 100.0 * fraction, alpha, alpha / 10))
 
 
-def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, progress=True, desc="train",
-               unit="w", on_epoch=None, callbacks=(), model=None, report=None, start=None, checkpointer=None,
+def run_epochs(trainer, chunk_epochs, units_per_epoch, epochs, workers, alpha, progress=True, desc="train",
+               unit="unit", on_epoch=None, callbacks=(), model=None, report=None, start=None, checkpointer=None,
                min_chunk_per_thread=None):
     """Train ``trainer`` over ``epochs`` passes.
 
@@ -262,16 +279,16 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
         examples, units)``; either has ``before_chunk(progress)`` (called with the GIL before each chunk).
     chunk_epochs : callable
         ``chunk_epochs(epoch)`` returns an iterable of chunks for that epoch; a chunk has ``kernel_args``,
-        ``raw_words`` and a length (its units).  It must give the same chunks every time it is called for an
+        ``raw_units`` and a length (its units).  It must give the same chunks every time it is called for an
         epoch (a resumed run skips the chunks already trained).
-    words_per_epoch : int
-        Expected units per epoch (words, pairs or examples: the learning-rate schedule's unit).
+    units_per_epoch : int
+        Units per epoch (words, pairs or examples: the learning-rate schedule's unit).
     workers : int
         Threads.
     alpha : float
         Starting learning rate, quoted in the divergence error.
     progress, desc, unit :
-        Show a progress bar, with this label and unit.
+        Show a progress bar, with this label; ``unit`` names the units (the report's ``unit``).
     on_epoch : callable, optional
         ``on_epoch(epoch, report)`` after each epoch (with the GIL), before the callbacks' ``on_epoch_end``;
         returning True stops training after this epoch.
@@ -305,7 +322,7 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
     FloatingPointError
         When the loss becomes NaN or infinite (divergence).
     """
-    total_units = words_per_epoch * epochs
+    total_units = units_per_epoch * epochs
     one_at_a_time = any(getattr(cb, event, None) is not None for cb in callbacks
                         for event in ("on_batch_begin", "on_batch_end"))
     pipe = open_pipeline(trainer, workers)
@@ -319,7 +336,7 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
                           depth=1 if one_at_a_time else CHUNKS_IN_FLIGHT)
 
     try:
-        report = run_steps(chunk_steps, words_per_epoch, epochs, progress=progress, desc=desc, unit=unit,
+        report = run_steps(chunk_steps, units_per_epoch, epochs, progress=progress, desc=desc, unit=unit,
                            on_epoch=on_epoch, callbacks=callbacks, model=model, report=report, start=start,
                            checkpointer=checkpointer)
     except BaseException:
@@ -329,7 +346,7 @@ def run_epochs(trainer, chunk_epochs, words_per_epoch, epochs, workers, alpha, p
     return report
 
 
-def run_steps(steps, units_per_epoch, epochs, progress=True, desc="train", unit="w", on_epoch=None, callbacks=(),
+def run_steps(steps, units_per_epoch, epochs, progress=True, desc="train", unit="unit", on_epoch=None, callbacks=(),
               model=None, report=None, start=None, checkpointer=None):
     """The epochs of a training run, as steps (a chunk, or a round of a cluster), with its report, progress
     bar, callbacks, checkpoints and Ctrl-C.
@@ -341,7 +358,7 @@ def run_steps(steps, units_per_epoch, epochs, progress=True, desc="train", unit=
     flight are taken in first.  The other parameters, the return value
     and the exceptions are those of :func:`run_epochs`; a checkpoint's position counts steps.
     """
-    report = TrainingReport() if report is None else report
+    report = TrainingReport(unit=unit) if report is None else report
     start = Position() if start is None else start
     total_units = units_per_epoch * epochs
     first_units = start.epoch * units_per_epoch + start.units_done
@@ -363,11 +380,11 @@ def run_steps(steps, units_per_epoch, epochs, progress=True, desc="train", unit=
                 for index, step in enumerate(source, first):
                     _fire(callbacks, "on_batch_begin", model)
                     loss, examples, units, raw, kept = step()
-                    report.effective_words += kept
+                    report.trained_units += kept
                     epoch_loss += loss
                     epoch_examples += examples
                     units_done += units
-                    report.raw_words += raw
+                    report.raw_units += raw
                     report.examples += examples
                     report.seconds = seconds_before + time.perf_counter() - clock
                     bar.update(units, loss / max(examples, 1))
@@ -384,15 +401,15 @@ def run_steps(steps, units_per_epoch, epochs, progress=True, desc="train", unit=
                             raise TrainingInterrupted(
                                 "training interrupted in epoch %d of %d at %.1f%% of the run"
                                 % (epoch + 1, epochs, 100.0 * done / max(1, total_units)), checkpoint=path)
-                report.words += units_done
+                report.units += units_done
                 report.epochs += 1
                 mean = epoch_loss / max(epoch_examples, 1)
                 report.epoch_loss.append(mean)
                 report.epoch_examples.append(epoch_examples)
                 report.epoch_seconds.append(time.perf_counter() - epoch_start)
                 report.seconds = seconds_before + time.perf_counter() - clock
-                logger.info("epoch %d/%d: loss %.4f, %d %s, %.0f %s/s", epoch + 1, epochs, mean, units_done, unit,
-                            report.words / max(report.seconds, 1e-9), unit)
+                logger.info("epoch %d/%d: loss %.4f, %d %ss, %.0f %ss/s", epoch + 1, epochs, mean, units_done,
+                            unit, report.units / max(report.seconds, 1e-9), unit)
                 stopping = on_epoch is not None and on_epoch(epoch, report)
                 _fire(callbacks, "on_epoch_end", model)
                 if stopping:

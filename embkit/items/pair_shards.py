@@ -14,14 +14,14 @@ __all__ = ["PairChunk", "PairShard", "pair_shards"]
 class PairChunk:
     """``n`` pair draws: what the ``pairs`` driver's ``train_chunk`` takes first."""
 
-    __slots__ = ("kernel_args", "raw_words")
+    __slots__ = ("kernel_args", "raw_units")
 
     def __init__(self, n):
         self.kernel_args = (n,)
-        self.raw_words = n
+        self.raw_units = n
 
     def __len__(self):
-        return self.raw_words
+        return self.raw_units
 
 
 class PairShard:

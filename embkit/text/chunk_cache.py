@@ -29,7 +29,7 @@ class ChunkCache:
         return sum(n for _, n, _, _ in self._index)
 
     @property
-    def raw_words(self):
+    def raw_units(self):
         """Corpus tokens covered, out-of-vocabulary ones included."""
         return sum(r for _, _, _, r in self._index)
 
@@ -37,7 +37,7 @@ class ChunkCache:
         self._file.seek(self._end)
         self._file.write(chunk.tokens.tobytes())
         self._file.write(chunk.ends.tobytes())
-        self._index.append((self._end, len(chunk.tokens), len(chunk.ends), chunk.raw_words))
+        self._index.append((self._end, len(chunk.tokens), len(chunk.ends), chunk.raw_units))
         self._end = self._file.tell()
 
     def __iter__(self):
@@ -45,7 +45,7 @@ class ChunkCache:
             yield EncodedChunk(self.read_tokens(i, 0, n_tok), self.read_ends(i), raw)
 
     def entries(self):
-        """``(tokens, sentences, raw_words)`` of every chunk stored, in order (nothing read from the file)."""
+        """``(tokens, sentences, raw_units)`` of every chunk stored, in order (nothing read from the file)."""
         return [(n_tok, n_sent, raw) for _, n_tok, n_sent, raw in self._index]
 
     def read_tokens(self, i, start, stop):

@@ -57,7 +57,7 @@ def scan_corpus(corpus, min_count=5, max_final_vocab=None, trim_rule=None, chunk
         cache = ChunkCache()
 
         def final(chunk):
-            return EncodedChunk(*remap_chunk(chunk.tokens, chunk.ends, remap), chunk.raw_words)
+            return EncodedChunk(*remap_chunk(chunk.tokens, chunk.ends, remap), chunk.raw_units)
 
         for chunk in ordered_map(final, provisional, workers - 1):
             cache.append(chunk)
@@ -90,7 +90,7 @@ def _scan_sentences(corpus, provisional, chunk_tokens, workers):
             grown = np.bincount(chunk.tokens, minlength=len(index))
             grown[:counts.size] += counts
             counts = grown
-            raw_total += chunk.raw_words
+            raw_total += chunk.raw_units
             sentences += len(chunk.ends)
         return list(index), counts, raw_total, sentences
     finally:

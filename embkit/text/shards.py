@@ -332,6 +332,6 @@ def train_corpus_on_cluster(model, corpus_iterable, corpus_file, epochs, start_a
     finally:
         model._forget_norms()
     model.min_alpha_yet_reached = min_alpha
-    logger.info("trained %d epochs on a cluster: %d words in %.1fs (%.0f words/s)", report.epochs, report.words,
-                report.seconds, report.words_per_second)
+    logger.info("trained %d epochs on a cluster: %d words in %.1fs (%.0f words/s)", report.epochs, report.units,
+                report.seconds, report.units_per_second)
     return report

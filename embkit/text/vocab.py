@@ -276,15 +276,16 @@ class Vocab:
 class EncodedChunk:
     """A run of sentences as word ids: ``tokens`` (int32) and each sentence's end offset ``ends`` (int32).
 
-    ``raw_words`` counts the corpus tokens the chunk covers, including out-of-vocabulary ones.
+    ``raw_units`` counts the corpus tokens the chunk covers, including out-of-vocabulary ones (the training
+    loop's raw units).
     """
 
-    __slots__ = ("tokens", "ends", "raw_words")
+    __slots__ = ("tokens", "ends", "raw_units")
 
-    def __init__(self, tokens, ends, raw_words):
+    def __init__(self, tokens, ends, raw_units):
         self.tokens = tokens
         self.ends = ends
-        self.raw_words = raw_words
+        self.raw_units = raw_units
 
     def __len__(self):
         return self.tokens.shape[0]
@@ -300,7 +301,7 @@ class EncodedChunk:
         starts = np.cumsum([0] + [len(c) for c in chunks[:-1]])
         return cls(np.concatenate([c.tokens for c in chunks]),
                    np.concatenate([c.ends + int(s) for c, s in zip(chunks, starts)]).astype(np.int32, copy=False),
-                   sum(c.raw_words for c in chunks))
+                   sum(c.raw_units for c in chunks))
 
 
 def _count_file(corpus, max_vocab_size, trim_rule, progress, workers):

@@ -153,7 +153,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
     """
 
     chunk_param = "chunk_tokens"
-    unit = "w"
+    unit = "word"
     STACKED_OUTPUTS = True
     RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | {"sentences", "corpus_file", "hashfxn", "trim_rule"} | CLUSTER_PARAMS
     #: a resumed run may move to (or between) clusters; the cluster settings are checked against its run
@@ -431,7 +431,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         finally:
             if callbacks is not None:
                 self.callbacks = saved_callbacks
-        return report.effective_words, report.raw_words
+        return report.trained_units, report.raw_units
 
     def _train_corpus(self, corpus_iterable, corpus_file, epochs, start_alpha, end_alpha, progress):
         if self.client is not None:
@@ -462,8 +462,8 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         if total_words <= 0:
             epochs = self.epochs if epochs is None else epochs
             logger.warning("the training corpus (%d tokens) has no word of the vocabulary: nothing trained",
-                           cache.raw_words)
-            self.last_report = TrainingReport(raw_words=cache.raw_words * epochs)
+                           cache.raw_units)
+            self.last_report = TrainingReport(raw_units=cache.raw_units * epochs, unit=self.unit)
             return self.last_report
         alpha = self.alpha if start_alpha is None else start_alpha
         if self.min_alpha_yet_reached is not None and alpha > self.min_alpha_yet_reached:
@@ -491,8 +491,8 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
             self._forget_norms()
         self.min_alpha_yet_reached = self.min_alpha if end_alpha is None else end_alpha
         logger.info("trained %d epochs: %d words in %.1fs (%.0f words/s, %.0f raw words/s), loss %.4f",
-                    report.epochs, report.words, report.seconds, report.words_per_second,
-                    report.raw_words_per_second, report.epoch_loss[-1] if report.epoch_loss else float("nan"))
+                    report.epochs, report.units, report.seconds, report.units_per_second,
+                    report.raw_units_per_second, report.epoch_loss[-1] if report.epoch_loss else float("nan"))
         return report
 
     def _vocab_digest(self):

@@ -95,14 +95,14 @@ def _blas_threads(limit):
 
 
 class _RowChunk:
-    __slots__ = ("kernel_args", "raw_words")
+    __slots__ = ("kernel_args", "raw_units")
 
     def __init__(self, order):
         self.kernel_args = (order,)
-        self.raw_words = len(order)
+        self.raw_units = len(order)
 
     def __len__(self):
-        return self.raw_words
+        return self.raw_units
 
 
 def _as_xy(X, Y=None):

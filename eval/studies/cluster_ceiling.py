@@ -67,7 +67,7 @@ def replica_rounds(spec, files, rounds, epochs, start, share=1.0, in_step=False)
             # a replica alone merges its own rows (its delta) and takes them in: nothing crosses a process
             result = replica.train_round(epoch, r, rounds)
             kernel += result["seconds"]
-            words += result["words"]
+            words += result["units"]
             if in_step:
                 start.wait()
     replica.close()
