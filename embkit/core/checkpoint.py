@@ -208,6 +208,7 @@ def begin_run(model, run, states):
     resuming, model._resuming = model._resuming, None
     if resuming is not None:
         history_before, start, report = _continue_from(resuming, run, states)
+    report.unit = model.unit
     model.last_report = report
     if start is not None and start.finished:
         logger.info("the checkpoint's run is complete: nothing left to train")
