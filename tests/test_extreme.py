@@ -252,7 +252,7 @@ def test_a_feature_shared_by_a_batch_moves_by_the_mean_of_its_steps(normalize, t
     # b copies of one example: each feature row moves as far as one example's step would move it (the mean
     # of the b equal steps, not their sum, which overshoots the rows that many examples of a batch share),
     # while the class rows still take the summed step
-    from embkit.xc.full_batch import batch_step
+    from embkit.xc.row_batches import batch_step
     rng = np.random.default_rng(3)
     X = sp.csr_matrix(np.array([[1.0, 0.0, 1.0, 1.0, 0.0]], np.float32))
     Y = sp.csr_matrix(np.array([[0.0, 1.0, 0.0, 1.0]]))

@@ -4,7 +4,7 @@ import pytest
 
 from embkit import ItemEmbedding, Word2Vec
 from embkit.core import registry
-from embkit.core.full_batch import add_rows, softmax_step
+from embkit.core.batched_softmax import add_rows, softmax_step
 from embkit.text.window_batches import window_pairs
 
 

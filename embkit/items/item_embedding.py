@@ -26,7 +26,7 @@ from embkit.core.cluster import (CLUSTER_PARAMS, EXCHANGE_SHARE, RECONCILE, SYNC
                                  check_cluster_params, train_on_cluster)
 from embkit.core.checkpoint import fingerprint
 from embkit.core.checks import POSITIVE_INT, check_param
-from embkit.core.full_batch import check_batch_size
+from embkit.core.batched_softmax import check_batch_size
 from embkit.core.sparse_checks import MAX_ROWS, check_sparse
 from embkit.core.validation import BestEpoch
 from embkit.items.pair_batches import PairBatches

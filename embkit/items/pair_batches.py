@@ -2,12 +2,12 @@
 
 A chunk of the ``pairs`` driver is ``n`` draws from the co-occurrence entries in proportion to their counts
 (numpy's generator instead of the kernel's alias table); the draws train in batches through
-:func:`embkit.core.full_batch.softmax_step`, the context item's row as the hidden vector and the next item
+:func:`embkit.core.batched_softmax.softmax_step`, the context item's row as the hidden vector and the next item
 as the class, as in the kernel.
 """
 import numpy as np
 
-from embkit.core.full_batch import BatchedTrainer, add_rows, batches, linear_lrs, softmax_step
+from embkit.core.batched_softmax import BatchedTrainer, add_rows, batches, linear_lrs, softmax_step
 
 __all__ = ["PairBatches"]
 

@@ -3,12 +3,12 @@
 A chunk of the ``windows`` driver (word ids and sentence ends) is turned into its (context, centre) pairs
 with numpy, in the kernel's order (centre by centre, context words left to right), with the same
 subsampling and reduced windows, drawn from numpy's generator instead of the kernel's.  The pairs then train
-in batches through :func:`embkit.core.full_batch.softmax_step`: the context word's input row is the hidden
+in batches through :func:`embkit.core.batched_softmax.softmax_step`: the context word's input row is the hidden
 vector and the centre word is the class, as in the kernel's skip-gram.
 """
 import numpy as np
 
-from embkit.core.full_batch import BatchedTrainer, add_rows, batches, linear_lrs, softmax_step
+from embkit.core.batched_softmax import BatchedTrainer, add_rows, batches, linear_lrs, softmax_step
 
 __all__ = ["window_pairs", "WindowBatches"]
 

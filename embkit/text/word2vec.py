@@ -10,7 +10,7 @@ from embkit.core.cluster import (CLUSTER_PARAMS, EXCHANGE_SHARE, RECONCILE, SYNC
                                  check_cluster_params)
 from embkit.core.checkpoint import CheckpointError, fingerprint
 from embkit.core.checks import NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_param
-from embkit.core.full_batch import check_batch_size
+from embkit.core.batched_softmax import check_batch_size
 from embkit.core.registry import most_frequent
 from embkit.core.training import TrainingReport
 from embkit.text.chunk_cache import ChunkCache

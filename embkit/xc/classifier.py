@@ -189,7 +189,7 @@ class ExtremeClassifier(EmbeddingModel):
         Examples per kernel call (adaptive samplers refresh between calls).
     batch_size : int, optional
         one_vs_all: examples per Adam step (256 by default).  sampled with ``loss="full_softmax"``: train exact
-        full softmax in mini-batches of this many examples with BLAS products (:mod:`embkit.xc.full_batch`),
+        full softmax in mini-batches of this many examples with BLAS products (:mod:`embkit.xc.row_batches`),
         which reads each class row once per batch instead of once per example -- much faster with many
         labels.  None uses the per-example kernel.
     callbacks : sequence

@@ -4,14 +4,14 @@ Every example is a step of a registry loss (``sampled_softmax``, ``sgns``, ``nce
 ``full_softmax``, ``hs``) against its positive labels and the negatives a registry sampler draws (LSH,
 kernel, uniform, log-uniform, unigram, top-k, ...): the setting of the LSH-negative-sampling and RF-softmax
 papers, for label sets too large to score every label per example.  A loss that scores every class trains in
-BLAS mini-batches with ``batch_size`` (:mod:`embkit.xc.full_batch`).
+BLAS mini-batches with ``batch_size`` (:mod:`embkit.xc.row_batches`).
 """
 import numpy as np
 
 from embkit._kernels.rows import RowTrainer
 from embkit.core import registry
-from embkit.core.full_batch import check_batch_size
-from embkit.xc.full_batch import FullSoftmaxBatches
+from embkit.core.batched_softmax import check_batch_size
+from embkit.xc.row_batches import FullSoftmaxBatches
 from embkit.xc.solver import Solver
 
 __all__ = ["Sampled"]

@@ -7,7 +7,7 @@ with one product (``W_out -= lr G^T H``), so each class row is read and written 
 per-example SGD steps applied together at the end of the batch (the gradient of the batch's summed loss).
 With ``b = 1`` a step is the per-example kernel's step.
 
-The drivers build the hidden vectors and apply ``dH`` to their input rows: ``embkit.xc.full_batch`` (rows of
+The drivers build the hidden vectors and apply ``dH`` to their input rows: ``embkit.xc.row_batches`` (rows of
 a sparse feature matrix), ``embkit.text.window_batches`` (skip-gram windows) and
 ``embkit.items.pair_batches`` (co-occurrence pairs).
 """

@@ -11,11 +11,11 @@ oscillated (P@1 22.7 / 19.1 / 49.2 over 3 epochs on a synthetic set with 1e4 lab
 76.4 for the per-example kernel and 66.6 / 69.2 / 70.3 with the mean; batch 64, alpha 0.03); a feature
 seen once in the batch still moves by its one example's step.  With ``b = 1`` a step is the per-example
 kernel's step (single-label rows), with the same learning-rate schedule, normalisation and temperature.
-The softmax step itself is :func:`embkit.core.full_batch.softmax_step`, shared with the other drivers.
+The softmax step itself is :func:`embkit.core.batched_softmax.softmax_step`, shared with the other drivers.
 """
 import numpy as np
 
-from embkit.core.full_batch import BatchedTrainer, batches, linear_lrs, softmax_step
+from embkit.core.batched_softmax import BatchedTrainer, batches, linear_lrs, softmax_step
 
 __all__ = ["train_full_softmax_batches"]
 
