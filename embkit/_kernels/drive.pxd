@@ -39,6 +39,20 @@ cdef enum:
     MAX_IN_FLIGHT = 8       # chunks a pipeline holds at once
 
 
+cdef struct RunConfig:
+    # what every driver's slices read of the run (the first member of each driver's settings)
+    float *W_in
+    float *W_out
+    int dim
+    int negative               # negatives a step draws (0 when the loss draws none)
+    int columns                # output rows one loss step may touch
+    Py_ssize_t sampler_scratch # bytes of per-thread scratch the sampler needs
+    double alpha               # learning rate at the start and the end of the run
+    double min_alpha
+    double total               # units the whole run trains (all epochs)
+    double before              # units of the run trained before this chunk
+
+
 cdef class ChunkJob:
     """One chunk handed to a pipeline: the driver's settings for it, its slices and their results."""
     cdef void *config            # the driver's per-chunk settings (its own struct, owned)
@@ -72,6 +86,8 @@ cdef struct HotRows:
 
 
 cdef class Driver:
+    cdef float[:, ::1] W_in              # the input and output tables, updated in place
+    cdef float[:, ::1] W_out
     cdef readonly Loss loss
     cdef readonly Sampler sampler
     cdef uint64_t seed
@@ -81,6 +97,8 @@ cdef class Driver:
     cdef int train_slice(self, const void *config, Py_ssize_t begin, Py_ssize_t end, uint64_t seed,
                          SliceResult *out) noexcept nogil
     cdef ChunkJob open_chunk(self, tuple args, double before, int n_slices)
+    cdef int set_run(self, RunConfig *run, float[:, ::1] W_in, float[:, ::1] W_out, Loss loss, Sampler sampler,
+                     int negative, double alpha, double min_alpha, double total, uint64_t seed) except -1
 
 
 cdef class Pipeline:
@@ -217,13 +235,22 @@ cdef inline void _draw_half(Sampler sampler, uint64_t *rng, const float *query, 
         emb_prefetch_row(ng.W_out + <Py_ssize_t>ids[j] * ng.dim, ng.dim)
 
 
-cdef inline void draw_negatives(Sampler sampler, uint64_t *rng, const float *query, Negatives *ng,
-                                StepArgs *a) noexcept nogil:
-    """Give step ``a`` (whose ``target`` is set) its ``k`` negatives and their log-probabilities.
+cdef struct SliceSteps:
+    # what a slice's loss steps need besides the driver's settings: the step's arguments, the negatives
+    # drawn for it and the thread's hot rows
+    StepArgs a
+    Negatives ng
+    HotRows hot
+
+
+cdef inline void draw_negatives(Sampler sampler, uint64_t *rng, const float *query, SliceSteps *s) noexcept nogil:
+    """Give the step (whose ``target`` is set) its ``k`` negatives and their log-probabilities.
 
     With a query-free sampler the set of the following example is drawn now, so its rows are in cache by
     the time it is needed (the draws come in the same order, so runs stay reproducible).
     """
+    cdef Negatives *ng = &s.ng
+    cdef StepArgs *a = &s.a
     cdef int half = 0
     if not ng.ahead:
         _draw_half(sampler, rng, query, a.target, ng, 0)
@@ -242,13 +269,15 @@ cdef inline void draw_negatives(Sampler sampler, uint64_t *rng, const float *que
     a.target_logq = ng.tlq[half]
 
 
-cdef inline int steps_begin(StepArgs *a, Negatives *ng, HotRows *hot, const HotSpec *spec, Loss loss,
-                            Sampler sampler, int batch, int k, int columns, Py_ssize_t sampler_scratch, float *W_out,
-                            int dim) noexcept nogil:
+cdef inline int steps_begin(SliceSteps *s, const HotSpec *spec, Loss loss, Sampler sampler, int batch, int k,
+                            int columns, Py_ssize_t sampler_scratch, float *W_out, int dim) noexcept nogil:
     """Allocate a slice's step buffers: ``dH`` for ``batch`` inputs, the loss's scratch for ``columns``
     output rows and ``k`` negatives a step, the negatives, and the thread's copies of the hot rows of ``spec``
     (when the loss allows them); -1 when out of memory (nothing left allocated).
     """
+    cdef StepArgs *a = &s.a
+    cdef Negatives *ng = &s.ng
+    cdef HotRows *hot = &s.hot
     a.W_out = W_out
     a.dim = dim
     a.k = k
@@ -275,7 +304,7 @@ cdef inline int steps_begin(StepArgs *a, Negatives *ng, HotRows *hot, const HotS
             a.hot = hot.rows
             a.hot_slot = spec.slot
     if a.dH == NULL or a.work == NULL or status != 0:
-        steps_end(a, ng, hot)
+        steps_end(s)
         return -1
     return 0
 
@@ -310,16 +339,18 @@ cdef inline void hot_merge(const StepArgs *a, HotRows *hot) noexcept nogil:
     hot.since = 0
 
 
-cdef inline void hot_tick(const StepArgs *a, HotRows *hot) noexcept nogil:
+cdef inline void hot_tick(SliceSteps *s) noexcept nogil:
     """Count one example; merge the hot rows every ``hot.every``."""
-    if hot.n:
-        hot.since += 1
-        if hot.since >= hot.every:
-            hot_merge(a, hot)
+    if s.hot.n:
+        s.hot.since += 1
+        if s.hot.since >= s.hot.every:
+            hot_merge(&s.a, &s.hot)
 
 
-cdef inline void steps_end(StepArgs *a, Negatives *ng, HotRows *hot) noexcept nogil:
+cdef inline void steps_end(SliceSteps *s) noexcept nogil:
     """Merge the hot rows back and free what :func:`steps_begin` allocated."""
+    cdef StepArgs *a = &s.a
+    cdef HotRows *hot = &s.hot
     if hot.n:
         hot_merge(a, hot)
     free(hot.rows)
@@ -329,6 +360,6 @@ cdef inline void steps_end(StepArgs *a, Negatives *ng, HotRows *hot) noexcept no
     a.hot = NULL
     free(a.dH)
     scratch_free(a.work)
-    negatives_free(ng)
+    negatives_free(&s.ng)
     a.dH = NULL
     a.work = NULL

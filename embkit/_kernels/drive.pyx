@@ -93,6 +93,25 @@ cdef class Driver:
     cdef ChunkJob open_chunk(self, tuple args, double before, int n_slices):
         raise NotImplementedError
 
+    cdef int set_run(self, RunConfig *run, float[:, ::1] W_in, float[:, ::1] W_out, Loss loss, Sampler sampler,
+                     int negative, double alpha, double min_alpha, double total, uint64_t seed) except -1:
+        """Check the tables, loss and sampler (ValueError naming the mismatch), keep them, and fill ``run``:
+        the settings every driver's slices read (``total`` units in the run, ``negative`` a step)."""
+        check_objective(W_in.shape[1], W_out.shape[1], W_out.shape[0], loss, sampler, negative)
+        self.W_in, self.W_out, self.loss, self.sampler, self.seed = W_in, W_out, loss, sampler, seed
+        self.n_classes = loss.classes_for_table(W_out.shape[0])
+        run.W_in = &W_in[0, 0]
+        run.W_out = &W_out[0, 0]
+        run.dim = W_in.shape[1]
+        run.negative = negative if loss.uses_negatives else 0
+        run.columns = loss.columns(run.negative, W_out.shape[0])
+        run.sampler_scratch = sampler.scratch_bytes() if sampler is not None else 0
+        run.alpha = alpha
+        run.min_alpha = min_alpha
+        run.total = total if total > 0 else 1.0
+        run.before = 0.0
+        return 0
+
     @property
     def overlaps_chunks(self):
         """Whether chunks may train while the previous one is still training: not when the sampler must be

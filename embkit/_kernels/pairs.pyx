@@ -11,27 +11,17 @@ from libc.stdint cimport uint64_t, uint32_t, int32_t
 from libc.stdlib cimport malloc, free
 
 from embkit._kernels.common cimport emb_axpy, emb_prefetch_row, rng_next
-from embkit._kernels.drive cimport (ChunkJob, Driver, HotRows, HotSpec, SliceResult, chunk_job, check_objective,
-                                    check_ids, Negatives, linear_lr, steps_begin, steps_end, hot_tick,
-                                    draw_negatives)
+from embkit._kernels.drive cimport (ChunkJob, Driver, HotSpec, RunConfig, SliceResult, SliceSteps, chunk_job,
+                                    check_ids, Negatives, linear_lr, steps_begin, steps_end, hot_tick, draw_negatives)
 from embkit._kernels.losses cimport Loss, StepArgs
 from embkit._kernels.samplers cimport Sampler, AliasSampler, AliasCell
 
 cdef struct PairConfig:
-    float *W_in
-    float *W_out
-    int dim
+    RunConfig run
     const int32_t *ctx         # context item of every stored entry
     const int32_t *tgt         # target item of every stored entry
     const AliasCell *cells     # alias table over the entries, by count
     uint64_t n_entries
-    int negative
-    double alpha
-    double min_alpha
-    double total               # pairs the whole run trains
-    double before              # pairs trained before this chunk
-    int columns
-    Py_ssize_t sampler_scratch
 
 
 cdef inline uint64_t draw_entry(const PairConfig *c, uint64_t *rng) noexcept nogil:
@@ -45,37 +35,36 @@ cdef inline uint64_t draw_entry(const PairConfig *c, uint64_t *rng) noexcept nog
 cdef int train_pairs(const PairConfig *c, Loss loss, Sampler sampler, const HotSpec *spec, long long first,
                      long long count, uint64_t seed, SliceResult *out) noexcept nogil:
     """Train ``count`` pairs (the slice starting at pair ``first`` of the chunk); -1 if out of memory."""
-    cdef int dim = c.dim
-    cdef int k = c.negative
-    cdef StepArgs a
-    cdef Negatives ng
-    cdef HotRows hot
-    if steps_begin(&a, &ng, &hot, spec, loss, sampler, 1, k, c.columns, c.sampler_scratch, c.W_out, dim) != 0:
+    cdef int dim = c.run.dim
+    cdef int k = c.run.negative
+    cdef SliceSteps st
+    if steps_begin(&st, spec, loss, sampler, 1, k, c.run.columns, c.run.sampler_scratch, c.run.W_out, dim) != 0:
         return -1
+    cdef StepArgs *a = &st.a
     cdef float *dH = a.dH
     cdef uint64_t rng = seed
     cdef double total_loss = 0.0
     cdef long long n
     cdef float *h
     a.H = &h
-    a.lr = linear_lr(c.alpha, c.min_alpha, c.before + first, c.total)
+    a.lr = linear_lr(c.run.alpha, c.run.min_alpha, c.run.before + first, c.run.total)
     cdef uint64_t e = draw_entry(c, &rng), e_next
     for n in range(count):
         if (n & 1023) == 1023:
-            a.lr = linear_lr(c.alpha, c.min_alpha, c.before + first + n, c.total)
-        h = c.W_in + <Py_ssize_t>c.ctx[e] * dim
+            a.lr = linear_lr(c.run.alpha, c.run.min_alpha, c.run.before + first + n, c.run.total)
+        h = c.run.W_in + <Py_ssize_t>c.ctx[e] * dim
         a.target = c.tgt[e]
         e_next = draw_entry(c, &rng)
         # the next pair's rows start loading while this one trains
-        emb_prefetch_row(c.W_in + <Py_ssize_t>c.ctx[e_next] * dim, dim)
-        emb_prefetch_row(c.W_out + <Py_ssize_t>c.tgt[e_next] * dim, dim)
-        hot_tick(&a, &hot)
+        emb_prefetch_row(c.run.W_in + <Py_ssize_t>c.ctx[e_next] * dim, dim)
+        emb_prefetch_row(c.run.W_out + <Py_ssize_t>c.tgt[e_next] * dim, dim)
+        hot_tick(&st)
         if k > 0:
-            draw_negatives(sampler, &rng, h, &ng, &a)
-        total_loss += loss.step(&a)
+            draw_negatives(sampler, &rng, h, &st)
+        total_loss += loss.step(a)
         emb_axpy(1.0, dH, h, dim)
         e = e_next
-    steps_end(&a, &ng, &hot)
+    steps_end(&st)
     out.loss = total_loss
     out.examples = count
     out.units = count
@@ -103,8 +92,6 @@ cdef class PairTrainer(Driver):
         Pairs the whole run trains (epochs x pairs per epoch).
     seed : int
     """
-    cdef float[:, ::1] W_in
-    cdef float[:, ::1] W_out
     cdef const int32_t[::1] contexts
     cdef const int32_t[::1] targets
     cdef AliasSampler entries
@@ -114,36 +101,21 @@ cdef class PairTrainer(Driver):
                  const int32_t[::1] contexts not None, const int32_t[::1] targets not None,
                  AliasSampler entries not None, Loss loss not None, Sampler sampler, int negative,
                  double alpha, double min_alpha, double total_pairs, uint64_t seed):
-        check_objective(W_in.shape[1], W_out.shape[1], W_out.shape[0], loss, sampler, negative)
+        self.set_run(&self.cfg.run, W_in, W_out, loss, sampler, negative, alpha, min_alpha, total_pairs, seed)
         if contexts.shape[0] != targets.shape[0] or contexts.shape[0] != entries.n_classes:
             raise ValueError("contexts, targets and the entry distribution must have the same length")
         if contexts.shape[0] == 0:
             raise ValueError("no pairs to train on")
         check_ids(contexts, W_in.shape[0], "context ids")
-        self.n_classes = loss.classes_for_table(W_out.shape[0])
         check_ids(targets, self.n_classes, "target ids")
-        self.W_in = W_in
-        self.W_out = W_out
         self.contexts = contexts
         self.targets = targets
         self.entries = entries
-        self.loss = loss
-        self.sampler = sampler
-        self.seed = seed
         c = &self.cfg
-        c.W_in = &W_in[0, 0]
-        c.W_out = &W_out[0, 0]
-        c.dim = W_in.shape[1]
         c.ctx = &contexts[0]
         c.tgt = &targets[0]
         c.cells = entries.cells
         c.n_entries = contexts.shape[0]
-        c.negative = negative if loss.uses_negatives else 0
-        c.alpha = alpha
-        c.min_alpha = min_alpha
-        c.total = total_pairs if total_pairs > 0 else 1.0
-        c.columns = loss.columns(c.negative, W_out.shape[0])
-        c.sampler_scratch = sampler.scratch_bytes() if sampler is not None else 0
 
     cdef int train_slice(self, const void *config, Py_ssize_t begin, Py_ssize_t end, uint64_t seed,
                          SliceResult *out) noexcept nogil:
@@ -160,7 +132,7 @@ cdef class PairTrainer(Driver):
         cdef ChunkJob job = chunk_job(sizeof(PairConfig), n_slices, None)
         cdef PairConfig *c = <PairConfig *> job.config
         c[0] = self.cfg
-        c.before = before
+        c.run.before = before
         cdef int t
         for t in range(n_slices + 1):
             job.bounds[t] = n_pairs * t // n_slices

@@ -19,16 +19,14 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 from embkit._kernels.common cimport emb_axpy, emb_dot, emb_scale_copy, rng_below
-from embkit._kernels.drive cimport (ChunkJob, Driver, HotRows, HotSpec, SliceResult, chunk_job, check_objective,
-                                    check_ids, check_offsets, Negatives, linear_lr, steps_begin, steps_end,
-                                    hot_tick, draw_negatives)
+from embkit._kernels.drive cimport (ChunkJob, Driver, HotSpec, RunConfig, SliceResult, SliceSteps, chunk_job,
+                                    check_ids, check_offsets, Negatives, linear_lr, steps_begin, steps_end, hot_tick,
+                                    draw_negatives)
 from embkit._kernels.losses cimport Loss, StepArgs, out_row
 from embkit._kernels.samplers cimport Sampler
 
 cdef struct RowConfig:
-    float *W_in
-    float *W_out
-    int dim
+    RunConfig run
     int n_labels
     const int64_t *x_ptr
     const int32_t *x_idx
@@ -36,18 +34,11 @@ cdef struct RowConfig:
     const int64_t *y_ptr
     const int32_t *y_idx
     const int32_t *order       # example ids of this chunk
-    int negative
     bint normalize
     bint normalize_classes
     bint one_label
     bint all_rows              # the loss touches every output row (full softmax)
     float inv_tau
-    double alpha
-    double min_alpha
-    double total
-    double before
-    int columns
-    Py_ssize_t sampler_scratch
 
 
 cdef inline void unit_row(float *row, int dim) noexcept nogil:
@@ -61,11 +52,11 @@ cdef inline void renormalize_touched(const RowConfig *c, const StepArgs *a) noex
     cdef int j
     if c.all_rows:
         for j in range(c.n_labels):
-            unit_row(c.W_out + <Py_ssize_t>j * c.dim, c.dim)
+            unit_row(c.run.W_out + <Py_ssize_t>j * c.run.dim, c.run.dim)
         return
-    unit_row(out_row(a, a.target), c.dim)
+    unit_row(out_row(a, a.target), c.run.dim)
     for j in range(a.k):
-        unit_row(out_row(a, a.neg[j]), c.dim)
+        unit_row(out_row(a, a.neg[j]), c.run.dim)
 
 
 cdef inline bint in_sorted(const int32_t *a, int n, int x) noexcept nogil:
@@ -92,19 +83,18 @@ cdef inline void drop_other_positives(int *neg, int k, int label, const int32_t 
 cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, const HotSpec *spec, Py_ssize_t begin,
                     Py_ssize_t end, uint64_t seed, SliceResult *out) noexcept nogil:
     """Train the examples ``order[begin:end]``; -1 if out of memory."""
-    cdef int dim = c.dim
-    cdef int k = c.negative
-    cdef StepArgs a
-    cdef Negatives ng
-    cdef HotRows hot
-    if steps_begin(&a, &ng, &hot, spec, loss, sampler, 1, k, c.columns, c.sampler_scratch, c.W_out, dim) != 0:
+    cdef int dim = c.run.dim
+    cdef int k = c.run.negative
+    cdef SliceSteps st
+    if steps_begin(&st, spec, loss, sampler, 1, k, c.run.columns, c.run.sampler_scratch, c.run.W_out, dim) != 0:
         return -1
+    cdef StepArgs *a = &st.a
     cdef float *dH = a.dH
     cdef float *h = <float *> malloc(dim * sizeof(float))
     cdef float *H = <float *> malloc(dim * sizeof(float))
     cdef float *g = <float *> malloc(dim * sizeof(float))
     if h == NULL or H == NULL or g == NULL:
-        free(h); free(H); free(g); steps_end(&a, &ng, &hot)
+        free(h); free(H); free(g); steps_end(&st)
         return -1
     cdef float *Hp = H
     a.H = &Hp
@@ -116,13 +106,13 @@ cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, const HotSpe
     cdef float norm = 1.0, scale, proj
     for p in range(begin, end):
         r = c.order[p]
-        a.lr = linear_lr(c.alpha, c.min_alpha, c.before + p, c.total)
+        a.lr = linear_lr(c.run.alpha, c.run.min_alpha, c.run.before + p, c.run.total)
         n_lab = <int>(c.y_ptr[r + 1] - c.y_ptr[r])
         if n_lab == 0:
             continue
         memset(h, 0, dim * sizeof(float))
         for q in range(c.x_ptr[r], c.x_ptr[r + 1]):
-            emb_axpy(c.x_val[q], c.W_in + <Py_ssize_t>c.x_idx[q] * dim, h, dim)
+            emb_axpy(c.x_val[q], c.run.W_in + <Py_ssize_t>c.x_idx[q] * dim, h, dim)
         scale = c.inv_tau
         if c.normalize:
             norm = sqrt(emb_dot(h, h, dim))
@@ -131,7 +121,7 @@ cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, const HotSpe
             scale = c.inv_tau / norm
         emb_scale_copy(scale, h, H, dim)
         memset(g, 0, dim * sizeof(float))
-        hot_tick(&a, &hot)
+        hot_tick(&st)
         q = c.y_ptr[r]
         last = c.y_ptr[r + 1]
         if c.one_label:
@@ -140,12 +130,12 @@ cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, const HotSpe
         while q < last:
             a.target = c.y_idx[q]
             if k > 0:
-                draw_negatives(sampler, &rng, H, &ng, &a)
+                draw_negatives(sampler, &rng, H, &st)
                 if n_lab > 1:
                     drop_other_positives(<int *> a.neg, k, a.target, c.y_idx + c.y_ptr[r], n_lab)
-            total_loss += loss.step(&a)
+            total_loss += loss.step(a)
             if c.normalize_classes:
-                renormalize_touched(c, &a)
+                renormalize_touched(c, a)
             emb_axpy(1.0, dH, g, dim)
             steps += 1
             q += 1
@@ -154,9 +144,9 @@ cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, const HotSpe
             proj = emb_dot(H, g, dim) / (c.inv_tau * c.inv_tau)   # (u . g) |H|^2 / |H|^2 with |H| = inv_tau
             emb_axpy(-proj, H, g, dim)
         for q in range(c.x_ptr[r], c.x_ptr[r + 1]):
-            emb_axpy(scale * c.x_val[q], g, c.W_in + <Py_ssize_t>c.x_idx[q] * dim, dim)
+            emb_axpy(scale * c.x_val[q], g, c.run.W_in + <Py_ssize_t>c.x_idx[q] * dim, dim)
         examples += 1
-    free(h); free(H); free(g); steps_end(&a, &ng, &hot)
+    free(h); free(H); free(g); steps_end(&st)
     out.loss = total_loss
     out.examples = steps
     out.units = end - begin
@@ -191,8 +181,6 @@ cdef class RowTrainer(Driver):
         Examples the whole run visits (epochs x examples per epoch).
     seed : int
     """
-    cdef float[:, ::1] W_in
-    cdef float[:, ::1] W_out
     cdef object arrays
     cdef RowConfig cfg
 
@@ -202,7 +190,7 @@ cdef class RowTrainer(Driver):
                  const int32_t[::1] y_indices not None, Loss loss not None, Sampler sampler, int negative,
                  bint normalize, double tau, bint normalize_classes, bint one_label, double alpha,
                  double min_alpha, double total_examples, uint64_t seed):
-        check_objective(W_in.shape[1], W_out.shape[1], W_out.shape[0], loss, sampler, negative)
+        self.set_run(&self.cfg.run, W_in, W_out, loss, sampler, negative, alpha, min_alpha, total_examples, seed)
         if x_indptr.shape[0] != y_indptr.shape[0]:
             raise ValueError("the feature and label matrices must have the same number of rows")
         if x_indices.shape[0] != x_data.shape[0]:
@@ -214,35 +202,20 @@ cdef class RowTrainer(Driver):
         check_offsets(x_indptr, x_indices.shape[0], "feature")
         check_offsets(y_indptr, y_indices.shape[0], "label")
         check_ids(x_indices, W_in.shape[0], "feature ids")
-        self.n_classes = loss.classes_for_table(W_out.shape[0])
         check_ids(y_indices, self.n_classes, "label ids")
-        self.W_in = W_in
-        self.W_out = W_out
         self.arrays = (x_indptr, x_indices, x_data, y_indptr, y_indices)
-        self.loss = loss
-        self.sampler = sampler
-        self.seed = seed
         c = &self.cfg
-        c.W_in = &W_in[0, 0]
-        c.W_out = &W_out[0, 0]
-        c.dim = W_in.shape[1]
         c.n_labels = W_out.shape[0]
         c.x_ptr = &x_indptr[0]
         c.x_idx = &x_indices[0] if x_indices.shape[0] else NULL
         c.x_val = &x_data[0] if x_data.shape[0] else NULL
         c.y_ptr = &y_indptr[0]
         c.y_idx = &y_indices[0] if y_indices.shape[0] else NULL
-        c.negative = negative if loss.uses_negatives else 0
         c.normalize = normalize
         c.normalize_classes = normalize_classes
         c.one_label = one_label
         c.all_rows = not loss.uses_negatives
         c.inv_tau = 1.0 / tau
-        c.alpha = alpha
-        c.min_alpha = min_alpha
-        c.total = total_examples if total_examples > 0 else 1.0
-        c.columns = loss.columns(c.negative, W_out.shape[0])
-        c.sampler_scratch = sampler.scratch_bytes() if sampler is not None else 0
 
     cdef int train_slice(self, const void *config, Py_ssize_t begin, Py_ssize_t end, uint64_t seed,
                          SliceResult *out) noexcept nogil:
@@ -262,7 +235,7 @@ cdef class RowTrainer(Driver):
         cdef RowConfig *c = <RowConfig *> job.config
         c[0] = self.cfg
         c.order = &order[0]
-        c.before = before
+        c.run.before = before
         cdef int t
         for t in range(n_slices + 1):
             job.bounds[t] = n * t // n_slices

@@ -13,16 +13,13 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 from embkit._kernels.common cimport emb_axpy, emb_scale_copy, emb_prefetch_row, rng_uniform, rng_below
-from embkit._kernels.drive cimport (ChunkJob, Driver, HotRows, HotSpec, SliceResult, chunk_job, check_objective,
-                                    check_ids, Negatives, linear_lr, steps_begin, steps_end, hot_tick,
-                                    draw_negatives)
+from embkit._kernels.drive cimport (ChunkJob, Driver, HotSpec, RunConfig, SliceResult, SliceSteps, chunk_job,
+                                    check_ids, Negatives, linear_lr, steps_begin, steps_end, hot_tick, draw_negatives)
 from embkit._kernels.losses cimport Loss, StepArgs
 from embkit._kernels.samplers cimport Sampler
 
 cdef struct Config:
-    float *W_in
-    float *W_out
-    int dim
+    RunConfig run
     const float *keep          # per-word keep probability (NULL: no subsampling)
     int window
     int shrink                 # draw a reduced window per centre word (word2vec); 0: always the full window
@@ -30,20 +27,13 @@ cdef struct Config:
     Py_ssize_t lockf_len
     int sg
     int cbow_mean
-    int negative
     int shared_negatives
-    double alpha
-    double min_alpha
-    double words_before        # words trained before this chunk (all epochs)
-    double total_words         # words to train in the whole run (all epochs)
     const int32_t *tokens
     const int32_t *ends
-    int columns                # output rows one loss step may touch
-    Py_ssize_t sampler_scratch # bytes of per-thread scratch the sampler needs
 
 
 cdef inline float learning_rate(const Config *c, Py_ssize_t pos) noexcept nogil:
-    return linear_lr(c.alpha, c.min_alpha, c.words_before + pos, c.total_words)
+    return linear_lr(c.run.alpha, c.run.min_alpha, c.run.before + pos, c.run.total)
 
 
 cdef inline Py_ssize_t subsample(const Config *c, Py_ssize_t start, Py_ssize_t end, int32_t *buf,
@@ -66,8 +56,8 @@ cdef inline Py_ssize_t subsample(const Config *c, Py_ssize_t start, Py_ssize_t e
 cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, const HotSpec *spec, Py_ssize_t s_begin,
                          Py_ssize_t s_end, uint64_t slice_seed, SliceResult *out) noexcept nogil:
     """Train sentences ``[s_begin, s_end)`` of the chunk; returns -1 if scratch allocation failed."""
-    cdef int dim = c.dim
-    cdef int k = c.negative if loss.uses_negatives else 0
+    cdef int dim = c.run.dim
+    cdef int k = c.run.negative if loss.uses_negatives else 0
     cdef int batch = 2 * c.window if c.sg and c.shared_negatives else 1
     cdef Py_ssize_t start = 0 if s_begin == 0 else c.ends[s_begin - 1]
     cdef Py_ssize_t max_len = 0
@@ -75,18 +65,17 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, const HotS
     for s in range(s_begin, s_end):
         if c.ends[s] - (0 if s == 0 else c.ends[s - 1]) > max_len:
             max_len = c.ends[s] - (0 if s == 0 else c.ends[s - 1])
-    cdef StepArgs a
-    cdef Negatives ng
-    cdef HotRows hot
-    if steps_begin(&a, &ng, &hot, spec, loss, sampler, batch, k, c.columns, c.sampler_scratch, c.W_out, dim) != 0:
+    cdef SliceSteps st
+    if steps_begin(&st, spec, loss, sampler, batch, k, c.run.columns, c.run.sampler_scratch, c.run.W_out, dim) != 0:
         return -1
+    cdef StepArgs *a = &st.a
     cdef float *dH = a.dH
     cdef int32_t *buf = <int32_t *> malloc((max_len + 1) * sizeof(int32_t))
     cdef float *hid = <float *> malloc(dim * sizeof(float))
     cdef float **rows = <float **> malloc(2 * c.window * sizeof(float *))
     cdef float *lock = <float *> malloc(2 * c.window * sizeof(float))   # update factor of each context row
     if buf == NULL or hid == NULL or rows == NULL or lock == NULL:
-        free(buf); free(hid); free(rows); free(lock); steps_end(&a, &ng, &hot)
+        free(buf); free(hid); free(rows); free(lock); steps_end(&st)
         return -1
 
     cdef uint64_t rng = slice_seed
@@ -115,26 +104,26 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, const HotS
             m = 0
             for j in range(lo, hi):
                 if j != i:
-                    rows[m] = c.W_in + <Py_ssize_t>buf[j] * dim
+                    rows[m] = c.run.W_in + <Py_ssize_t>buf[j] * dim
                     lock[m] = 1.0 if c.lockf == NULL else c.lockf[buf[j] % c.lockf_len]
                     m += 1
             if m == 0:
                 continue
-            hot_tick(&a, &hot)
+            hot_tick(&st)
             if c.sg and batch > 1:
                 # the centre's context words share one negative set: one mini-batch step; a sampler that
                 # needs a query gets the mean of the context rows
                 if k > 0:
                     query = NULL
-                    if not ng.ahead:
+                    if not st.ng.ahead:
                         memset(hid, 0, dim * sizeof(float))
                         for j in range(m):
                             emb_axpy(1.0 / m, rows[j], hid, dim)
                         query = hid
-                    draw_negatives(sampler, &rng, query, &ng, &a)
+                    draw_negatives(sampler, &rng, query, &st)
                 a.H = rows
                 a.m = m
-                total_loss += loss.step(&a)
+                total_loss += loss.step(a)
                 for j in range(m):
                     emb_axpy(lock[j], dH + j * dim, rows[j], dim)
                 examples += m
@@ -144,9 +133,9 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, const HotS
                     if j + 1 < m:
                         emb_prefetch_row(rows[j + 1], dim)
                     if k > 0:
-                        draw_negatives(sampler, &rng, rows[j], &ng, &a)
+                        draw_negatives(sampler, &rng, rows[j], &st)
                     a.H = &rows[j]
-                    total_loss += loss.step(&a)
+                    total_loss += loss.step(a)
                     emb_axpy(lock[j], dH, rows[j], dim)
                 examples += m
             else:
@@ -157,15 +146,15 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, const HotS
                 if c.cbow_mean:
                     emb_scale_copy(1.0 / m, hid, hid, dim)
                 if k > 0:
-                    draw_negatives(sampler, &rng, hid, &ng, &a)
+                    draw_negatives(sampler, &rng, hid, &st)
                 a.H = &hid
                 a.m = 1
-                total_loss += loss.step(&a)
+                total_loss += loss.step(a)
                 for j in range(m):
                     emb_axpy(lock[j], dH, rows[j], dim)
                 examples += 1
         start = end
-    free(buf); free(hid); free(rows); free(lock); steps_end(&a, &ng, &hot)
+    free(buf); free(hid); free(rows); free(lock); steps_end(&st)
     out.loss = total_loss
     out.examples = examples
     out.units = words
@@ -224,8 +213,6 @@ cdef class WindowTrainer(Driver):
     shrink_windows : bool
         Draw a reduced window in ``[1, window]`` per centre word (word2vec); False always uses ``window``.
     """
-    cdef float[:, ::1] W_in
-    cdef float[:, ::1] W_out
     cdef float[::1] keep
     cdef float[::1] lockf
     cdef Config cfg
@@ -235,15 +222,7 @@ cdef class WindowTrainer(Driver):
                  Sampler sampler, int window, bint sg, bint cbow_mean, int negative, bint shared_negatives,
                  double alpha, double min_alpha, double total_words, uint64_t seed, lockf=None,
                  bint shrink_windows=True):
-        check_objective(W_in.shape[1], W_out.shape[1], W_out.shape[0], loss, sampler, negative)
-        self.W_in = W_in
-        self.W_out = W_out
-        self.loss = loss
-        self.sampler = sampler
-        self.cfg.W_in = &W_in[0, 0]
-        self.cfg.W_out = &W_out[0, 0]
-        self.cfg.dim = W_in.shape[1]
-        self.n_classes = loss.classes_for_table(W_out.shape[0])
+        self.set_run(&self.cfg.run, W_in, W_out, loss, sampler, negative, alpha, min_alpha, total_words, seed)
         self.n_ids = min(W_in.shape[0], self.n_classes)
         if keep is not None:
             self.keep = np.ascontiguousarray(keep, dtype=np.float32)
@@ -264,14 +243,7 @@ cdef class WindowTrainer(Driver):
             self.cfg.lockf_len = self.lockf.shape[0]
         self.cfg.sg = sg
         self.cfg.cbow_mean = cbow_mean
-        self.cfg.negative = negative if loss.uses_negatives else 0
         self.cfg.shared_negatives = shared_negatives
-        self.cfg.alpha = alpha
-        self.cfg.min_alpha = min_alpha
-        self.cfg.total_words = total_words if total_words > 0 else 1.0
-        self.seed = seed
-        self.cfg.columns = loss.columns(self.cfg.negative, W_out.shape[0])
-        self.cfg.sampler_scratch = sampler.scratch_bytes() if sampler is not None else 0
 
     cdef int train_slice(self, const void *config, Py_ssize_t begin, Py_ssize_t end, uint64_t seed,
                          SliceResult *out) noexcept nogil:
@@ -296,7 +268,7 @@ cdef class WindowTrainer(Driver):
         c[0] = self.cfg
         c.tokens = &tokens[0]
         c.ends = &ends[0]
-        c.words_before = before
+        c.run.before = before
         cdef int[::1] bounds = split_slices(ends, n_slices)
         cdef int t
         for t in range(n_slices + 1):

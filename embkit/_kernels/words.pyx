@@ -268,6 +268,16 @@ cdef inline Slot *ws_word_slot(const WordSet *s, int32_t w) noexcept nogil:
     return &s.slot[s.at[w]]
 
 
+cdef int grow(void **array, int64_t *cap, size_t item) noexcept nogil:
+    """Double the capacity of the ``item``-byte elements at ``array[0]``; -1 when out of memory (unchanged)."""
+    cdef void *p = realloc(array[0], 2 * cap[0] * item)
+    if p == NULL:
+        return -1
+    array[0] = p
+    cap[0] *= 2
+    return 0
+
+
 cdef str ws_word(const WordSet *s, int32_t w):
     cdef Slot *e = ws_word_slot(s, w)
     return (s.arena + e.start)[:e.length].decode("utf-8", "surrogatepass")
@@ -347,12 +357,9 @@ cdef class BlockWords:
                 if c == BLANK:
                     pos += 1
                 elif c == NEWLINE:
-                    if self.n_breaks == self.break_cap:
-                        self.break_cap *= 2
-                        p = realloc(self.breaks, self.break_cap * sizeof(int64_t))
-                        if p == NULL:
-                            return -1
-                        self.breaks = <int64_t *> p
+                    if self.n_breaks == self.break_cap and grow(<void **> &self.breaks, &self.break_cap,
+                                                                 sizeof(int64_t)) != 0:
+                        return -1
                     self.breaks[self.n_breaks] = self.n_tok
                     self.n_breaks += 1
                     pos += 1
@@ -375,14 +382,9 @@ cdef class BlockWords:
                 return -1
             w = ws_add(&self.words, <const char *> t + begin, <int32_t>(pos - begin),
                        word_hash(<const char *> t + begin, pos - begin), 1)
-            if w < 0:
+            if w < 0 or (self.n_tok == self.tok_cap and grow(<void **> &self.ids, &self.tok_cap,
+                                                            sizeof(int32_t)) != 0):
                 return -1
-            if self.n_tok == self.tok_cap:
-                self.tok_cap *= 2
-                p = realloc(self.ids, self.tok_cap * sizeof(int32_t))
-                if p == NULL:
-                    return -1
-                self.ids = <int32_t *> p
             self.ids[self.n_tok] = w
             self.n_tok += 1
 

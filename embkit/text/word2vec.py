@@ -246,14 +246,20 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
                 raise ValueError("%s must be %s, got %r" % (name, what, getattr(self, name)))
 
     # ------------------------------------------------------------------ gensim's table names
+    def _output_part(self, name, held, first):
+        """The part of ``W_out`` that gensim calls ``name``: all of it, or its ``first`` half (else its second)
+        when the loss stacks two tables; AttributeError unless the loss ``held`` it (a capability flag)."""
+        if not held or self.W_out is None:
+            raise AttributeError("this model has no %s table (loss %s%s)"
+                                 % (name, self.loss, "" if self.W_out is not None else ", not initialised"))
+        if not self._loss_class().STACKED:
+            return self.W_out
+        return self.W_out[:len(self.vocab)] if first else self.W_out[len(self.vocab):]
+
     @property
     def syn1neg(self):
         """The words' output vectors (gensim's name): the output table, or its first half with ``hs_sgns``."""
-        caps = self._loss_class()
-        if not caps.CLASS_ROWS or self.W_out is None:
-            raise AttributeError("this model has no syn1neg table (loss %s%s)"
-                                 % (self.loss, "" if self.W_out is not None else ", not initialised"))
-        return self.W_out[:len(self.vocab)] if caps.STACKED else self.W_out
+        return self._output_part("syn1neg", self._loss_class().CLASS_ROWS, True)
 
     @syn1neg.setter
     def syn1neg(self, table):
@@ -262,11 +268,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
     @property
     def syn1(self):
         """The hierarchical-softmax table (gensim's name: a row per word, the last unused); hs models only."""
-        caps = self._loss_class()
-        if not caps.TREE_ROWS or self.W_out is None:
-            raise AttributeError("this model has no syn1 table (loss %s%s)"
-                                 % (self.loss, "" if self.W_out is not None else ", not initialised"))
-        return self.W_out[len(self.vocab):] if caps.STACKED else self.W_out
+        return self._output_part("syn1", self._loss_class().TREE_ROWS, False)
 
     @syn1.setter
     def syn1(self, table):
