@@ -269,12 +269,14 @@ cdef inline void draw_negatives(Sampler sampler, uint64_t *rng, const float *que
     a.target_logq = ng.tlq[half]
 
 
-cdef inline int steps_begin(SliceSteps *s, const HotSpec *spec, Loss loss, Sampler sampler, int batch, int k,
-                            int columns, Py_ssize_t sampler_scratch, float *W_out, int dim) noexcept nogil:
-    """Allocate a slice's step buffers: ``dH`` for ``batch`` inputs, the loss's scratch for ``columns``
-    output rows and ``k`` negatives a step, the negatives, and the thread's copies of the hot rows of ``spec``
-    (when the loss allows them); -1 when out of memory (nothing left allocated).
+cdef inline int steps_begin(SliceSteps *s, const RunConfig *run, const HotSpec *spec, Loss loss, Sampler sampler,
+                            int batch) noexcept nogil:
+    """Allocate a slice's step buffers: ``dH`` for ``batch`` inputs, the loss's scratch for the run's columns
+    and negatives a step, the negatives, and the thread's copies of the hot rows of ``spec`` (when the loss
+    allows them); -1 when out of memory (nothing left allocated).
     """
+    cdef int k = run.negative, dim = run.dim
+    cdef float *W_out = run.W_out
     cdef StepArgs *a = &s.a
     cdef Negatives *ng = &s.ng
     cdef HotRows *hot = &s.hot
@@ -288,9 +290,9 @@ cdef inline int steps_begin(SliceSteps *s, const HotSpec *spec, Loss loss, Sampl
     hot.n = 0
     hot.rows = hot.base = NULL
     a.dH = <float *> malloc(<size_t>batch * dim * sizeof(float))
-    a.work = scratch_new(batch, columns, k)
+    a.work = scratch_new(batch, run.columns, k)
     cdef int status = negatives_init(ng, sampler is not None and sampler.query_free, k, loss.needs_logq,
-                                     sampler_scratch, W_out, dim)
+                                     run.sampler_scratch, W_out, dim)
     a.neg = ng.ids
     a.neg_logq = ng.logq
     if spec.n > 0 and loss.private_rows and status == 0:

@@ -38,7 +38,7 @@ cdef int train_pairs(const PairConfig *c, Loss loss, Sampler sampler, const HotS
     cdef int dim = c.run.dim
     cdef int k = c.run.negative
     cdef SliceSteps st
-    if steps_begin(&st, spec, loss, sampler, 1, k, c.run.columns, c.run.sampler_scratch, c.run.W_out, dim) != 0:
+    if steps_begin(&st, &c.run, spec, loss, sampler, 1) != 0:
         return -1
     cdef StepArgs *a = &st.a
     cdef float *dH = a.dH

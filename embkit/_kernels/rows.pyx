@@ -86,7 +86,7 @@ cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, const HotSpe
     cdef int dim = c.run.dim
     cdef int k = c.run.negative
     cdef SliceSteps st
-    if steps_begin(&st, spec, loss, sampler, 1, k, c.run.columns, c.run.sampler_scratch, c.run.W_out, dim) != 0:
+    if steps_begin(&st, &c.run, spec, loss, sampler, 1) != 0:
         return -1
     cdef StepArgs *a = &st.a
     cdef float *dH = a.dH

@@ -66,7 +66,7 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, const HotS
         if c.ends[s] - (0 if s == 0 else c.ends[s - 1]) > max_len:
             max_len = c.ends[s] - (0 if s == 0 else c.ends[s - 1])
     cdef SliceSteps st
-    if steps_begin(&st, spec, loss, sampler, batch, k, c.run.columns, c.run.sampler_scratch, c.run.W_out, dim) != 0:
+    if steps_begin(&st, &c.run, spec, loss, sampler, batch) != 0:
         return -1
     cdef StepArgs *a = &st.a
     cdef float *dH = a.dH

@@ -307,10 +307,10 @@ cdef class BlockWords:
     """
     cdef WordSet words
     cdef int32_t *ids            # per token: its word in ``words``
-    cdef int64_t n_tok
+    cdef readonly int64_t n_tokens
     cdef int64_t tok_cap
     cdef int64_t *breaks         # per line break: the tokens before it
-    cdef int64_t n_breaks
+    cdef readonly int64_t newlines
     cdef int64_t break_cap
     cdef int32_t *mapped         # per word of the block: its id in a WordTable, or -1 (set by the table)
 
@@ -319,14 +319,6 @@ cdef class BlockWords:
         free(self.ids)
         free(self.breaks)
         free(self.mapped)
-
-    @property
-    def n_tokens(self):
-        return self.n_tok
-
-    @property
-    def newlines(self):
-        return self.n_breaks
 
     def words_and_counts(self):
         """``(words, counts)``: the block's distinct words (str, first-seen order) and their counts."""
@@ -357,11 +349,11 @@ cdef class BlockWords:
                 if c == BLANK:
                     pos += 1
                 elif c == NEWLINE:
-                    if self.n_breaks == self.break_cap and grow(<void **> &self.breaks, &self.break_cap,
+                    if self.newlines == self.break_cap and grow(<void **> &self.breaks, &self.break_cap,
                                                                  sizeof(int64_t)) != 0:
                         return -1
-                    self.breaks[self.n_breaks] = self.n_tok
-                    self.n_breaks += 1
+                    self.breaks[self.newlines] = self.n_tokens
+                    self.newlines += 1
                     pos += 1
                 else:
                     k = space_bytes(t, pos, n)
@@ -382,11 +374,11 @@ cdef class BlockWords:
                 return -1
             w = ws_add(&self.words, <const char *> t + begin, <int32_t>(pos - begin),
                        word_hash(<const char *> t + begin, pos - begin), 1)
-            if w < 0 or (self.n_tok == self.tok_cap and grow(<void **> &self.ids, &self.tok_cap,
+            if w < 0 or (self.n_tokens == self.tok_cap and grow(<void **> &self.ids, &self.tok_cap,
                                                             sizeof(int32_t)) != 0):
                 return -1
-            self.ids[self.n_tok] = w
-            self.n_tok += 1
+            self.ids[self.n_tokens] = w
+            self.n_tokens += 1
 
 
 def tokenize(str text not None):
@@ -573,14 +565,14 @@ cdef class ChunkBuilder:
         """Append ``block``'s tokens (mapped by :meth:`WordTable.add` or :meth:`WordTable.look_up`); its last
         line ends with it when ``complete``, else it goes on in the next block.  Returns the chunks finished,
         as a list of ``(tokens, ends, raw_words)``."""
-        if block.mapped == NULL and block.n_tok:
+        if block.mapped == NULL and block.n_tokens:
             raise ValueError("the block's words are not mapped: add it to a WordTable first")
         done = []
         cdef int64_t ti = 0, b = 0, seg_end
         cdef int status = 0
         # the segments between line breaks; the last one ends its line only when the block is complete
-        while b <= block.n_breaks:
-            seg_end = block.breaks[b] if b < block.n_breaks else block.n_tok
+        while b <= block.newlines:
+            seg_end = block.breaks[b] if b < block.newlines else block.n_tokens
             with nogil:
                 status = self._append(block, &ti, seg_end)
             if status < 0:
@@ -588,7 +580,7 @@ cdef class ChunkBuilder:
             if status == 1:                 # a piece filled the chunk: hand it out, go on with the segment
                 done.append(self._take())
                 continue
-            if b < block.n_breaks or complete:
+            if b < block.newlines or complete:
                 self.line_tokens = 0
                 status = self._end_sentence()
                 if status < 0:
