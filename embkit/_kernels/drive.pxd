@@ -3,7 +3,7 @@
 # negatives of the current example, drawn one example ahead when the sampler ignores the query.
 from libc.stdint cimport uint64_t, int32_t, int64_t
 from libc.stdlib cimport malloc, free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 from embkit._kernels.common cimport emb_prefetch_row
 from embkit._kernels.losses cimport Loss, StepArgs, scratch_new, scratch_free
@@ -280,15 +280,8 @@ cdef inline int steps_begin(SliceSteps *s, const RunConfig *run, const HotSpec *
     cdef StepArgs *a = &s.a
     cdef Negatives *ng = &s.ng
     cdef HotRows *hot = &s.hot
-    a.W_out = W_out
-    a.dim = dim
-    a.k = k
-    a.m = 1
-    a.target_logq = 0.0
-    a.hot = NULL
-    a.hot_slot = NULL
-    hot.n = 0
-    hot.rows = hot.base = NULL
+    memset(s, 0, sizeof(SliceSteps))        # no hot rows, no buffers yet (steps_end frees what is not NULL)
+    a.W_out, a.dim, a.k, a.m = W_out, dim, k, 1
     a.dH = <float *> malloc(<size_t>batch * dim * sizeof(float))
     a.work = scratch_new(batch, run.columns, k)
     cdef int status = negatives_init(ng, sampler is not None and sampler.query_free, k, loss.needs_logq,

@@ -84,12 +84,10 @@ cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, const HotSpe
                     Py_ssize_t end, uint64_t seed, SliceResult *out) noexcept nogil:
     """Train the examples ``order[begin:end]``; -1 if out of memory."""
     cdef int dim = c.run.dim
-    cdef int k = c.run.negative
     cdef SliceSteps st
     if steps_begin(&st, &c.run, spec, loss, sampler, 1) != 0:
         return -1
     cdef StepArgs *a = &st.a
-    cdef float *dH = a.dH
     cdef float *h = <float *> malloc(dim * sizeof(float))
     cdef float *H = <float *> malloc(dim * sizeof(float))
     cdef float *g = <float *> malloc(dim * sizeof(float))
@@ -129,14 +127,14 @@ cdef int train_rows(const RowConfig *c, Loss loss, Sampler sampler, const HotSpe
             last = q + 1
         while q < last:
             a.target = c.y_idx[q]
-            if k > 0:
+            if a.k > 0:
                 draw_negatives(sampler, &rng, H, &st)
                 if n_lab > 1:
-                    drop_other_positives(<int *> a.neg, k, a.target, c.y_idx + c.y_ptr[r], n_lab)
+                    drop_other_positives(<int *> a.neg, a.k, a.target, c.y_idx + c.y_ptr[r], n_lab)
             total_loss += loss.step(a)
             if c.normalize_classes:
                 renormalize_touched(c, a)
-            emb_axpy(1.0, dH, g, dim)
+            emb_axpy(1.0, a.dH, g, dim)
             steps += 1
             q += 1
         # g = -lr dL/dH; dL/dh = scale (I - u u^T) dL/dH with u = h / |h| when normalised

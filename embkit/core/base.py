@@ -106,6 +106,8 @@ class EmbeddingModel:
     TRANSIENT = frozenset({"last_checkpointer", "last_cluster_stats"})
     #: the model reads an output table that stacks two (the ``hs_sgns`` loss: word vectors, then tree nodes)
     STACKED_OUTPUTS = False
+    #: the attribute that, with the parameters and the tables, makes a cluster replica (``counts``, ``vocab``)
+    CLUSTER_STATE = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -231,6 +233,10 @@ class EmbeddingModel:
         """The initial output table (``rows x vector_size``); zeros, as word2vec."""
         return np.zeros((rows, self.vector_size), dtype=np.float32)
 
+    def _set_tables(self, W_in, W_out):
+        """Take ``W_in`` and ``W_out`` as the model's tables."""
+        self.W_in, self.W_out = W_in, W_out
+
     def _build_loss(self, counts, n_classes):
         return registry.make_loss(self.loss, counts=counts, n_classes=n_classes, **self.loss_params)
 
@@ -243,6 +249,18 @@ class EmbeddingModel:
     def _kernel_trainer(self, loss, sampler, alpha, min_alpha, total):
         """The driver's trainer for a run over ``total`` units (subclasses)."""
         raise NotImplementedError
+
+    def _cluster_spec(self):
+        """What a cluster replica is built from: class, parameters and ``CLUSTER_STATE`` (:mod:`.cluster`)."""
+        return type(self), self.get_params(), getattr(self, self.CLUSTER_STATE)
+
+    @classmethod
+    def _cluster_model(cls, params, state, W_in, W_out):
+        """A replica built from :meth:`_cluster_spec`'s parameters and state, and the tables."""
+        model = cls(**params, progress=False)
+        setattr(model, cls.CLUSTER_STATE, state)
+        model._set_tables(W_in, W_out)
+        return model
 
     def _train(self, chunks, units_per_epoch, counts, n_classes, epochs=None, alpha=None, min_alpha=None,
                on_epoch=None, desc=None, progress=None, run_args=None, fingerprint=None, min_chunk_per_thread=None):

@@ -506,7 +506,7 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
     Parameters
     ----------
     model : EmbeddingModel
-        With its tables initialised, and the hooks ``_cluster_spec()`` (what a replica is built from),
+        With its tables initialised, its ``CLUSTER_STATE`` and the hooks ``_cluster_spec()`` (what a replica is built from),
         ``_cluster_model(params, state, W_in, W_out)`` (a classmethod building it) and
         ``_cluster_classes()`` (counts and number of classes of the loss); ``syncs_per_epoch`` and
         ``reconcile`` settings.  With ``checkpoint_dir``, the client writes checkpoints of the reconciled

@@ -159,6 +159,7 @@ class ItemEmbedding(EmbeddingModel):
 
     chunk_param = "chunk_pairs"
     unit = "pair"
+    CLUSTER_STATE = "counts"
     RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | CLUSTER_PARAMS
     #: a resumed run may move to (or between) clusters; the cluster settings are checked against its run
     RESUMABLE_CHANGES = EmbeddingModel.RESUMABLE_CHANGES | CLUSTER_PARAMS
@@ -285,16 +286,6 @@ class ItemEmbedding(EmbeddingModel):
         if tracker:
             tracker.restore()
         return self
-
-    def _cluster_spec(self):
-        """What a cluster replica is built from (:mod:`embkit.core.cluster`)."""
-        return type(self), self.get_params(), self.counts
-
-    @classmethod
-    def _cluster_model(cls, params, counts, W_in, W_out):
-        model = cls(**params, progress=False)
-        model.counts, model.W_in, model.W_out = counts, W_in, W_out
-        return model
 
     def _cluster_classes(self):
         return self.counts, len(self.counts)

@@ -30,6 +30,17 @@ logger = logging.getLogger(__name__)
 HOT_MERGE_EVERY = 1024
 
 
+def _output_table(name, flag, first, doc):
+    """A property for the part of the output table gensim calls ``name``, held by losses with ``flag``;
+    assigning to it writes into the table."""
+    def read(self):
+        return self._output_part(name, getattr(self._loss_class(), flag), first)
+
+    def write(self, table):
+        read(self)[...] = table
+    return property(read, write, doc=doc)
+
+
 class Word2Vec(VocabularyMethods, EmbeddingModel):
     """Word embeddings by skip-gram or CBOW, trained by Hogwild Cython kernels.
 
@@ -155,6 +166,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
     chunk_param = "chunk_tokens"
     unit = "word"
     STACKED_OUTPUTS = True
+    CLUSTER_STATE = "vocab"
     RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | {"sentences", "corpus_file", "hashfxn", "trim_rule"} | CLUSTER_PARAMS
     #: a resumed run may move to (or between) clusters; the cluster settings are checked against its run
     RESUMABLE_CHANGES = EmbeddingModel.RESUMABLE_CHANGES | CLUSTER_PARAMS
@@ -256,23 +268,12 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
             return self.W_out
         return self.W_out[:len(self.vocab)] if first else self.W_out[len(self.vocab):]
 
-    @property
-    def syn1neg(self):
-        """The words' output vectors (gensim's name): the output table, or its first half with ``hs_sgns``."""
-        return self._output_part("syn1neg", self._loss_class().CLASS_ROWS, True)
-
-    @syn1neg.setter
-    def syn1neg(self, table):
-        self.syn1neg[...] = table
-
-    @property
-    def syn1(self):
-        """The hierarchical-softmax table (gensim's name: a row per word, the last unused); hs models only."""
-        return self._output_part("syn1", self._loss_class().TREE_ROWS, False)
-
-    @syn1.setter
-    def syn1(self, table):
-        self.syn1[...] = table
+    syn1neg = _output_table("syn1neg", "CLASS_ROWS", True,
+                            "The words' output vectors (gensim's name): the output table, or its first half with "
+                            "``hs_sgns``.")
+    syn1 = _output_table("syn1", "TREE_ROWS", False,
+                         "The hierarchical-softmax table (gensim's name: a row per word, the last unused); "
+                         "hs models only.")
 
     @property
     def cum_table(self):
@@ -358,17 +359,6 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
                                 alpha, min_alpha, total, self.seed, lockf=lockf, shrink_windows=self.shrink_windows)
         trainer.hot_rows(most_frequent(self.vocab.counts, self.hot_rows), HOT_MERGE_EVERY, 1.0 / self.workers)
         return trainer
-
-    def _cluster_spec(self):
-        """What a cluster replica is built from: class, parameters and vocabulary (:mod:`embkit.core.cluster`)."""
-        return type(self), self.get_params(), self.vocab
-
-    @classmethod
-    def _cluster_model(cls, params, vocab, W_in, W_out):
-        model = cls(**params, progress=False)
-        model.vocab = vocab
-        model._set_tables(W_in, W_out)
-        return model
 
     def _cluster_classes(self):
         return self.vocab.counts, len(self.vocab)
