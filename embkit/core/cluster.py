@@ -46,8 +46,8 @@ __all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "RECONCILE", "EXC
 CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile", "exchange_share"})
 #: ``syncs_per_epoch`` of a model that does not choose: None, rounds of about :data:`ROUND_UNITS` units
 SYNCS_PER_EPOCH = None
-#: units (words, pairs) a replica trains per round when ``syncs_per_epoch`` is None: on gcide, rounds of
-#: 75,000 words per replica gave the one-process quality and rounds twice as long did not (CLUSTER.md)
+#: units (words, pairs) a replica trains per round when ``syncs_per_epoch`` is None: about the longest rounds
+#: that keep one process's quality (longer rounds let the replicas drift apart; CLUSTER.md)
 ROUND_UNITS = 75_000
 #: the merge of a model that does not choose
 RECONCILE = DEFAULT_MODE

@@ -16,9 +16,8 @@ stays ahead of the reconciled one by what it kept. CLUSTER.md measures how few r
 Deltas travel as float16 (:data:`WIRE_DTYPE`): half the bytes of float32, with a relative rounding error of
 at most 2**-11 of a round's step (far below the noise of stochastic gradient steps); the tables stay
 float32 everywhere.  Finding, merging and applying the rows runs in :mod:`embkit._kernels.deltas`, one
-pass over the rows each, without the GIL (the numpy equivalent took several passes and float16
-conversions: about 0.1 s per table of 44k x 100 on each side of every reconciliation); merging without
-momentum visits only the deltas' rows.
+pass over the rows each, without the GIL (where numpy would take several passes and float16
+conversions); merging without momentum visits only the deltas' rows.
 
 Three merges are offered (``mode``); with ``n`` replicas and ``d_i`` the delta of replica ``i`` (zero for
 a row it did not change):
@@ -34,13 +33,13 @@ a row it did not change):
   step is at most twice the error, below the ``2 (1 + momentum)`` where it would diverge.
 * ``"sum"``: the deltas are added, as when every replica's threads updated one shared table (embkit's own
   Hogwild threads); right while a round moves each row a little, but a row every replica moved all the way
-  takes ``n`` such steps: with 2 replicas it may swing around its target, with 3 or more it diverges (4
-  replicas on gcide: NaN within the first epoch).
+  takes ``n`` such steps: with 2 replicas it may swing around its target, with 3 or more it diverges
+  (CLUSTER.md).
 * ``"average"``: the mean of the deltas of the replicas that changed the row (model averaging of the changed
   rows): never overshoots, but a row every replica trained moves by one replica's step, so a word of
   middling frequency learns at about ``1/n`` of the one-process rate.
 
-CLUSTER.md compares them on gcide.
+CLUSTER.md compares them.
 """
 import numpy as np
 

@@ -1,12 +1,12 @@
 """Vectorised parsing of delimited unsigned decimal numbers, a block of whole lines at a time.
 
-Rating files hold tens of millions of short lines such as ``196\\t242\\t3\\t881250949``.  Converting
-them number by number in Python, with ``np.loadtxt`` or with ``np.fromstring(sep=...)`` runs at
-10-20 MB/s; here the field boundaries of a whole block are found with one comparison pass, and each
-field is converted eight digits at a time: the eight bytes that end the field are read as one
-little-endian 64-bit word, the bytes before the field are masked to zero (leading zeros), and three
-multiply-shift-mask steps fold the digits into the number (SIMD within a register).  That is a few
-dozen numpy operations per *column* of the block rather than work per character or per line.
+Rating files hold tens of millions of short lines such as ``196\\t242\\t3\\t881250949``.  Converting them
+number by number in Python, with ``np.loadtxt`` or with ``np.fromstring(sep=...)`` is slow; here the field
+boundaries of a whole block are found with one comparison pass, and each field is converted eight digits at
+a time: the eight bytes that end the field are read as one little-endian 64-bit word, the bytes before the
+field are masked to zero (leading zeros), and three multiply-shift-mask steps fold the digits into the
+number (SIMD within a register).  That is a few dozen numpy operations per *column* of the block rather
+than work per character or per line.
 
 The fast path only decides whether a block is well formed.  When it raises :class:`BlockFormatError`,
 the caller runs its per-line checker through :func:`locate_error`, which names the file, the line and

@@ -150,15 +150,15 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         ``workers`` threads (see :mod:`embkit.core.cluster`).  Not saved.
     syncs_per_epoch : int or None
         With ``client``: reconciliations of the replicas per epoch.  None (the default): as many as make each
-        replica train about 75,000 words per round, the longest rounds that kept one process's quality on
-        gcide; fewer cost less exchange and lose quality (CLUSTER.md).
+        replica train about 75,000 words per round (:data:`embkit.core.cluster.ROUND_UNITS`), rounds short
+        enough to keep one process's quality; fewer cost less exchange and lose quality (CLUSTER.md).
     reconcile : {"momentum", "sum", "average"}
         With ``client``: how the replicas' changed rows are merged (see :mod:`embkit.core.reconcile`).
     exchange_share : float
         With ``client``: the share of each round's squared step a replica sends: 1 (the default) sends every
         row it changed; below 1, only the rows that moved farthest, holding that share, and the rest stays in
-        the replica's table for later rounds (the run's last round sends all of it).  0.5 sends about a fifth
-        of the bytes and kept the quality on gcide (CLUSTER.md); a replica lost mid-run, and a run stopped
+        the replica's table for later rounds (the run's last round sends all of it).  0.5 sends far fewer
+        bytes at about the same quality (CLUSTER.md); a replica lost mid-run, and a run stopped
         before its last round, lose what the replicas kept, and a resumed run does not end bit for bit as
         the uninterrupted one.
     """
@@ -529,7 +529,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
     def estimate_memory(self, vocab_size=None, report=None):
         """Bytes the model needs for ``vocab_size`` words (default: its vocabulary), by part; logs the total.
 
-        Parts: ``vocab`` (the words and their index, about 150 bytes a word as measured), ``vectors``
+        Parts: ``vocab`` (the words and their index, estimated at 150 bytes a word), ``vectors``
         (``W_in``), ``syn1`` / ``syn1neg`` (the output tables), ``sampler`` (the unigram alias table),
         ``corpus_cache`` (4 bytes per in-vocabulary token of the vocabulary's corpus, kept between epochs)
         and ``total``.
