@@ -5,7 +5,8 @@ Environment variables
 EMBKIT_NATIVE=1
     Add ``-march=native`` (local benchmarks only: the binary then runs only on this CPU family).
 EMBKIT_NO_OPENMP=1
-    Build without OpenMP even if the compiler supports it (the kernels then run on Python threads).
+    Build without OpenMP even if the compiler supports it (the passes that use it, top-k scoring and the cluster's
+    passes over the rows, then run on one thread; training runs on Python threads either way).
 """
 import glob
 import os
@@ -53,7 +54,7 @@ class BuildExt(build_ext):
             use_omp = _compiler_has_openmp([compiler[0]])
             if not use_omp:
                 warnings.warn("embkit: the C compiler has no OpenMP; building without it "
-                              "(training threads fall back to Python threads).")
+                              "(top-k scoring and the cluster's passes over the rows run on one thread).")
         for ext in self.extensions:
             if not is_msvc:
                 ext.extra_compile_args += ["-O3"] + FAST_MATH

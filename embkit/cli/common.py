@@ -265,11 +265,11 @@ def cluster_options(p):
                    help="reconciliations of the workers' tables per epoch (default: rounds of about %d words per "
                         "worker)" % ROUND_UNITS)
     g.add_argument("--reconcile", choices=MODES, default=RECONCILE,
-                   help="how the workers' steps of a row combine: add them (sum) or take their mean (average); "
-                        "default: %s" % RECONCILE)
+                   help="how the workers' steps of a row combine: block momentum over the rounds (momentum), add "
+                        "them (sum) or take their mean (average); default: %s" % RECONCILE)
     g.add_argument("--exchange-share", type=float, default=EXCHANGE_SHARE, metavar="S",
                    help="share of each round's squared step a worker sends (the rows that moved farthest; the "
-                        "rest is kept for later rounds): 0.5 sends about a fifth of the bytes; default: %g"
+                        "rest is kept for later rounds); default: %g"
                         % EXCHANGE_SHARE)
 
 
