@@ -20,7 +20,7 @@ from embkit.text.predict import predict_output_word, score_sentences
 from embkit.text.prefetch import prefetch
 from embkit.text.shards import train_corpus_on_cluster
 from embkit.text.vectors import save_word2vec_format
-from embkit.text.vocab import EmptyVocabularyError, Vocab
+from embkit.text.vocab import EmptyVocabularyError, Vocab, check_trainable
 from embkit.text.vocab_methods import VocabularyMethods
 from embkit.text.window_batches import WindowBatches
 
@@ -426,6 +426,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         return report.trained_units, report.raw_units
 
     def _train_corpus(self, corpus_iterable, corpus_file, epochs, start_alpha, end_alpha, progress):
+        check_trainable(len(self.vocab))
         if self.client is not None:
             return train_corpus_on_cluster(self, corpus_iterable, corpus_file, epochs, start_alpha, end_alpha,
                                            progress)
@@ -457,6 +458,8 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
                            cache.raw_units)
             self.last_report = TrainingReport(raw_units=cache.raw_units * epochs, unit=self.unit)
             return self.last_report
+        if cache.complete:
+            check_trainable(len(self.vocab), cache.longest_sentence)
         alpha = self.alpha if start_alpha is None else start_alpha
         if self.min_alpha_yet_reached is not None and alpha > self.min_alpha_yet_reached:
             logger.warning("Effective 'alpha' higher than previous training cycles")
@@ -591,9 +594,12 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
                                                                       len(saved), saved.raw_words))
 
     def _encode_into(self, cache, corpus):
+        """Encode ``corpus`` into ``cache`` chunk by chunk as the first epoch trains on them; a corpus that
+        turns out degenerate is refused at the end of that epoch (nothing was trained on it)."""
         for chunk in prefetch(self.vocab.encode(corpus, self.chunk_tokens, self.workers)):
             cache.append(chunk)
             yield chunk
+        check_trainable(len(self.vocab), cache.longest_sentence)
         cache.complete = True
 
     # ------------------------------------------------------------------ persistence
