@@ -13,7 +13,7 @@ import json
 import os
 import zipfile
 
-from embkit.cli.common import UsageError, count, help_formatter
+from embkit.cli.common import UsageError, count, help_formatter, report_format_option
 
 
 def add_parser(subparsers, common):
@@ -28,7 +28,7 @@ def add_parser(subparsers, common):
                    help="evaluation suites to run (default: ws353 simlex999 questions-words, plus ranking "
                         "with --pairs; 'similarity' is every bundled similarity set, 'analogy' the bundled "
                         "analogies); valid: %s" % ", ".join(_suite_names()))
-    p.add_argument("--format", choices=("table", "json"), default="table", help="report format")
+    report_format_option(p)
     p.add_argument("--restrict-vocab", type=int, default=30000, metavar="N",
                    help="analogy candidates are the N most frequent words (0: the whole vocabulary)")
     p.add_argument("--method", choices=("3cosadd", "3cosmul"), default="3cosadd", help="analogy method")

@@ -12,9 +12,9 @@ Examples
 import json
 
 from embkit.cli.common import (UsageError, check_output, checkpoint_options, cluster_client, cluster_line,
-                               cluster_options, cluster_summary, help_formatter, key_values, objective_options,
-                               output_options, record_command, resumed_args, sampler_params, train_logging,
-                               train_options)
+                               cluster_options, cluster_summary, finished_run, help_formatter, key_values,
+                               objective_options, output_options, record_command, resumed_args, sampler_params,
+                               train_logging, train_options)
 from embkit.items.item_embedding import ItemEmbedding
 
 
@@ -75,6 +75,8 @@ def _load_pairs(args):
 def cmd_items(args, out):
     """``embkit items``: pairs, split, train with validation, test metrics, example recommendations."""
     args = resumed_args(args)
+    if finished_run(args, lambda model: model.save(args.output, overwrite=args.overwrite), out):
+        return 0
     check_output(args)
     params = None
     if not args.resume:

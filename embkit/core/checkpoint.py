@@ -132,6 +132,20 @@ def read_latest(directory, kind=None):
     raise CheckpointError("no readable checkpoint in %r: %s" % (directory, "; ".join(errors)))
 
 
+def finished_checkpoint(directory):
+    """The newest checkpoint of ``directory`` when it closes a finished run, else None (no checkpoint, an
+    unfinished run, or one that does not read: resuming then says why)."""
+    paths = list_checkpoints(directory)
+    if not paths:
+        return None
+    try:
+        config, _, _ = persist.load_archive(paths[0], arrays=False)
+        finished = config["checkpoint"]["position"]["finished"]
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
+        return None
+    return paths[0] if finished is True else None
+
+
 class Checkpointer:
     """Decides when a checkpoint is due and writes it (between chunks, with the GIL).
 
