@@ -86,6 +86,24 @@ def test_byte_order_mark_does_not_eat_the_first_rating(tmp_path):
     assert load_ratings(path, min_rating=None, titles=False).item.tolist() == [2]
 
 
+@pytest.mark.parametrize("name, data, line", [
+    ("u.data", b"1\t2\t3\t4\n196\t24\r2\t3\t881250949\n", 2),     # was read as item 242
+    ("u.data", b"196\t242\t3\t8812\r50949\n", 1),                 # was the timestamp 881250949
+    ("ratings.dat", b"1::2::\x0c3::4\n", 1),
+    ("ratings.csv", b"userId,movieId,rating,timestamp\r\n1,2\r,3.5,9\r\n", 2),
+    ("combined_data_1.txt", b"7:\r\n1,3,2005-09-0\r6\r\n", 2),
+])
+def test_a_control_character_inside_a_rating_line_is_an_error(tmp_path, name, data, line):
+    path = write(tmp_path, name, data)
+    with pytest.raises(ValueError, match=r"%s, line %d: " % (name, line)):
+        load_ratings(path, min_rating=None, titles=False)
+
+
+def test_crlf_rating_files_still_load(tmp_path):
+    path = write(tmp_path, "u.data", b"196\t242\t3\t881250949\r\n186\t302\t3\t891717742")
+    assert load_ratings(path, min_rating=None, titles=False).item.tolist() == [242, 302]
+
+
 # ----------------------------------------------------------------------------- evaluation files
 
 @pytest.mark.parametrize("reader, name, data", [
@@ -138,7 +156,7 @@ def test_non_finite_vectors_are_refused(tmp_path, binary):
     if binary:
         data = b"2 2\nthe " + struct.pack("<2f", 0.5, np.inf) + b"cat " + struct.pack("<2f", 1, 2)
     else:
-        data = b"2 2\nthe 0.5 nan\ncat 1 2\n"
+        data = b"2 2\nthe 0.5 1e39\ncat 1 2\n"                # beyond float32
     path = write(tmp_path, "v.bin" if binary else "v.txt", data)
     with pytest.raises(ValueError, match=r"the vector of 'the' .* NaN or infinity"):
         load_vectors(path, binary=binary)
@@ -147,4 +165,53 @@ def test_non_finite_vectors_are_refused(tmp_path, binary):
 def test_damaged_keyedvectors_pickle(tmp_path):
     path = write(tmp_path, "kv.model", b"\x80 3\nthe 0.1 0.2")      # was a bare "unsupported pickle protocol"
     with pytest.raises(ValueError, match="kv.model"):
+        load_vectors(path, allow_pickle=True)
+
+
+@pytest.mark.parametrize("row, problem", [
+    (b"bar 7", "the row has 1 values, the header declares the dimension 3"),     # was broadcast to [7, 7, 7]
+    (b"bar 7 8 9 10", "the row has 4 values"),
+    (b"bar 7 nan 9", "the value 'nan' is not a decimal number"),
+    (b"bar 7 1_0 9", "the value '1_0' is not a decimal number"),
+    (b" bar 7 8 9", "starts with a blank"),
+    (b"b\x0bar 7 8 9", "control character"),
+])
+def test_text_rows_hold_the_declared_dimension(tmp_path, row, problem):
+    path = write(tmp_path, "vectors.txt", b"2 3\nfoo 1 2 3\n" + row + b"\n")
+    with pytest.raises(ValueError, match=r"vectors.txt, line 3: .*%s" % problem):
+        load_vectors(path)
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["text", "binary"])
+def test_a_repeated_word_names_both_rows_or_keeps_the_first(tmp_path, binary, caplog):
+    rows = [(b"a", (1, 2)), (b"b", (3, 4)), (b"a", (5, 6))]      # was loaded as keys a, b, None with a zero row
+    if binary:
+        data = b"3 2\n" + b"".join(w + b" " + struct.pack("<2f", *v) for w, v in rows)
+        where = r"vector 3: the word 'a' repeats vector 1"
+    else:
+        data = b"3 2\n" + b"".join(w + b" %d %d\n" % v for w, v in rows)
+        where = r"line 4: the word 'a' repeats line 2"
+    path = write(tmp_path, "vectors.bin" if binary else "vectors.txt", data)
+    with pytest.raises(ValueError, match=where):
+        load_vectors(path)
+    kv = load_vectors(path, duplicates="first")
+    assert kv.index_to_key == ["a", "b"] and kv.vectors.tolist() == [[1, 2], [3, 4]]
+    assert "1 of 3 vectors skipped" in caplog.text
+
+
+@pytest.mark.parametrize("at", range(0, 60, 3))
+def test_a_high_byte_never_turns_text_into_binary(tmp_path, at):
+    text = b"3 3\nthe 0.1 0.2 0.3\ncat 1.5 -2.5 3e-2\ndog 4 5 6\n"
+    at = 4 + at % (len(text) - 4)
+    if text[at:at + 1] == b"\n":
+        at += 1
+    data = text[:at] + b"\xe9" + text[at + 1:]     # was sniffed as binary, 103 garbage words loaded
+    path = write(tmp_path, "vectors.txt", data)
+    with pytest.raises(ValueError, match=r"vectors.txt, (line|vector) \d"):
+        load_vectors(path)
+
+
+def test_rows_after_the_declared_count_are_an_error(tmp_path):
+    path = write(tmp_path, "vectors.txt", b"1 2\nthe 1 2\ncat 3 4\n")
+    with pytest.raises(ValueError, match=r"vectors.txt, line 3: more data after the 1 vectors"):
         load_vectors(path)

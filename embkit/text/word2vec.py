@@ -11,11 +11,12 @@ from embkit.core.cluster import (CLUSTER_PARAMS, EXCHANGE_SHARE, RECONCILE, SYNC
 from embkit.core.checkpoint import CheckpointError, fingerprint
 from embkit.core.checks import NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_param
 from embkit.core.full_batch import check_batch_size
+from embkit.core.pickles import check_consent, is_pickle
 from embkit.core.registry import most_frequent
 from embkit.core.training import TrainingReport
 from embkit.text.chunk_cache import ChunkCache
 from embkit.text.corpus import MAX_SENTENCE_LENGTH, as_corpus
-from embkit.text.gensim_models import cum_table, is_pickle, load_gensim_model
+from embkit.text.gensim_models import cum_table, load_gensim_model
 from embkit.text.predict import predict_output_word, score_sentences
 from embkit.text.prefetch import prefetch
 from embkit.text.shards import train_corpus_on_cluster
@@ -610,11 +611,14 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         """Load an embkit model file, or a full gensim ``Word2Vec`` model saved by gensim (4.x, and older
         versions as far as gensim 4 reads them), which then trains on in embkit.
 
-        gensim files are pickles, which run code when loaded: load only files you trust.  A gensim file
-        holding something else (``KeyedVectors``: use ``embkit.load_vectors``), or one gensim cannot read, is
-        a :class:`~embkit.text.gensim_models.GensimFileError` naming it.
+        gensim files are pickles, which run code when loaded: as gensim's own ``load``, this reads one
+        whatever it holds, so load only files you trust; a pickle named as an embkit archive (``*.embkit``) is
+        refused (:class:`~embkit.core.pickles.PickleRefused`), as embkit's own files never run code.  A gensim
+        file holding something else (``KeyedVectors``: use ``embkit.load_vectors``), or one gensim cannot
+        read, is a :class:`~embkit.text.gensim_models.GensimFileError` naming it.
         """
         if os.path.isfile(path) and is_pickle(path):
+            check_consent(path, True, "")
             return load_gensim_model(cls, path, mmap)
         return super(Word2Vec, cls).load(path, mmap)
 
