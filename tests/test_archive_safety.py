@@ -167,7 +167,7 @@ def test_tables_that_do_not_fit_the_parameters(tmp_path, saved):
             "W_out has 1 rows, but the hs loss trains 4")
     refused(tmp_path, edited_config(saved["sgns"], lambda c: c["params"].update(alpha=-1)),
             "bad Word2Vec parameters: alpha must be")
-    refused(tmp_path, edited_config(saved["sgns"], lambda c: c.update(state=[1, 2])), "not a complete Word2Vec")
+    refused(tmp_path, edited_config(saved["sgns"], lambda c: c.update(state=[1, 2])), "state must be a mapping")
     refused(tmp_path, edited(saved["sgns"], "counts.npy", npy(np.array([1, -2, 3, 4]))), "non-negative integers")
 
 
@@ -199,3 +199,42 @@ def test_model_files_of_every_kind_still_load(tmp_path):
         model.save(path)
         loaded = persist.load(path)
         assert (loaded.W_in == model.W_in).all() and (loaded.W_out == model.W_out).all()
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("raw_words", "many", r"state.raw_words must be an integer"),
+    ("corpus_count", -3, r"state.corpus_count must be an integer"),
+    ("min_alpha_yet_reached", float("nan"), r"state.min_alpha_yet_reached must be a finite number"),
+])
+def test_state_fields_are_checked(tmp_path, saved, field, value, match):
+    refused(tmp_path, edited_config(saved["sgns"], lambda c: c["state"].update({field: value})), match)
+
+
+@pytest.mark.parametrize("words, match", [
+    (["a", "b", "\ud800", "d"], r"word 2 .* lone surrogate"),        # loaded, then failed when saved
+    (["a", "b", "a", "d"], r"word 2 \('a'\) repeats word 0"),         # two rows under one key
+])
+def test_vocabulary_that_cannot_be_used(tmp_path, saved, words, match):
+    body = json.dumps(words).encode()
+    refused(tmp_path, edited(saved["sgns"], "vocab.json", body), match)
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda s: s["position"].update(epoch=0.333), r"checkpoint.position.epoch must be an integer"),  # was TypeError
+    (lambda s: s.pop("run"), r"checkpoint has no field 'run'"),                                      # was KeyError
+    (lambda s: s["run"].update(alpha="fast"), r"checkpoint.run.alpha must be a finite number"),
+    (lambda s: s["position"].update(epoch=99), r"position.epoch is 99, but the run has 1 epochs"),
+    (lambda s: s.update(loss_history=[1, None]), r"checkpoint.loss_history must be a list"),
+])
+def test_checkpoint_fields_are_checked(tmp_path, edit, match):
+    from embkit.core.checkpoint import CheckpointError, list_checkpoints
+    folder = tmp_path / "run"
+    Word2Vec(SENTENCES, vector_size=4, min_count=1, epochs=1, workers=1, checkpoint_dir=str(folder))
+    for path in list_checkpoints(str(folder)):
+        with open(path, "rb") as fh:
+            data = edited_config(fh.read(), lambda c: edit(c["checkpoint"]))
+        with open(path, "wb") as fh:
+            fh.write(data)
+    with pytest.raises(CheckpointError, match=match) as info:
+        Word2Vec.resume(str(folder), SENTENCES)
+    assert "checkpoint-0000" in str(info.value)

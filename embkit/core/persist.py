@@ -111,14 +111,30 @@ def _read_archive(zf, path, arrays):
     if not isinstance(config.get("params", {}), dict):
         raise ValueError("%r: config.json has params that are not a mapping" % path)
     words = safe_zip.read_json(zf, "vocab.json", path)
-    if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
-        raise ValueError("%r: vocab.json is not a list of words" % path)
+    _check_words(path, words)
     tables = {}
     for name in listed if arrays else ():
         tables[name] = safe_zip.read_npy(zf, name + ".npy", path)
     if arrays:
         _check_tables(path, config, words, tables)
     return config, words, tables
+
+
+def _check_words(path, words):
+    """ValueError naming ``path`` and the word unless ``words`` is a list of distinct strings that UTF-8 can
+    encode (a lone surrogate such as ``"\\ud800"`` would load, then fail when saved)."""
+    if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+        raise ValueError("%r: vocab.json is not a list of words" % path)
+    seen = {}
+    for i, word in enumerate(words):
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("%r: vocab.json word %d (%r) is not valid Unicode (a lone surrogate)"
+                             % (path, i, word[:40])) from None
+        first = seen.setdefault(word, i)
+        if first != i:
+            raise ValueError("%r: vocab.json word %d (%r) repeats word %d" % (path, i, word[:40], first))
 
 
 def _check_tables(path, config, words, tables):
