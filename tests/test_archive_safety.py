@@ -238,3 +238,60 @@ def test_checkpoint_fields_are_checked(tmp_path, edit, match):
     with pytest.raises(CheckpointError, match=match) as info:
         Word2Vec.resume(str(folder), SENTENCES)
     assert "checkpoint-0000" in str(info.value)
+
+
+def _deflated(data, member, body):
+    """``data`` with ``member`` replaced by ``body``, deflated."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
+        for info in src.infolist():
+            if info.filename != member:
+                dst.writestr(info.filename, src.read(info.filename))
+        dst.writestr(zipfile.ZipInfo(member), body, compress_type=zipfile.ZIP_DEFLATED)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("member", ["W_in.npy", "vocab.json"])
+def test_a_decompression_bomb_is_refused_before_it_is_inflated(tmp_path, saved, member):
+    import tracemalloc
+    rows = (64 << 20) // 16                                   # 64 MiB of zeros, about 64 KB deflated
+    body = npy(np.zeros((rows, 4), np.float32)) if member.endswith(".npy") else b'["a"' + b',"a"' * rows + b"]"
+    data = _deflated(saved["sgns"], member, body)
+    del body
+    assert len(data) < 1 << 20
+    tracemalloc.start()
+    try:
+        refused(tmp_path, data, "inflate .* more than 100 times")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20
+
+
+def test_the_declared_shape_is_checked_before_the_data_is_read(tmp_path, saved, monkeypatch):
+    from embkit.core import safe_zip
+    monkeypatch.setattr(safe_zip, "MAX_RATIO", 10 ** 9)
+    monkeypatch.setattr(safe_zip, "read_npy", lambda *a: pytest.fail("an array was read"))
+    data = _deflated(saved["sgns"], "W_in.npy", npy(np.zeros(((16 << 20) // 16, 4), np.float32)))
+    refused(tmp_path, data, "4 words but W_in has 1048576 rows")
+
+
+def test_an_archive_compressed_again_still_loads(tmp_path, saved):
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(saved["sgns"])) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info.filename))
+    path = tmp_path / "zipped.embkit"
+    path.write_bytes(out.getvalue())
+    original = tmp_path / "original.embkit"
+    original.write_bytes(saved["sgns"])
+    assert np.array_equal(Word2Vec.load(str(path)).wv.vectors, Word2Vec.load(str(original)).wv.vectors)
+
+
+def test_a_stored_member_that_declares_another_size(tmp_path, saved):
+    data = bytearray(saved["sgns"])
+    with zipfile.ZipFile(io.BytesIO(saved["sgns"])) as zf:
+        info = zf.getinfo("counts.npy")
+    central = bytes(data).rindex(b"PK\x01\x02", 0, bytes(data).rindex(b"counts.npy"))
+    struct.pack_into("<I", data, central + 24, info.file_size + 8)       # the central directory's size field
+    refused(tmp_path, bytes(data), "counts.npy")
