@@ -59,6 +59,18 @@ def test_xc_line_longer_than_many_blocks(tmp_path):
     assert data.X.shape == (2, 3000) and data.X[0].nnz == 3000 and data.X[1, 0] == 2
 
 
+@pytest.mark.parametrize("token", [b"x" * 3000000, b"1" * 3000000 + b":1", b"1:" + b"1" * 3000000 + b"x",
+                                   b"1:1." + b"1" * 3000000 + b"x"],
+                         ids=["letters", "feature-id-digits", "value-digits", "decimals"])
+def test_a_huge_xc_token_is_a_short_error_in_linear_time(tmp_path, token):
+    import time
+    path = write(tmp_path, "train.txt", b"1 5 2\n0 " + token + b"\n")
+    start = time.process_time()
+    with pytest.raises(ValueError, match=r"train.txt, line 2: ") as info:     # was 11 s of CPU, a 6M-char
+        read_xc(path)                                                          # message, or no file name
+    assert time.process_time() - start < 3 and len(str(info.value)) < 400
+
+
 @pytest.mark.parametrize("line", [b"1,1,1999,12-3", b"1-1,1999,12-31", b"1,1-1999,12,31"])
 def test_netflix_separators_in_the_wrong_places(tmp_path, line):
     path = write(tmp_path, "combined_data_1.txt", b"7:\n" + line + b"\n")     # was read as a rating
