@@ -227,3 +227,53 @@ def test_rows_after_the_declared_count_are_an_error(tmp_path):
     path = write(tmp_path, "vectors.txt", b"1 2\nthe 1 2\ncat 3 4\n")
     with pytest.raises(ValueError, match=r"vectors.txt, line 3: more data after the 1 vectors"):
         load_vectors(path)
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+def _lsh_checkpoint(tmp_path):
+    import scipy.sparse as sp
+    from embkit import ItemEmbedding
+    from embkit.core.checkpoint import list_checkpoints
+    pairs = sp.csr_matrix(np.random.default_rng(0).integers(0, 3, (5, 5)).astype(float))
+    folder = str(tmp_path / "run")
+    ItemEmbedding(vector_size=4, epochs=2, workers=1, negative=2, sampler="lsh", progress=False, checkpoint_dir=folder,
+                  checkpoint_every="1 pairs").fit(pairs)
+    return folder, list_checkpoints(folder), pairs
+
+
+def test_a_sampler_state_that_does_not_fit_names_the_checkpoint(tmp_path):
+    import io
+    from embkit import ItemEmbedding
+    from embkit.core.checkpoint import CheckpointError
+    from fuzz_mutate import rebuild_zip
+    folder, paths, pairs = _lsh_checkpoint(tmp_path)
+
+    def edit(name, body):
+        if name != "sampler.pos.npy":
+            return body
+        arr = np.load(io.BytesIO(body))
+        buf = io.BytesIO()
+        np.save(buf, np.full_like(arr, 10 ** 6))
+        return buf.getvalue()
+    for path in paths:
+        with open(path, "rb") as fh:
+            data = rebuild_zip(fh.read(), edit)
+        with open(path, "wb") as fh:
+            fh.write(data)
+    with pytest.raises(CheckpointError, match=r"checkpoint-\d+.embkit: the saved sampler state does not fit"):
+        ItemEmbedding.resume(folder, pairs)         # was "LSH state pos holds ids out of range", no file named
+
+
+def test_a_word2vec_checkpoint_of_another_corpus_names_the_word(tmp_path):
+    from embkit import Word2Vec
+    from embkit.core.checkpoint import CheckpointError
+    folder = str(tmp_path / "run")
+    sentences = [["a", "b", "c", "d"], ["b", "c", "a"]] * 5
+    model = Word2Vec(vector_size=4, min_count=1, epochs=2, workers=1, checkpoint_dir=folder, checkpoint_every="1 words")
+    model.build_vocab(sentences)
+    model.train()
+    other = [["a", "b", "c", "e"], ["b", "c", "a"]] * 5
+    with pytest.raises(CheckpointError, match=r"checkpoint-\d+.embkit: the corpus .* word 3 of its vocabulary is "
+                                              r"'e' \(count 5\), the checkpoint's 'd' \(count 5\)"):
+        Word2Vec.resume(folder, other)              # was "4 words (..), the checkpoint's 4 (..)", no file named

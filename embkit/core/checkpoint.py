@@ -353,6 +353,10 @@ def _continue_from(section, run, states):
         state = dict(section.get(prefix) or {})
         state.update({k[len(prefix) + 1:]: v for k, v in section["arrays"].items() if k.startswith(prefix + ".")})
         if state:
-            target.set_state(state)
+            try:
+                target.set_state(state)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CheckpointError("%s: the saved %s state does not fit this run: %s"
+                                      % (section["path"], prefix, exc)) from None
     return (list(section.get("loss_history") or []), Position.from_dict(section["position"]),
             TrainingReport.from_dict(section["report"]))

@@ -601,13 +601,20 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
     def _read_again(self, corpus_iterable, corpus_file):
         """Read the vocabulary corpus of a resumed run as build_vocab did; the same vocabulary must come out
         (the tables are the checkpoint's: a resuming model keeps them)."""
-        saved = self.vocab
+        saved, where = self.vocab, self._resuming["path"]
         self.build_vocab(corpus_iterable, corpus_file)
         vocab = self.vocab
         if vocab.index_to_key != saved.index_to_key or not np.array_equal(vocab.counts, saved.counts):
-            raise CheckpointError("the corpus %s is not the checkpoint's: its vocabulary has %d words (%d corpus "
-                                  "words), the checkpoint's %d (%d)" % (self.corpus, len(vocab), vocab.raw_words,
-                                                                      len(saved), saved.raw_words))
+            differ = next((i for i, (a, b, x, y) in enumerate(zip(vocab.index_to_key, saved.index_to_key,
+                                                                    vocab.counts, saved.counts))
+                           if a != b or x != y), min(len(vocab), len(saved)))
+            ours = "%r (count %d)" % (vocab.index_to_key[differ], vocab.counts[differ]) if differ < len(vocab) \
+                else "nothing"
+            theirs = "%r (count %d)" % (saved.index_to_key[differ], saved.counts[differ]) if differ < len(saved) \
+                else "nothing"
+            raise CheckpointError("%s: the corpus %s is not the checkpoint's: word %d of its vocabulary is %s, the "
+                                  "checkpoint's %s (%d and %d words)" % (where, self.corpus, differ, ours, theirs,
+                                                                        len(vocab), len(saved)))
 
     def _encode_into(self, cache, corpus):
         for chunk in prefetch(self.vocab.encode(corpus, self.chunk_tokens, self.workers)):
