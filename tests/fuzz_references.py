@@ -127,7 +127,8 @@ _MAX_ID = 2 ** 31 - 1
 
 def xc(data, header="auto", base=0):
     """``(X, Y)`` as dicts ``{(row, id): value}`` and the shapes ``(rows, features, labels)`` of an XC or
-    svmlight multi-label file, or None when it is not valid."""
+    svmlight multi-label file (``header="matrix"``: one matrix of the newer layout, whose labels are none), or
+    None when it is not valid."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     if not data:
@@ -135,8 +136,13 @@ def xc(data, header="auto", base=0):
     lines = data.split(b"\n")
     if lines[-1] == b"":
         lines.pop()
-    declared = _xc_header(lines[0]) if header != False else None  # noqa: E712 - "auto" is truthy
-    if header is True and declared is None:
+    if header == "matrix":                      # the newer layout: "rows columns", then features only
+        m = re.fullmatch(rb"[ \t]*([0-9]+)[ \t]+([0-9]+)[ \t]*", lines[0][:-1] if lines[0].endswith(b"\r")
+                         else lines[0])
+        declared = (int(m.group(1)), int(m.group(2)), 0) if m and len(m.group(1) + m.group(2)) < 30 else None
+    else:
+        declared = _xc_header(lines[0]) if header != False else None  # noqa: E712 - "auto" is truthy
+    if header in (True, "matrix") and declared is None:
         return None
     if declared is not None:
         lines = lines[1:]

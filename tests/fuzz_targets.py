@@ -5,8 +5,10 @@ name), valid seed files to mutate and grammar tokens to insert.  :func:`run_inpu
 the reader and sorts the result into one outcome:
 
 ``parsed``
-    The reader returned, and where an independent oracle exists it agrees (a reference parser written
-    here, the same reader with tiny read blocks, the vectorised parser against the line parser).
+    The reader returned, and the oracle agrees: a reference parse of the same bytes written without
+    embkit's code (:mod:`fuzz_references` for word2vec files, XC files and archives; the rating and corpus
+    references here), plus the same reader with tiny read blocks and the vectorised parser against the
+    line parser where those exist.
 ``error``
     A ``ValueError`` or ``OSError`` whose message names the file (``error_line`` counts those that also
     name a line).
@@ -15,7 +17,8 @@ the reader and sorts the result into one outcome:
 ``crash``
     Any other exception (``KeyError``, ``MemoryError``, ``zlib.error``, ...), or a hang (``timeout``).
 ``wrong``
-    The reader returned something the oracle contradicts: a silent wrong result, the worst outcome.
+    The reader returned something the oracle contradicts (a silent wrong result, the worst outcome), or
+    refused a file the reference parse reads.
 
 Used by the small fuzz budget of the test suite (``tests/test_fuzz_readers.py``) and by the long run of
 ``eval.robustness.fuzz_readers``.
@@ -253,6 +256,17 @@ def _read_xc(path, data, **kwargs):
         raise Mismatch("shapes %s and %s differ from the reference parse's %s" % (result.X.shape, result.Y.shape, shape))
 
 
+def _read_xc_matrix(path, data):
+    from embkit.xc.data import read_sparse_matrix
+    reference = references.xc(data, "matrix")
+    got = agrees(lambda: read_sparse_matrix(path), reference)
+    X, _, shape = reference
+    coo = got.tocoo()
+    if {(int(r), int(c)): np.float32(v) for r, c, v in zip(coo.row, coo.col, coo.data)} != X \
+            or got.shape != shape[:2]:
+        raise Mismatch("the matrix differs from the reference parse")
+
+
 def agrees(read, reference):
     """``read()``, which must fail exactly when the reference parse is None (a clean error on a valid file
     is as wrong as a load of an invalid one)."""
@@ -271,6 +285,7 @@ XC_SEEDS = (b"3 5 4\n0,1 0:1.0 3:0.5\n 2:1\n3 4:2.5e-1\n",
             b"#num_feature=5 num_label=4\n1 0:1 1:2\n2, 3 4:0.25\n\n",
             b"0,1 0:1.0 3:0.5\r\n2 1:1\r\n",
             b"2 3 2\n1\t0:-1.5 2:1e3\n0,1 1:7\n")
+XC_MATRIX_SEEDS = (b"3 5\n0:1.0 3:0.5\n\n4:2.5e-1 1:1\n", b"2 3\r\n2:1\r\n0:0.125 1:8\r\n")
 SVM_SEEDS = (b"1,2 1:0.5 5:1\n3 2:1\n", b"1 1:1\n\n2,3 3:0.125 4:8\n")
 XC_TOKENS = (b" 0:1", b",0", b":0.5", b"1:", b" ", b"\n", b"#num_feature=3 num_label=2\n", b"2 2 2\n")
 
@@ -557,6 +572,7 @@ TARGETS = {t.name: t for t in [
     Target("xc", "train.txt", _read_xc, lambda: XC_SEEDS, XC_TOKENS),
     Target("svmlight", "train.svm", lambda p, d: _read_xc(p, d, header=False, base=1), lambda: SVM_SEEDS,
            XC_TOKENS),
+    Target("xc_matrix", "trn_X_Xf.txt", _read_xc_matrix, lambda: XC_MATRIX_SEEDS, XC_TOKENS),
     Target("movielens_tsv", "u.data", lambda p, d: _read_ratings(p, d, lambda x: _reference_movielens(
         x, b"\t", False)), lambda: TSV_SEEDS),
     Target("movielens_dat", "ratings.dat", lambda p, d: _read_ratings(p, d, lambda x: _reference_movielens(

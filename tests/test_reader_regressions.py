@@ -71,6 +71,15 @@ def test_a_huge_xc_token_is_a_short_error_in_linear_time(tmp_path, token):
     assert time.process_time() - start < 3 and len(str(info.value)) < 400
 
 
+@pytest.mark.parametrize("header, reader", [(b"3 " + b"9" * 5000 + b" 2\n", read_xc),
+                                            (b"3 " + b"9" * 5000 + b"\n", "matrix")], ids=["xc", "matrix"])
+def test_a_header_size_of_thousands_of_digits_names_the_line(tmp_path, header, reader):
+    from embkit.xc.data import read_sparse_matrix
+    path = write(tmp_path, "train.txt", header + b"0 1:1\n")       # was Python's int limit, no file named
+    with pytest.raises(ValueError, match=r"train.txt, line 1: the header declares a size of more than 19 digits"):
+        (read_sparse_matrix if reader == "matrix" else reader)(path)
+
+
 @pytest.mark.parametrize("line", [b"1,1,1999,12-3", b"1-1,1999,12-31", b"1,1-1999,12,31"])
 def test_netflix_separators_in_the_wrong_places(tmp_path, line):
     path = write(tmp_path, "combined_data_1.txt", b"7:\n" + line + b"\n")     # was read as a rating
