@@ -151,7 +151,11 @@ def read_npy(zf, header, path):
     """The array ``header`` declares (:func:`read_npy_header`): numeric, native byte order, C-contiguous and
     writable, read straight into its final buffer (the member is never inflated past the declared size)."""
     name, shape, dtype = header.name, header.shape, header.dtype
-    array = np.empty(shape[::-1] if header.fortran else shape, dtype=dtype)
+    try:
+        array = np.empty(shape[::-1] if header.fortran else shape, dtype=dtype)
+    except MemoryError:
+        raise MemoryError("%r: not enough memory for member %r, an array of shape %s (%d bytes)"
+                          % (os.fspath(path), name, shape, header.nbytes)) from None
     view = memoryview(array.reshape(-1).view(np.uint8))
     with zf.open(_member(zf, name, path)) as member:
         _read_exactly(member, header.offset, path, name)
