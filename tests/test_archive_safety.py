@@ -295,3 +295,8 @@ def test_a_stored_member_that_declares_another_size(tmp_path, saved):
     central = bytes(data).rindex(b"PK\x01\x02", 0, bytes(data).rindex(b"counts.npy"))
     struct.pack_into("<I", data, central + 24, info.file_size + 8)       # the central directory's size field
     refused(tmp_path, bytes(data), "counts.npy")
+
+
+def test_an_empty_vocabulary_with_rows_is_refused(tmp_path, saved):
+    # loaded as a model with no words and four rows, which could not train (found by the fuzzer)
+    refused(tmp_path, edited(saved["sgns"], "vocab.json", b"[]"), "0 words but W_in has 4 rows")

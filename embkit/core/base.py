@@ -107,6 +107,8 @@ class EmbeddingModel:
     TRANSIENT = frozenset({"last_checkpointer", "last_cluster_stats"})
     #: the model reads an output table that stacks two (the ``hs_sgns`` loss: word vectors, then tree nodes)
     STACKED_OUTPUTS = False
+    #: :meth:`_words` names the input rows (one word or item per row of ``W_in``)
+    NAMED_ROWS = False
     #: the fields of what :meth:`_state` saves, checked when a file is loaded: ``{field: (rule, required)}``
     #: (:func:`embkit.core.checks.check_fields`)
     STATE_FIELDS = {}

@@ -118,18 +118,19 @@ def _read_archive(zf, path, arrays):
     if not arrays:
         return config, words, {}
     headers = {name: safe_zip.read_npy_header(zf, name + ".npy", path) for name in listed}
-    check_shapes(path, config, words, headers)
+    kind = model_class(config.get("model"), path) if config.get("model") is not None else None
+    check_shapes(path, config, words, headers, named_rows=bool(words) or getattr(kind, "NAMED_ROWS", False))
     tables = {name: safe_zip.read_npy(zf, header, path) for name, header in headers.items()}
     _check_tables(path, config, words, tables)
     return config, words, tables
 
 
-def check_shapes(path, config, words, headers):
+def check_shapes(path, config, words, headers, named_rows=True):
     """Check the shapes the arrays declare against the vocabulary, the parameters and each other, before any
     array is inflated: ValueError naming ``path``.
 
     ``W_in`` and ``W_out`` are 2-d float tables of the width ``params["vector_size"]``; ``W_in`` has a row
-    per word (when the file lists words), ``counts`` a count per word, ``W_out`` at most the rows a loss
+    per word and ``counts`` a count per word (with ``named_rows``: the model names its input rows), ``W_out`` at most the rows a loss
     trains for the classes counted (two per class: a stacked table); an array saved beside a table
     (``tracker.W_in``, ...) has that table's shape; all other arrays together hold at most
     :data:`EXTRA_BYTES_PER_TABLE_BYTE` times the tables' bytes (plus 1 MiB).
@@ -147,7 +148,7 @@ def check_shapes(path, config, words, headers):
         size = config.get("params", {}).get("vector_size", width)
         if size != width:
             raise ValueError("%r: vector_size is %r but W_in has %d columns" % (path, size, width))
-        if words and len(words) != rows:
+        if named_rows and len(words) != rows:
             raise ValueError("%r: %d words but W_in has %d rows" % (path, len(words), rows))
     for name in ("counts", "label_counts"):
         header = headers.get(name)
@@ -156,7 +157,7 @@ def check_shapes(path, config, words, headers):
         if header.ndim != 1 or header.dtype.kind not in "iu":
             raise ValueError("%r: %s must be a 1-d array of non-negative integers, got %s of shape %s"
                              % (path, name, header.dtype, header.shape))
-        if name == "counts" and words and header.shape[0] != len(words):
+        if name == "counts" and named_rows and header.shape[0] != len(words):
             raise ValueError("%r: %d counts for %d words" % (path, header.shape[0], len(words)))
         if W_out is not None and W_out.shape[0] > 2 * header.shape[0] + 1:
             raise ValueError("%r: W_out has %d rows for %d classes, more than any loss trains"

@@ -158,6 +158,7 @@ class ItemEmbedding(EmbeddingModel):
     """
 
     chunk_param = "chunk_pairs"
+    NAMED_ROWS = True
     unit = "pair"
     RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | CLUSTER_PARAMS
     #: a resumed run may move to (or between) clusters; the cluster settings are checked against its run

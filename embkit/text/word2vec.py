@@ -155,6 +155,7 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
     """
 
     chunk_param = "chunk_tokens"
+    NAMED_ROWS = True
     unit = "w"
     STATE_FIELDS = dict({name: (optional(COUNT), False) for name in ("raw_words", "corpus_count", "corpus_total_words",
                                                                      "effective_min_count")},
