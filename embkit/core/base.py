@@ -24,7 +24,8 @@ import numpy as np
 
 from embkit.core import checkpoint, persist, registry
 from embkit.core.checks import (MAX_NEGATIVE, MAX_VECTOR_SIZE, MAX_WORKERS, POSITIVE_INT, POSITIVE_REAL, SEED,
-                                check_fields, check_flag, check_mapping, check_param, int_in, is_finite)
+                                check_fields, check_flag, check_mapping, check_param, int_in, is_finite,
+                                unknown_names)
 from embkit.core.training import CALLBACK_EVENTS, run_epochs
 
 logger = logging.getLogger(__name__)
@@ -118,6 +119,16 @@ class EmbeddingModel:
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         persist.register_model(cls)
+
+    def __new__(cls, *args, **kwargs):
+        # before __init__, so that a misspelt keyword gets the nearest valid name, not Python's bare TypeError
+        accepted = inspect.signature(cls.__init__).parameters
+        if not any(p.kind == p.VAR_KEYWORD for p in accepted.values()):
+            unknown = [name for name in kwargs if name not in accepted or name == "self"]
+            if unknown:
+                raise TypeError("%s() got unexpected keyword arguments: %s"
+                                % (cls.__name__, unknown_names(unknown, [n for n in accepted if n != "self"])))
+        return super().__new__(cls)
 
     def __init__(self, *, vector_size, loss, sampler, negative, alpha, min_alpha, epochs, workers, seed,
                  loss_params=None, sampler_params=None, callbacks=(), checkpoint_dir=None, checkpoint_every=600,
@@ -425,7 +436,8 @@ class EmbeddingModel:
         arrays = {k: v for k, v in arrays.items() if not k.startswith(("sampler.", "tracker."))}
         kind = persist.model_class(config.get("model"), path)
         if not issubclass(kind, cls):
-            raise ValueError("%r holds a %s model, not %s" % (str(path), kind.__name__, cls.__name__))
+            raise ValueError("%r holds a %s model, not %s: %s.load reads it"
+                             % (str(path), kind.__name__, cls.__name__, kind.__name__))
         params = config.get("params") or {}
         names = set(kind._param_names())
         try:

@@ -14,6 +14,7 @@ import numpy as np
 
 from embkit.core import safe_zip
 from embkit.core.atomic import atomic_path
+from embkit.core.file_kinds import wrong_file
 
 FORMAT = "embkit-model"
 FORMAT_VERSION = 1
@@ -82,8 +83,8 @@ def load_archive(path, arrays=True):
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError("model file %r does not exist" % path)
-    if not zipfile.is_zipfile(path):
-        raise ValueError("%r is not an embkit model file (for word2vec files use load_vectors)" % path)
+    if os.path.isdir(path) or not zipfile.is_zipfile(path):
+        raise wrong_file(path, "an embkit model file")
     try:
         with zipfile.ZipFile(path) as zf:
             return _read_archive(zf, path, arrays)
@@ -102,7 +103,7 @@ def _read_archive(zf, path, arrays):
         raise ValueError("%r is not an embkit model file: no config.json or vocab.json" % path)
     config = safe_zip.read_json(zf, "config.json", path)
     if not isinstance(config, dict) or config.get("format") != FORMAT:
-        raise ValueError("%r is not an embkit model file" % path)
+        raise ValueError("%r is not an embkit model file: its config.json is not an embkit model's" % path)
     version = config.get("format_version", 0)
     if not isinstance(version, int) or isinstance(version, bool):
         raise ValueError("%r: format_version %r is not an integer" % (path, version))
