@@ -115,6 +115,9 @@ class EmbeddingModel:
     #: the fields of what :meth:`_state` saves, checked when a file is loaded: ``{field: (rule, required)}``
     #: (:func:`embkit.core.checks.check_fields`)
     STATE_FIELDS = {}
+    #: the arguments of a training call that its checkpoints keep for ``resume``: ``{field: (rule, required)}``
+    #: (a checkpoint with any other is refused, naming the file)
+    RUN_ARG_FIELDS = {}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -481,8 +484,8 @@ class EmbeddingModel:
 
 
 def _check_loaded_tables(path, model, counts):
-    """ValueError naming ``path`` unless the tables are ``vector_size`` wide and ``W_out`` has the rows the
-    model's loss trains for its classes (``len(counts)``)."""
+    """ValueError naming ``path`` unless the tables are ``vector_size`` wide, ``W_out`` has the rows the
+    model's loss trains for its classes (``len(counts)``) and a sampler drawn from the counts can be built."""
     if model.W_in.shape[1] != model.vector_size:
         raise ValueError("%r: vector_size is %d but the tables have %d columns"
                          % (str(path), model.vector_size, model.W_in.shape[1]))
@@ -490,8 +493,12 @@ def _check_loaded_tables(path, model, counts):
         return
     try:
         loss = model._build_loss(counts, len(counts))
+        sampler = model.sampler_name
+        if sampler is not None and registry.SAMPLERS[sampler].kernel.QUERY_FREE:
+            # a table of the counts, cheap to build: the counts and the sampler's parameters can train
+            registry.make_sampler(sampler, counts, len(counts), **model._sampler_params())
     except (TypeError, ValueError) as exc:
-        raise ValueError("%r holds bad %s parameters: %s" % (str(path), type(model).__name__, exc)) from None
+        raise ValueError("%r holds a %s that cannot train: %s" % (str(path), type(model).__name__, exc)) from None
     caps = model._loss_class()
     if caps.TREE_ROWS and not caps.STACKED and model.W_out.shape[0] == loss.output_rows(len(counts)) - 1:
         # files written before the hs table had a (never used) row per class, as word2vec's

@@ -26,7 +26,7 @@ import numpy as np
 from embkit.core import persist
 from embkit.core.atomic import remove_stale_temps
 from embkit.core.checks import (BOOL, COUNT, FINITE_REAL, MAPPING, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL,
-                                TEXT, check_fields, list_of, optional)
+                                TEXT, check_fields, list_of, optional, unknown_names)
 from embkit.core.interrupts import TrainingInterrupted
 from embkit.core.training import Position, TrainingReport
 
@@ -324,6 +324,15 @@ def open_run(cls, directory, params, callbacks=(), progress=None):
     """
     path, config, words, arrays = read_latest(directory, kind=cls.__name__)
     model = cls._from_archive(config, words, arrays, path)
+    args = config["checkpoint"]["run"]["args"]
+    unknown = sorted(set(args) - set(cls.RUN_ARG_FIELDS))
+    if unknown:
+        raise CheckpointError("%s: checkpoint.run.args has fields no %s run writes: %s"
+                              % (path, cls.__name__, unknown_names(unknown, cls.RUN_ARG_FIELDS)))
+    try:
+        check_fields(path, "checkpoint.run.args", args, cls.RUN_ARG_FIELDS)
+    except ValueError as exc:
+        raise CheckpointError(str(exc)) from None
     saved = cls._current_params(config.get("params") or {})
     differing = ["%s=%r here, %r in the checkpoint" % (k, v, saved.get(k))
                  for k, v in sorted(cls._current_params(params).items())

@@ -12,8 +12,8 @@ import numbers
 
 __all__ = ["INT32_MAX", "INT64_MAX", "MAX_VECTOR_SIZE", "MAX_WINDOW", "MAX_NEGATIVE", "MAX_WORKERS", "int_in",
            "POSITIVE_INT", "NON_NEGATIVE_INT", "COUNT", "SEED", "POSITIVE_REAL", "NON_NEGATIVE_REAL",
-           "FINITE_REAL", "BOOL", "TEXT", "MAPPING", "optional", "list_of", "is_finite", "check_param", "check_flag",
-           "check_mapping", "check_name", "check_fields", "nearest", "unknown_names"]
+           "FINITE_REAL", "BOOL", "TEXT", "MAPPING", "PATHS", "optional", "list_of", "is_finite", "check_param",
+           "check_flag", "check_mapping", "check_name", "check_fields", "nearest", "unknown_names"]
 
 INT32_MAX = 2 ** 31 - 1
 INT64_MAX = 2 ** 63 - 1
@@ -76,6 +76,8 @@ def list_of(rule):
 BOOL = (None, "true or false", bool)
 TEXT = (lambda v: True, "a string", str)
 MAPPING = (lambda v: all(isinstance(k, str) for k in v), "a mapping", dict)
+PATHS = (lambda v: v is None or isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
+         "a path, a list of paths or null", object)
 
 
 def check_fields(path, where, value, spec):

@@ -130,6 +130,13 @@ def _unigram(counts=None, n_classes=None, ns_exponent=0.75):
     """Class counts raised to ``ns_exponent`` (0.75 as word2vec, 1 popularity, 0 uniform), alias table."""
     if counts is None:
         raise ValueError("the unigram sampler needs the class counts")
+    counts = np.asarray(counts, dtype=np.float64)
+    if counts.size and not np.any(counts > 0):
+        raise ValueError("unigram: every class count is zero: there is no distribution to draw from")
+    with np.errstate(over="ignore"):
+        if counts.size and not np.isfinite(np.power(counts.max(), ns_exponent)):
+            raise ValueError("unigram: ns_exponent=%r raises the largest count (%d) beyond a float"
+                             % (ns_exponent, counts.max()))
     return _samplers.unigram(counts, ns_exponent)
 
 

@@ -25,7 +25,7 @@ from embkit.core.base import EmbeddingModel
 from embkit.core.cluster import (CLUSTER_PARAMS, EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH, check_client,
                                  check_cluster_params, train_on_cluster)
 from embkit.core.checkpoint import fingerprint
-from embkit.core.checks import POSITIVE_INT, check_param
+from embkit.core.checks import POSITIVE_INT, check_param, optional
 from embkit.core.batched_softmax import check_batch_size
 from embkit.core.sparse_checks import MAX_ROWS, check_sparse
 from embkit.core.validation import BestEpoch
@@ -166,6 +166,9 @@ class ItemEmbedding(EmbeddingModel):
     RESUMABLE_CHANGES = EmbeddingModel.RESUMABLE_CHANGES | CLUSTER_PARAMS
     #: the cluster client and the name -> row lookup (made again when needed)
     TRANSIENT = EmbeddingModel.TRANSIENT | {"client", "_lookup"}
+    RUN_ARG_FIELDS = {"metric": ((lambda v: v in VALIDATION_METRICS, "one of " + ", ".join(VALIDATION_METRICS), str),
+                                 False),
+                      "patience": (optional(POSITIVE_INT), False), "n_negatives": (POSITIVE_INT, False)}
 
     def __init__(self, vector_size=100, loss="sgns", sampler=None, negative=5, alpha=0.025, min_alpha=None,
                  epochs=5, workers=2, seed=1, loss_params=None, sampler_params=None, chunk_pairs=1 << 16,

@@ -9,8 +9,9 @@ from embkit.core.base import EmbeddingModel, class_only
 from embkit.core.cluster import (CLUSTER_PARAMS, EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH,
                                  check_cluster_params)
 from embkit.core.checkpoint import CheckpointError, fingerprint
-from embkit.core.checks import (COUNT, FINITE_REAL, INT64_MAX, MAX_WINDOW, NON_NEGATIVE_INT, NON_NEGATIVE_REAL,
-                                POSITIVE_INT, POSITIVE_REAL, check_flag, check_param, int_in, optional)
+from embkit.core.checks import (BOOL, COUNT, FINITE_REAL, INT64_MAX, MAX_WINDOW, NON_NEGATIVE_INT, NON_NEGATIVE_REAL,
+                                PATHS, POSITIVE_INT, POSITIVE_REAL, check_flag, check_param, int_in,
+                                optional)
 from embkit.core.batched_softmax import check_batch_size
 from embkit.core.pickles import check_consent, is_pickle
 from embkit.core.registry import most_frequent
@@ -171,6 +172,9 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
     STATE_FIELDS = dict({name: (optional(COUNT), False) for name in ("raw_words", "corpus_count", "corpus_total_words",
                                                                      "effective_min_count")},
                         min_alpha_yet_reached=(optional(NON_NEGATIVE_REAL), False))
+    RUN_ARG_FIELDS = {"corpus_file": (PATHS, False), "vocab_corpus": (BOOL, False),
+                      "total_words": (optional(COUNT), False), "epochs": (optional(POSITIVE_INT), False),
+                      "start_alpha": (optional(POSITIVE_REAL), False), "end_alpha": (optional(NON_NEGATIVE_REAL), False)}
     STACKED_OUTPUTS = True
     CLUSTER_STATE = "vocab"
     RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | {"sentences", "corpus_file", "hashfxn", "trim_rule"} | CLUSTER_PARAMS
