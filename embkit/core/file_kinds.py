@@ -15,6 +15,7 @@ from collections import namedtuple
 
 from embkit.core.binary_files import open_binary
 from embkit.core.pickles import named_as_archive
+from embkit.core.read_errors import DECOMPRESS_ERRORS
 
 __all__ = ["FileKind", "identify", "wrong_file"]
 
@@ -38,15 +39,16 @@ def identify(path):
     try:
         with open_binary(path) as fh:
             head = fh.read(4096)
-    except (OSError, EOFError, ValueError):
+    except (OSError, ValueError) + DECOMPRESS_ERRORS:
         head = b""
     if head.startswith(b"\x80"):
         return _pickle(path)
     if head.startswith(b"\x93NUMPY"):
         return FileKind("npy", "a NumPy array file (.npy)", None, None)
     if _WORD2VEC_HEADER.match(head):
-        return FileKind("word2vec", "a word2vec vectors file (words and vectors only)", "embkit.load_vectors reads it", None)
-    return FileKind("unknown", "no format embkit reads", None, None)
+        return FileKind("word2vec", "a word2vec vectors file (words and vectors only)", "embkit.load_vectors reads it",
+                        None)
+    return FileKind("unknown", "a file of no format embkit knows", None, None)
 
 
 def wrong_file(path, wanted):
