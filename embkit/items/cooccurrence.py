@@ -33,13 +33,13 @@ Examples
 import logging
 import os
 import re
-from collections import Counter
 
 import numpy as np
 import scipy.sparse as sp
 
 from embkit.core.atomic import atomic_path
 from embkit.core.sparse_checks import check_sparse
+from embkit.items.item_ids import ItemIds
 from embkit.items.pair_split import split_pairs
 
 logger = logging.getLogger(__name__)
@@ -181,8 +181,9 @@ class PairCounts:
     ----------
     matrix : scipy.sparse matrix or 2-D array
         ``n_items x n_items`` non-negative integer counts; row = context item, column = next item.
-    names : sequence of str, optional
-        Distinct name of each item (default ``'0'``, ``'1'``, ...).
+    names : sequence of int or sequence of str, optional
+        Distinct id of each item, all integers or all strings (default ``0, 1, ...``); they keep their type
+        in ``ids`` and are spelt as strings in ``names``.
     item_counts : array-like of int, optional
         Occurrences of each item (default: the row sums, how often each item is a context).
     titles : sequence of (str or None), optional
@@ -196,17 +197,23 @@ class PairCounts:
     ----------
     matrix : scipy.sparse.csr_matrix
         Canonical int64 CSR matrix (sorted indices, no duplicates, no stored zeros).
+    ids : list of int or list of str
+        The item ids as given (the ids an :class:`~embkit.ItemEmbedding` trained on these counts answers with).
+    names : list of str
+        The ids as strings.
     """
 
     def __init__(self, matrix, names=None, item_counts=None, titles=None, window=None, source=""):
         self.matrix = _count_matrix(matrix)
         n = self.matrix.shape[0]
-        self.names = [str(i) for i in range(n)] if names is None else [str(x) for x in names]
-        if len(self.names) != n:
-            raise ValueError("names has %d entries for %d items" % (len(self.names), n))
-        if len(set(self.names)) != n:
-            duplicate = next(x for x, k in Counter(self.names).items() if k > 1)
-            raise ValueError("item names must be distinct; %r appears more than once" % duplicate)
+        ids = list(range(n)) if names is None else list(names)
+        if len(ids) != n:
+            raise ValueError("names has %d entries for %d items" % (len(ids), n))
+        try:
+            self.ids = ItemIds(ids).values
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("item ids", "item names")) from None
+        self.names = [str(x) for x in self.ids]
         if item_counts is None:
             item_counts = np.asarray(self.matrix.sum(axis=1)).ravel()
         self.item_counts = np.asarray(item_counts, dtype=np.int64)
@@ -240,11 +247,11 @@ class PairCounts:
         Returns
         -------
         PairCounts
-            Item names are the raw item ids (as strings), item counts the ratings of each item.
+            Item ids are the raw (integer) item ids, item counts the ratings of each item.
         """
         window = _check_window(window)
         matrix = forward_pair_counts(timelines.items, timelines.lengths, timelines.n_items, window)
-        counts = cls(matrix, timelines.names, timelines.item_counts, timelines.titles,
+        counts = cls(matrix, timelines.item_ids, timelines.item_counts, timelines.titles,
                      "all" if window is None else window, timelines.source)
         logger.info("%s: %d pair occurrences, %d distinct pairs of %d items (window %s)", timelines.source,
                     counts.total, counts.nnz, counts.n_items, counts.window)
@@ -310,11 +317,12 @@ class PairCounts:
         ----------
         path : str or os.PathLike
             The file (``.gz`` and ``.bz2`` are decompressed).
-        names : sequence of str, optional
-            The item index: every id must be one of these names.
+        names : sequence of int or sequence of str, optional
+            The item index (e.g. another count's ``ids``): every id of the file must be one of these, spelt
+            as a string; the counts' ids are these, with their type.
         ids : {'auto', 'index', 'name'}
-            Without ``names``: 'index' takes ids as integer indices ``0..n-1`` (``n`` = largest + 1);
-            'name' takes them as names, numbered by first appearance; 'auto' is 'index' when every id is
+            Without ``names``: 'index' takes ids as integer indices ``0..n-1`` (``n`` = largest + 1; the
+            counts' ids are these integers); 'name' takes them as string names, numbered by first appearance; 'auto' is 'index' when every id is
             a non-negative integer and the indices are dense (the largest below 16 times the number of
             distinct ids plus 2**20), else 'name'; 'index' refuses indices that sparse.
 
@@ -335,7 +343,7 @@ class PairCounts:
         m = self.matrix
         matrix = sp.csr_matrix((np.asarray(data, dtype=np.int64), m.indices.copy(), m.indptr.copy()),
                                shape=m.shape)
-        return PairCounts(matrix, self.names, self.item_counts, self.titles, self.window,
+        return PairCounts(matrix, self.ids, self.item_counts, self.titles, self.window,
                           self.source if source is None else source)
 
     # ------------------------------------------------------------------ views
@@ -413,7 +421,7 @@ class PairCounts:
     def to_triples(self, path):
         """Write ``context<TAB>target<TAB>count`` lines with the item names.
 
-        ``PairCounts.from_triples(path, names=counts.names)`` reads them back into the same item index.
+        ``PairCounts.from_triples(path, names=counts.ids)`` reads them back into the same item index.
         """
         bad = next((x for x in self.names if not x or re.search(r"[\s,#]", x)), None)
         if bad is not None:
