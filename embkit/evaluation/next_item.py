@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from ._ties import dcg_credit, top_k_credit
 from .ranking_results import NextItemResult
 
-__all__ = ["evaluate_next_items", "table_scores", "DEFAULT_KS"]
+__all__ = ["evaluate_next_items", "DEFAULT_KS"]
 
 #: Cut-offs reported by default.
 DEFAULT_KS = (1, 5, 10, 20)
@@ -24,29 +24,39 @@ DEFAULT_KS = (1, 5, 10, 20)
 _BLOCK_CELLS = 1 << 23
 
 
-def table_scores(user_vectors, target_vectors):
-    """A score function for :func:`evaluate_next_items`: rows ``start:stop`` of ``user_vectors @ target_vectors.T``."""
-    U = np.ascontiguousarray(user_vectors, dtype=np.float32)
-    OT = np.ascontiguousarray(target_vectors, dtype=np.float32).T
-    if U.ndim != 2 or OT.ndim != 2 or U.shape[1] != OT.shape[0]:
-        raise ValueError("user_vectors (%s) and target_vectors (%s) must be 2-D tables of one width"
-                         % (U.shape, OT.T.shape))
+def _score_blocks(scores, n_users, n_items):
+    """``(block(start, stop), n_items)`` of the ``scores`` argument of :func:`evaluate_next_items`."""
+    if isinstance(scores, tuple):
+        U = np.ascontiguousarray(scores[0], dtype=np.float32)
+        OT = np.ascontiguousarray(scores[1], dtype=np.float32).T
+        if U.ndim != 2 or OT.ndim != 2 or U.shape[1] != OT.shape[0]:
+            raise ValueError("user_vectors (%s) and target_vectors (%s) must be 2-D tables of one width"
+                             % (U.shape, OT.T.shape))
+        scores, n_items = (lambda start, stop: U[start:stop] @ OT), OT.shape[1]
+        n_rows = U.shape[0]
+    elif callable(scores):
+        if n_items is None:
+            raise ValueError("n_items is needed with a score function")
+        return scores, int(n_items)
+    else:
+        matrix = np.asarray(scores)
+        if matrix.ndim != 2:
+            raise ValueError("scores must be 2-D (users x items), got shape %s" % (matrix.shape,))
+        scores, (n_rows, n_items) = (lambda start, stop: matrix[start:stop]), matrix.shape
+    if n_rows != n_users:
+        raise ValueError("%d score rows for %d held-out items" % (n_rows, n_users))
+    return scores, n_items
 
-    def scores(start, stop):
-        return U[start:stop] @ OT
-    scores.n_rows, scores.n_items = U.shape[0], OT.shape[1]
-    return scores
 
-
-def evaluate_next_items(scores, targets, seen=None, ks=DEFAULT_KS, name="held-out items"):
+def evaluate_next_items(scores, targets, seen=None, ks=DEFAULT_KS, name="held-out items", n_items=None):
     """Rank each user's held-out item against every unseen item.
 
     Parameters
     ----------
-    scores : (user_vectors, target_vectors) or callable
-        Two tables whose product scores every item for every user, or a function ``scores(start, stop)``
-        returning the ``(stop - start, n_items)`` scores of users ``start:stop`` (with attributes
-        ``n_rows`` and ``n_items``, as :func:`table_scores` makes).
+    scores : (user_vectors, target_vectors), 2-D array or callable
+        Two tables whose product scores every item for every user, the ``users x items`` scores, or a
+        function ``scores(start, stop)`` returning the ``(stop - start, n_items)`` scores of users
+        ``start:stop``.
     targets : array-like of int
         The held-out item (a column of the scores) of each user.
     seen : scipy.sparse matrix, optional
@@ -56,6 +66,8 @@ def evaluate_next_items(scores, targets, seen=None, ks=DEFAULT_KS, name="held-ou
         Cut-offs of Hit@k, NDCG@k and Prec@k.
     name : str
         Name of the held-out set in the result.
+    n_items : int, optional
+        Number of items: needed with a score function only.
 
     Returns
     -------
@@ -67,15 +79,12 @@ def evaluate_next_items(scores, targets, seen=None, ks=DEFAULT_KS, name="held-ou
         No users, a target outside the catalogue, a ``seen`` matrix of another shape, non-finite scores,
         or a cut-off below 1.
     """
-    if isinstance(scores, tuple):
-        scores = table_scores(*scores)
     targets = np.asarray(targets)
-    n_users, n_items = len(targets), int(scores.n_items)
+    n_users = len(targets)
     if n_users == 0 or targets.ndim != 1:
         raise ValueError("targets must be a non-empty 1-d array (one held-out item per user), got shape %s"
                          % (targets.shape,))
-    if scores.n_rows != n_users:
-        raise ValueError("%d score rows for %d held-out items" % (scores.n_rows, n_users))
+    scores, n_items = _score_blocks(scores, n_users, n_items)
     if not np.issubdtype(targets.dtype, np.integer) or targets.min() < 0 or targets.max() >= n_items:
         raise ValueError("held-out items must be integer columns in [0, %d)" % n_items)
     ks = tuple(sorted({int(k) for k in ks}))

@@ -382,7 +382,7 @@ class ItemEmbedding(ItemQueries, EmbeddingModel):
         """Histories (lists of rows) and next-item rows of a ``HeldOut`` set, matched by id."""
         used = np.unique(np.concatenate([held_out.items, held_out.targets]))
         remap = np.zeros(len(held_out.item_ids), dtype=np.int64)
-        remap[used] = self.item_index(held_out.item_ids[used])
+        remap[used] = self._ids.rows(held_out.item_ids[used])
         return [remap[h] for h in held_out.histories()], remap[held_out.targets]
 
     def _pair_rows(self, pairs):

@@ -100,7 +100,9 @@ class ItemQueries:
             Item ids (the type of the model's ids).
         scores : numpy.ndarray of float32
         """
-        ids, scores = self.recommend_many([history], _count(N, topn), filter_seen, exclude)
+        N = _count(N, topn)
+        self._check_fitted()
+        ids, scores = self._recommend_rows([self._history_rows(history)], N, filter_seen, exclude, None)
         keep = scores[0] > -np.inf
         return ids[0][keep], scores[0][keep]
 
@@ -135,13 +137,17 @@ class ItemQueries:
         """
         check_param("N", N, *POSITIVE_INT)
         self._check_fitted()
-        self._check_target_vectors()
         if is_single_id(histories):
             raise TypeError("histories must be a sequence of histories (one per user); for one user use "
                             "recommend()")
         rows = [self._history_rows(h, position=u) for u, h in enumerate(histories)]
         if not rows:
             raise ValueError("no histories given")
+        return self._recommend_rows(rows, N, filter_seen, exclude, workers)
+
+    def _recommend_rows(self, rows, N, filter_seen, exclude, workers):
+        """``recommend_many`` of histories given as lists of rows."""
+        self._check_target_vectors()
         vectors, seen = self._user_vectors(rows)
         skip = None if exclude is None else np.atleast_1d(self.item_index(list(exclude)))
         found, scores = top_items(vectors, self.target_vectors[:len(self._ids)], min(N, len(self._ids)),
