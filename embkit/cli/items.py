@@ -26,8 +26,6 @@ from embkit.items.item_embedding import ItemEmbedding
 
 #: ``--protocol`` values: leave-one-out (rating data only) and the split of the pair occurrences.
 PROTOCOLS = ("leave-one-out", "pairs")
-#: Epochs without validation improvement after which a run stops (``--patience``).
-DEFAULT_PATIENCE = 3
 
 
 def add_parser(subparsers, common):
@@ -63,8 +61,9 @@ def add_parser(subparsers, common):
     t.add_argument("--metric", default=None,
                    help="validation metric that picks the best epoch (default: ndcg10 leave-one-out, mpr_approx "
                         "for pairs)")
-    t.add_argument("--patience", type=int, default=DEFAULT_PATIENCE, metavar="N",
-                   help="stop after N epochs without validation improvement (0: run every epoch)")
+    t.add_argument("--patience", type=int, default=0, metavar="N",
+                   help="stop after N epochs without validation improvement (0, the default: run every epoch; "
+                        "the best epoch is kept either way)")
     t.add_argument("--negatives-eval", type=int, default=100, metavar="N",
                    help="--protocol pairs: uniform negatives per test pair for the approximate MPR")
     output_options(p)

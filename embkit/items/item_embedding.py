@@ -295,7 +295,8 @@ class ItemEmbedding(ItemQueries, EmbeddingModel):
         tracker = None
         if val is not None:
             def score(epoch, report):
-                result = self.evaluate(val, n_negatives=n_negatives)
+                result = (self.evaluate(val) if next_items else
+                          self._evaluate_pair_rows(val, (5, 15, 50), n_negatives, 0, None, None))
                 return dict(loss=report.epoch_loss[-1], **_metrics_of(result))
             tracker = BestEpoch(self, score, metric, patience)
         try:
@@ -373,10 +374,14 @@ class ItemEmbedding(ItemQueries, EmbeddingModel):
             users = np.asarray(weights @ self.context_vectors, dtype=np.float32)
             return evaluate_next_items((users, self.target_vectors[:n]), targets, seen if filter_seen else None,
                                        ks=ks or NEXT_ITEM_KS, name=data.name)
+        return self._evaluate_pair_rows(self._pair_rows(data), ks or (5, 15, 50), n_negatives, seed, exclude,
+                                        workers)
+
+    def _evaluate_pair_rows(self, pairs, ks, n_negatives, seed, exclude, workers):
+        """Pair metrics of ``(n, 2)`` (context row, target row) pairs."""
         from embkit.evaluation.ranking import evaluate_ranking
-        return evaluate_ranking(self.context_vectors, self.target_vectors[:n], self._pair_rows(data),
-                                ks=ks or (5, 15, 50), n_negatives=n_negatives, seed=seed, exclude=exclude,
-                                workers=workers)
+        return evaluate_ranking(self.context_vectors, self.target_vectors[:len(self._ids)], pairs, ks=ks,
+                                n_negatives=n_negatives, seed=seed, exclude=exclude, workers=workers)
 
     def _held_out_rows(self, held_out):
         """Histories (lists of rows) and next-item rows of a ``HeldOut`` set, matched by id."""
