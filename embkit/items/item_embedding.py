@@ -268,9 +268,8 @@ class ItemEmbedding(ItemQueries, EmbeddingModel):
             check_param("patience", patience, *POSITIVE_INT)
         val, val_arrays = None, (None,)
         if next_items:
-            val = validation
-            self._held_out_rows(val)          # refuses ids the model does not know before training
-            val_arrays = (val.items, val.offsets, val.targets)
+            val = self._held_out_queries(validation)     # refuses ids the model does not know before training
+            val_arrays = (validation.items, validation.offsets, validation.targets)
         elif validation is not None:
             vm, _ = as_pair_matrix(validation, n_items=n)
             if vm.shape[0] != n:
@@ -295,7 +294,7 @@ class ItemEmbedding(ItemQueries, EmbeddingModel):
         tracker = None
         if val is not None:
             def score(epoch, report):
-                result = (self.evaluate(val) if next_items else
+                result = (self._evaluate_held_out(*val, NEXT_ITEM_KS, validation.name) if next_items else
                           self._evaluate_pair_rows(val, (5, 15, 50), n_negatives, 0, None, None))
                 return dict(loss=report.epoch_loss[-1], **_metrics_of(result))
             tracker = BestEpoch(self, score, metric, patience)
@@ -368,12 +367,9 @@ class ItemEmbedding(ItemQueries, EmbeddingModel):
         self._check_target_vectors()
         n = len(self._ids)
         if isinstance(data, HeldOut):
-            from embkit.evaluation.next_item import evaluate_next_items
-            histories, targets = self._held_out_rows(data)
-            weights, seen = history_matrix(histories, n, self.recency)
-            users = np.asarray(weights @ self.context_vectors, dtype=np.float32)
-            return evaluate_next_items((users, self.target_vectors[:n]), targets, seen if filter_seen else None,
-                                       ks=ks or NEXT_ITEM_KS, name=data.name)
+            weights, seen, targets = self._held_out_queries(data)
+            return self._evaluate_held_out(weights, seen if filter_seen else None, targets, ks or NEXT_ITEM_KS,
+                                           data.name)
         return self._evaluate_pair_rows(self._pair_rows(data), ks or (5, 15, 50), n_negatives, seed, exclude,
                                         workers)
 
@@ -383,12 +379,20 @@ class ItemEmbedding(ItemQueries, EmbeddingModel):
         return evaluate_ranking(self.context_vectors, self.target_vectors[:len(self._ids)], pairs, ks=ks,
                                 n_negatives=n_negatives, seed=seed, exclude=exclude, workers=workers)
 
-    def _held_out_rows(self, held_out):
-        """Histories (lists of rows) and next-item rows of a ``HeldOut`` set, matched by id."""
+    def _held_out_queries(self, held_out):
+        """History weights and seen items (users x the model's items) and next-item rows of a ``HeldOut`` set,
+        matched by id."""
         used = np.unique(np.concatenate([held_out.items, held_out.targets]))
         remap = np.zeros(len(held_out.item_ids), dtype=np.int64)
         remap[used] = self._ids.rows(held_out.item_ids[used])
-        return [remap[h] for h in held_out.histories()], remap[held_out.targets]
+        weights, seen = history_matrix([remap[h] for h in held_out.histories()], len(self._ids), self.recency)
+        return weights, seen, remap[held_out.targets]
+
+    def _evaluate_held_out(self, weights, seen, targets, ks, name):
+        """Leave-one-out metrics of history weights (users x items) and next-item rows."""
+        from embkit.evaluation.next_item import evaluate_next_items
+        users = np.asarray(weights @ self.context_vectors, dtype=np.float32)
+        return evaluate_next_items((users, self.target_vectors[:len(self._ids)]), targets, seen, ks=ks, name=name)
 
     def _pair_rows(self, pairs):
         """``(n, 2)`` (context, target) rows of test pairs: ids of a PairCounts or of rows mapped to the model's

@@ -152,9 +152,10 @@ PEERS = {
 #: Hyper-parameters tried on the validation split (every combination); the best by NDCG@10 runs the test.
 GRIDS = {
     "popularity": {},
-    "cooccurrence": {"window": [1, 3, 10], "both_directions": [False, True], "recency": [1.0, 0.9, 0.7, 0.5]},
+    "cooccurrence": {"window": [1, 2, 3, 5, 10], "both_directions": [False, True],
+                     "recency": [1.0, 0.9, 0.7, 0.5, 0.3, 0.2, 0.1]},
     "gensim_sgns": {"vector_size": [100], "window": [3, 10], "epochs": [5, 20], "score": ["output", "cosine"],
-                    "recency": [0.9, 0.7, 0.5]},
+                    "recency": [0.9, 0.7, 0.5, 0.3]},
     "implicit_als": {"factors": [100], "regularization": [0.01, 0.1, 1.0], "alpha": [1.0, 10.0, 40.0]},
     "implicit_bpr": {"factors": [100], "learning_rate": [0.01, 0.05, 0.1], "iterations": [100, 300]},
     "lightfm_warp": {"factors": [100], "learning_rate": [0.01, 0.05], "epochs": [10, 30]},

@@ -24,7 +24,6 @@ import numpy as np
 from embkit import ItemEmbedding
 from embkit.evaluation import evaluate_next_items
 from embkit.items.cooccurrence import DEFAULT_WINDOW, PairCounts
-from embkit.items.histories import history_matrix
 from embkit.items.recommender import SPACES
 from eval.bench.recommend import load
 
@@ -39,15 +38,17 @@ STAGES = {
     "epochs": [(None, dict(epochs=e)) for e in (10, 20, 30, 50)],
     "size": [(None, dict(vector_size=d)) for d in (32, 64, 100, 200)],
     "defaults": [(None, {})],
+    "directions": [(w, dict(loss="sampled_softmax", sampler="unigram", negative=k, epochs=e, both_directions=b))
+                   for w, k, e, b in ((3, 10, 30, True), (3, 5, 30, True), (5, 5, 30, True), (5, 10, 20, False),
+                                      (2, 10, 30, True))],
 }
 
 
 def similar_items_quality(model, held_out):
     """Validation Hit@10, NDCG@10 and MPR of ranking every item by cosine to the user's last item, per space
     (how well ``similar_items`` finds what comes next)."""
-    histories, targets = model._held_out_rows(held_out)
-    _, seen = history_matrix(histories, len(model.items), 1.0)
-    last = np.array([h[-1] for h in histories])
+    _, seen, targets = model._held_out_queries(held_out)
+    last = model.item_index(held_out.item_ids[held_out.items[held_out.offsets[1:] - 1]])
     out = {}
     for space in SPACES:
         vectors = model._space_vectors(space)
@@ -60,6 +61,9 @@ def similar_items_quality(model, held_out):
 def run(timelines_split, window, params, seed, workers, recencies, patience):
     start = time.perf_counter()
     counts = PairCounts.from_timelines(timelines_split.train, window=window)
+    params = dict(params)
+    if params.pop("both_directions", False):       # each pair counted both ways
+        counts = PairCounts.from_matrix(counts.matrix + counts.matrix.T, names=counts.ids)
     model = ItemEmbedding(**dict(params, seed=seed, workers=workers, progress=False))
     model.fit(counts, validation=timelines_split.validation, patience=patience or None)
     seconds = time.perf_counter() - start
