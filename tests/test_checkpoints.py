@@ -65,6 +65,18 @@ def test_ctrl_c_then_resume_is_bit_identical(case, tmp_path):
     assert resumed.last_report.epochs == 3
 
 
+def test_ctrl_c_as_the_last_chunk_ends_completes_the_run(case, tmp_path):
+    counter = _CtrlC(at=0)
+    reference = _reference(case, callbacks=[counter])          # counts the run's chunks
+    model = case.make(epochs=3, callbacks=[_CtrlC(at=counter.batches)], checkpoint_dir=tmp_path,
+                      **case.small_chunks)
+    case.fit(model)                                             # no TrainingInterrupted: nothing was left
+    np.testing.assert_array_equal(model.W_in, reference.W_in)
+    assert model.last_report.epochs == 3
+    _, config, _, _ = checkpoint.read_latest(tmp_path)
+    assert config["checkpoint"]["position"]["finished"]
+
+
 def test_periodic_checkpoints_survive_a_crash(case, tmp_path):
     reference = _reference(case)
     every = "%d units" % (reference.last_report.words // 3 // 4 + 1)     # about 4 checkpoints an epoch

@@ -128,7 +128,7 @@ def test_xc_solver_option(tmp_path, capsys):
     model = json.loads(out)["model"]
     assert "solver=sampled" in model and "loss=sampled_softmax" in model
     status, _ = run(["xc", "--train", train, "--test", test, "-q", "--solver", "one_vs_all", "--loss", "sgns"])
-    assert status == 1 and "loss='sgns' is a loss of solver='sampled', not of" in capsys.readouterr().err
+    assert status == 1 and "--loss sgns is a loss of --solver sampled, not of" in capsys.readouterr().err
 
 
 def test_xc_named_set(shared_data):

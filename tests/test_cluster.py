@@ -428,7 +428,7 @@ def test_cli_trains_on_the_scheduler(client, planted_shards, tmp_path, capsys):
     out = str(tmp_path / "vectors.txt")
     code = main(["train", "--corpus", pattern, "--scheduler", client.scheduler.address, "--workers", "1",
                  "--epochs", "2", "--min-count", "1", "--vector-size", "16", "-q", "--no-eval", "-o", out,
-                 "--format", "word2vec"])
+                 "--output-format", "word2vec"])
     assert code == 0
     printed = capsys.readouterr().out
     assert "training:   2 epochs" in printed
@@ -465,11 +465,11 @@ def test_cli_resumes_a_cluster_run(client, planted_shards, tmp_path, capsys):
     args = ["train", "--corpus", pattern, "--scheduler", client.scheduler.address, "--workers", "1", "--epochs",
             "2", "--min-count", "1", "--vector-size", "16", "-q", "--no-eval", "--checkpoint-dir", checkpoints,
             "--checkpoint-every", "1 words"]
-    assert main(args + ["-o", str(tmp_path / "first.txt"), "--format", "word2vec"]) == 0
+    assert main(args + ["-o", str(tmp_path / "first.txt"), "--output-format", "word2vec"]) == 0
     complete = list_checkpoints(checkpoints)[0]
     os.unlink(complete)                 # as if the client had died before the last checkpoint
     assert main(["train", "--resume", checkpoints, "--scheduler", client.scheduler.address, "-q", "--no-eval",
-                 "-o", str(tmp_path / "resumed.txt"), "--format", "word2vec"]) == 0
+                 "-o", str(tmp_path / "resumed.txt"), "--output-format", "word2vec"]) == 0
     assert "training:   2 epochs" in capsys.readouterr().out
     from gensim.models import KeyedVectors
     first = KeyedVectors.load_word2vec_format(str(tmp_path / "first.txt"))

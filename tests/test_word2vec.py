@@ -5,6 +5,7 @@ from gensim.models import KeyedVectors
 
 from embkit import ItemEmbedding, Word2Vec
 from embkit.core import registry
+from embkit.text.vocab import DegenerateCorpusError
 
 from _cases import pairings, refused
 
@@ -181,6 +182,34 @@ def test_a_corpus_without_a_known_word_trains_nothing_as_gensim(planted, caplog)
         assert model.train([["hello", "world", "again"]], total_examples=1, epochs=2) == (0, 6)
     assert "no word of the vocabulary" in caplog.text
     np.testing.assert_array_equal(before, model.wv.vectors)
+
+
+@pytest.mark.parametrize("source", ["iterable", "file"])
+@pytest.mark.parametrize("corpus, reason", [([["a", "a", "a"]] * 10, "vocabulary has 1 word"),
+                                            ([["a"], ["b"], ["c"]] * 10, "no sentence of the corpus has two")])
+def test_a_degenerate_corpus_is_refused_with_the_reason(tmp_path, source, corpus, reason):
+    kw = dict(vector_size=8, min_count=1, workers=1, epochs=2, progress=False)
+    if source == "file":
+        path = tmp_path / "corpus.txt"
+        path.write_text("".join(" ".join(s) + "\n" for s in corpus))
+        kw["corpus_file"] = str(path)
+    else:
+        kw["sentences"] = corpus
+    with pytest.raises(DegenerateCorpusError, match=reason):
+        Word2Vec(**kw)
+
+
+def test_a_degenerate_new_corpus_is_refused_and_the_model_is_unchanged(planted):
+    _, sentences = planted
+    model = Word2Vec(sentences, workers=1, **SMALL)
+    before = model.wv.vectors.copy()
+    one_word_sentences = [[w] for s in sentences[:20] for w in s]
+    with pytest.raises(DegenerateCorpusError, match="no sentence"):
+        model.train(one_word_sentences, total_examples=len(one_word_sentences), epochs=1)
+    with pytest.raises(DegenerateCorpusError, match="no sentence"):     # the vocabulary's corpus, encoded as it trains
+        Word2Vec(one_word_sentences, workers=1, **SMALL)
+    np.testing.assert_array_equal(before, model.wv.vectors)
+    assert model.train(sentences[:20], total_examples=20, epochs=1)[0] > 0
 
 
 def test_build_then_train_equals_constructor(planted):

@@ -6,9 +6,10 @@ Train skip-gram on the bundled Wikipedia sample, then print an evaluation::
 
     embkit train
     embkit train --corpus text8 --output text8.embkit --epochs 5
-    embkit train --corpus my.txt.gz --output vectors.txt --format word2vec --overwrite
+    embkit train --corpus my.txt.gz --output vectors.txt --output-format word2vec --overwrite
 
-Evaluate saved vectors (an embkit model, a word2vec text/binary file or a gensim KeyedVectors file)::
+Evaluate saved vectors (an embkit model, a word2vec text/binary file, or a gensim KeyedVectors file, which
+is a pickle and is read only with ``--allow-pickle``)::
 
     embkit eval text8.embkit
     embkit eval vectors.txt --suite ws353 simlex999 --format json
@@ -30,7 +31,7 @@ import sys
 import traceback
 
 from embkit.cli import evaluate, items, train, xc
-from embkit.cli.common import PROG, UsageError, common_options, log_to_stderr
+from embkit.cli.common import PROG, UsageError, common_options, in_cli_terms, log_to_stderr, unknown_options
 from embkit.core.interrupts import TrainingInterrupted
 
 __all__ = ["main", "build_parser", "UsageError"]
@@ -84,14 +85,17 @@ def main(argv=None, out=None):
     out = sys.stdout if out is None else out
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extras = parser.parse_known_args(argv)
+        command = parser._subparsers._group_actions[0].choices[args.command]
+        if extras:      # in the subcommand's own usage, with the nearest valid option
+            command.error(unknown_options(command, extras))
     except SystemExit as exc:  # --help, --version, or a usage error already printed by argparse
         return exc.code if isinstance(exc.code, int) else 2
     with log_to_stderr(args):
         try:
             return args.func(args, out)
         except UsageError as exc:
-            print("%s: error: %s" % (PROG, _one_line(exc)), file=sys.stderr)
+            print("%s: error: %s" % (PROG, in_cli_terms(_one_line(exc), command)), file=sys.stderr)
             return 2
         except TrainingInterrupted as exc:
             if exc.checkpoint:
@@ -111,5 +115,5 @@ def main(argv=None, out=None):
         except Exception as exc:  # noqa: BLE001 - every failure becomes one line (traceback with -v)
             if args.verbose:
                 traceback.print_exc()
-            print("%s: error: %s" % (PROG, _one_line(exc)), file=sys.stderr)
+            print("%s: error: %s" % (PROG, in_cli_terms(_one_line(exc), command)), file=sys.stderr)
             return 1

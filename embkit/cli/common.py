@@ -1,10 +1,12 @@
 """What the ``embkit`` subcommands share: usage errors, logging, option groups, output checks."""
 import argparse
 import contextlib
+import difflib
 import inspect
 import json
 import logging
 import os
+import re
 import sys
 
 from embkit.core.base import EmbeddingModel
@@ -19,10 +21,11 @@ class UsageError(Exception):
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Show defaults, except the uninformative None and False."""
+    """Show defaults, except the uninformative None and False and those of flags (a flag's help says what
+    leaving it out does: ``--no-normalize`` defaults to normalising, not to "True")."""
 
     def _get_help_string(self, action):
-        if action.default in (None, False) or "default:" in (action.help or ""):
+        if action.default in (None, False) or action.nargs == 0 or "default:" in (action.help or ""):
             return action.help
         return super()._get_help_string(action)
 
@@ -36,18 +39,39 @@ def common_options():
     """The options every subcommand takes (-q, -v)."""
     common = argparse.ArgumentParser(add_help=False)
     group = common.add_argument_group("output control")
-    group.add_argument("-q", "--quiet", action="store_true", help="no progress bar, warnings and errors only")
-    group.add_argument("-v", "--verbose", action="store_true", help="debug logging, tracebacks on errors")
+    group.add_argument("-q", "--quiet", action="store_true", help="no progress bar (warnings and errors only)")
+    group.add_argument("-v", "--verbose", action="count", default=0,
+                       help="-v: log what the run does (INFO) and show tracebacks on errors; -vv: debug logging")
     return common
+
+
+#: the report formats of every subcommand's ``--format``
+REPORT_FORMATS = ("table", "json")
+
+
+def _report_format(text):
+    if text not in REPORT_FORMATS:
+        hint = " (the saved file's format is --output-format %s)" % text if text.startswith(("word2vec", "embkit")) \
+            else ""
+        raise argparse.ArgumentTypeError("invalid report format %r: choose from %s%s"
+                                         % (text, ", ".join(REPORT_FORMATS), hint))
+    return text
+
+
+def report_format_option(p):
+    """Add ``--format``: the report's format (the same in every subcommand)."""
+    p.add_argument("--format", type=_report_format, default="table", metavar="{%s}" % ",".join(REPORT_FORMATS),
+                   help="report format")
 
 
 @contextlib.contextmanager
 def log_to_stderr(args):
-    """Send embkit's log records to stderr for the duration of a command."""
-    level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
+    """Send embkit's log records to stderr for the duration of a command: warnings and errors, with ``-v``
+    what the run does as well (INFO), with ``-vv`` everything (and gensim's)."""
+    level = (logging.WARNING, logging.INFO)[args.verbose] if args.verbose < 2 else logging.DEBUG
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
-    names = ("embkit", "gensim") if args.verbose else ("embkit",)
+    names = ("embkit", "gensim") if args.verbose >= 2 else ("embkit",)
     saved = []
     for name in names:
         log = logging.getLogger(name)
@@ -60,6 +84,43 @@ def log_to_stderr(args):
         for log, old_level in saved:
             log.removeHandler(handler)
             log.setLevel(old_level)
+
+
+def unknown_options(parser, extras):
+    """The error message for the ``extras`` a subcommand's ``parser`` did not recognise, suggesting the
+    nearest valid option of each."""
+    options = [o for o in parser._option_string_actions if o.startswith("--")]
+    named = []
+    for extra in extras:
+        near = difflib.get_close_matches(extra.split("=")[0], options, n=1, cutoff=0.6) \
+            if extra.startswith("-") else []
+        named.append("%s (did you mean %s?)" % (extra, near[0]) if near else extra)
+    return "unrecognized arguments: %s" % " ".join(named)
+
+
+#: ``name=value`` in a message (a keyword argument as Python code writes it)
+_KEYWORD = re.compile(r"\b([a-z][a-z0-9_]*)=('[^']*'|\"[^\"]*\"|[^\s,;()]+)")
+
+
+def in_cli_terms(text, parser):
+    """``text`` with every ``name='value'`` that is one of ``parser``'s options written as the command line
+    writes it (``--loss sgns``, ``--no-normalize``); other text unchanged."""
+    actions = {}
+    for action in parser._actions:
+        if action.option_strings:
+            actions.setdefault(action.dest, []).append(action)
+
+    def option(match):
+        dest, value = match.group(1), match.group(2).strip("'\"")
+        for action in actions.get(dest, ()):
+            long_name = max(action.option_strings, key=len)
+            if action.nargs == 0:
+                if str(action.const) == value:
+                    return long_name
+            else:
+                return "%s %s" % (long_name, value)
+        return match.group(0)
+    return _KEYWORD.sub(option, text)
 
 
 def check_output(args):
@@ -159,11 +220,11 @@ def train_options(p, model_cls, **overrides):
     return g
 
 
-def output_options(p):
-    """Add ``--output``, ``--overwrite`` and ``--format``."""
-    p.add_argument("-o", "--output", default=None, metavar="FILE", help="save the trained model here")
+def output_options(p, what="the trained model"):
+    """Add ``--output``, ``--overwrite`` and ``--format`` (the report's)."""
+    p.add_argument("-o", "--output", default=None, metavar="FILE", help="save %s here" % what)
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
-    p.add_argument("--format", choices=("table", "json"), default="table", help="report format")
+    report_format_option(p)
 
 
 def count(value):
@@ -179,8 +240,8 @@ def count(value):
 COMMAND_FILE = "command.json"
 #: options a resumed command may change: where the result goes and how it reports, and the settings a resumed
 #: model may change (threads, the cluster: ``scheduler`` is the command line's ``client``)
-RESUME_MAY_CHANGE = frozenset({"resume", "quiet", "verbose", "output", "overwrite", "format", "no_eval",
-                               "scheduler"}) | EmbeddingModel.RESUMABLE_CHANGES | CLUSTER_PARAMS
+RESUME_MAY_CHANGE = frozenset({"resume", "quiet", "verbose", "output", "overwrite", "format", "output_format",
+                               "no_eval", "scheduler"}) | EmbeddingModel.RESUMABLE_CHANGES | CLUSTER_PARAMS
 
 
 def checkpoint_options(p):
@@ -248,6 +309,30 @@ def resumed_args(args):
         setattr(merged, key, given[key])
     merged.resume, merged.checkpoint_dir = args.resume, args.resume
     return merged
+
+
+def finished_run(args, save, out):
+    """For ``--resume DIR`` of a run that had finished: write its model to ``--output`` unless the file is
+    there already (``save(model)``; ``--overwrite`` writes it again), say where the result is and return
+    True; False (nothing done) for any other command line."""
+    from embkit.core import persist
+    from embkit.core.checkpoint import finished_checkpoint
+
+    path = finished_checkpoint(args.resume) if args.resume else None
+    if path is None:
+        return False
+    written = args.output is not None and (args.overwrite or not os.path.exists(args.output))
+    if written:
+        check_output(args)
+        save(persist.load(path))
+    result = {"finished": True, "checkpoint": path, "output": args.output, "written": written}
+    if args.format == "json":
+        print(json.dumps(result, indent=1), file=out)
+        return True
+    where = "its model: %s (it loads as a model)" % path if args.output is None else \
+        "saved: %s" % args.output if written else "its result: %s" % args.output
+    print("the run checkpointed in %s is finished; nothing left to train\n%s" % (args.resume, where), file=out)
+    return True
 
 
 # ------------------------------------------------------------------------------------------ cluster

@@ -13,7 +13,7 @@ import json
 import os
 import zipfile
 
-from embkit.cli.common import UsageError, count, help_formatter
+from embkit.cli.common import UsageError, count, help_formatter, report_format_option
 
 
 def add_parser(subparsers, common):
@@ -23,12 +23,16 @@ def add_parser(subparsers, common):
                     "SimLex-999 and the Google analogies).",
         formatter_class=help_formatter())
     p.add_argument("vectors", metavar="MODEL_OR_VECTORS",
-                   help="embkit model, word2vec text/binary file, or gensim KeyedVectors file")
+                   help="embkit model, word2vec text/binary file, or gensim KeyedVectors file (a pickle: only "
+                        "with --allow-pickle)")
+    p.add_argument("--allow-pickle", action="store_true",
+                   help="read a gensim KeyedVectors file, which is a pickle: unpickling runs any code the file "
+                        "holds, so use it only for files you trust (never for *.embkit names)")
     p.add_argument("--suite", nargs="+", default=None, metavar="NAME",
                    help="evaluation suites to run (default: ws353 simlex999 questions-words, plus ranking "
                         "with --pairs; 'similarity' is every bundled similarity set, 'analogy' the bundled "
                         "analogies); valid: %s" % ", ".join(_suite_names()))
-    p.add_argument("--format", choices=("table", "json"), default="table", help="report format")
+    report_format_option(p)
     p.add_argument("--restrict-vocab", type=int, default=30000, metavar="N",
                    help="analogy candidates are the N most frequent words (0: the whole vocabulary)")
     p.add_argument("--method", choices=("3cosadd", "3cosmul"), default="3cosadd", help="analogy method")
@@ -177,7 +181,7 @@ def cmd_eval(args, out):
         raise UsageError("--negatives must be >= 0, got %d" % args.negatives)
     keys = _check_suites(args.suite, args)  # before the (slow) load
     tables = load_model_tables(args.vectors) if RANKING_SUITE in keys else None
-    kv = tables[2] if tables else load_vectors(args.vectors)
+    kv = tables[2] if tables else load_vectors(args.vectors, allow_pickle=args.allow_pickle)
     restrict = args.restrict_vocab or None
     report = _run_suites(kv, keys, restrict, args.method, args.msr_file)
     ranking = _run_ranking(tables, args) if tables else None

@@ -18,9 +18,9 @@ Examples
 import json
 
 from embkit.cli.common import (UsageError, check_output, checkpoint_options, cluster_client, cluster_line,
-                               cluster_options, cluster_summary, help_formatter, key_values, model_defaults,
-                               objective_options, output_options, record_command, resumed_args, sampler_params,
-                               train_logging, train_options)
+                               cluster_options, cluster_summary, finished_run, help_formatter, key_values,
+                               model_defaults, objective_options, output_options, record_command, resumed_args,
+                               sampler_params, train_logging, train_options)
 from embkit.items.cooccurrence import DEFAULT_WINDOW
 from embkit.items.item_embedding import ItemEmbedding
 
@@ -108,6 +108,8 @@ def _load_data(args):
 def cmd_items(args, out):
     """``embkit items``: pairs, split, train with validation, test metrics, example recommendations."""
     args = resumed_args(args)
+    if finished_run(args, lambda model: model.save(args.output, overwrite=args.overwrite), out):
+        return 0
     check_output(args)
     params = None
     if args.patience is not None and args.patience < 0:

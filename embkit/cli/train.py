@@ -6,19 +6,22 @@ Examples
 
     embkit train
     embkit train --corpus text8 --output text8.embkit --epochs 5
-    embkit train --corpus my.txt.gz --output vectors.txt --format word2vec --overwrite
+    embkit train --corpus my.txt.gz --output vectors.txt --output-format word2vec --overwrite
+    embkit train --corpus my.txt.gz --no-eval --format json       # the report as JSON
 """
+import json
 import logging
 import os
 
 from embkit.cli.common import (check_output, checkpoint_options, cluster_client, cluster_line, cluster_options,
-                               cluster_summary, count, help_formatter, key_values, model_defaults, param_options,
-                               record_command, resumed_args, sampler_params, train_logging)
+                               cluster_summary, count, finished_run, help_formatter, key_values, model_defaults,
+                               output_options, param_options, record_command, resumed_args, sampler_params,
+                               train_logging)
 from embkit.text.word2vec import Word2Vec
 
 logger = logging.getLogger(__name__)
 
-#: Output formats of ``embkit train --format``.
+#: Formats of the file ``embkit train --output-format`` writes.
 FORMATS = ("embkit", "word2vec", "word2vec-binary")
 #: Words whose nearest neighbours ``embkit train`` shows when they are in the vocabulary.
 PROBE_WORDS = ("king", "france", "city", "war", "music", "computer", "water", "good", "three")
@@ -51,10 +54,9 @@ def add_parser(subparsers, common):
                    help="training text (one sentence per line; .gz/.bz2, folders and URLs work), or a "
                         "registered name: 'text8' (downloaded once to $EMBKIT_CACHE, default "
                         "~/.cache/embkit) or 'enwiki-sample' (bundled; used when not given)")
-    p.add_argument("-o", "--output", default=None, metavar="FILE", help="where to save the model")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
-    p.add_argument("--format", choices=FORMATS, default="embkit",
-                   help="output format: embkit model archive, or word2vec text/binary vectors")
+    output_options(p, "the model")
+    p.add_argument("--output-format", choices=FORMATS, default="embkit",
+                   help="format of --output: embkit model archive, or word2vec text/binary vectors")
     model = p.add_argument_group("model (unset options keep Word2Vec's defaults)")
     model.add_argument("--sg", type=int, choices=(0, 1), default=1, help="1 skip-gram, 0 CBOW")
     model.add_argument("--min-count", type=int, default=5, metavar="N", help="drop words rarer than this")
@@ -88,10 +90,11 @@ def _model_kwargs(args):
 
 
 def _save(model, args):
-    if args.format == "embkit":
+    if args.output_format == "embkit":
         model.save(args.output, overwrite=args.overwrite)
     else:
-        model.save_word2vec_format(args.output, binary=args.format == "word2vec-binary", overwrite=args.overwrite)
+        model.save_word2vec_format(args.output, binary=args.output_format == "word2vec-binary",
+                                   overwrite=args.overwrite)
 
 
 def cmd_train(args, out):
@@ -99,6 +102,8 @@ def cmd_train(args, out):
     from embkit.text.corpora import resolve_corpus
 
     args = resumed_args(args)
+    if finished_run(args, lambda model: _save(model, args), out):
+        return 0
     check_output(args)
     if args.resume:
         with cluster_client(getattr(args, "scheduler", None)) as client, train_logging():
@@ -121,13 +126,24 @@ def cmd_train(args, out):
             model.client = None
     if args.output is not None:
         _save(model, args)
-    print(training_summary(model, report, corpus), file=out)
-    if args.output is not None:
-        print("saved: %s (%s format)" % (args.output, args.format), file=out)
+    evaluation = None
     if not args.no_eval:
         from embkit.evaluation import evaluate_all
+        evaluation = evaluate_all(model.wv)
+    if args.format == "json":
+        data = {"corpus": str(corpus), "model": repr(model), "vocab_size": len(model.wv),
+                "raw_words": model.vocab.raw_words, "vocab_words": model.vocab.total_words,
+                "training": report.to_dict(), "cluster": cluster_summary(model),
+                "saved": None if args.output is None else {"path": args.output, "format": args.output_format},
+                "evaluation": None if evaluation is None else evaluation.to_dict()}
+        print(json.dumps(data, indent=1, default=float), file=out)
+        return 0
+    print(training_summary(model, report, corpus), file=out)
+    if args.output is not None:
+        print("saved: %s (%s format)" % (args.output, args.output_format), file=out)
+    if evaluation is not None:
         print("", file=out)
-        print(evaluate_all(model.wv), file=out)
+        print(evaluation, file=out)
         neighbours = nearest_neighbours(model.wv)
         if neighbours:
             print("", file=out)

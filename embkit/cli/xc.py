@@ -11,8 +11,8 @@ Examples
 """
 import json
 
-from embkit.cli.common import (UsageError, check_output, checkpoint_options, help_formatter, key_values,
-                               objective_options, output_options, record_command, resumed_args,
+from embkit.cli.common import (UsageError, check_output, checkpoint_options, finished_run, help_formatter,
+                               key_values, objective_options, output_options, record_command, resumed_args,
                                sampler_params, train_logging, train_options)
 from embkit.xc.classifier import SOLVERS, ExtremeClassifier
 
@@ -83,6 +83,8 @@ def _load_xc(args):
 def cmd_xc(args, out):
     """``embkit xc``: read, train, predict the test set, report the XC metrics."""
     args = resumed_args(args)
+    if finished_run(args, lambda model: model.save(args.output, overwrite=args.overwrite), out):
+        return 0
     check_output(args)
     model = None
     if not args.resume:

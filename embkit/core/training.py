@@ -390,6 +390,9 @@ def run_steps(steps, units_per_epoch, epochs, progress=True, desc="train", unit=
                     bar.update(units, loss / max(examples, 1))
                     _fire(callbacks, "on_batch_end", model)
                     done = epoch * units_per_epoch + units_done
+                    if stop.requested and done >= total_units:
+                        logger.info("Ctrl-C after the run's last step: the run completes")
+                        stop.requested = False
                     if stop.requested or (checkpointer is not None and checkpointer.due(done)):
                         if getattr(source, "in_flight", 0):
                             source.settle()         # take the steps in flight in first

@@ -173,6 +173,7 @@ class ItemEmbedding(ItemQueries, EmbeddingModel):
     """
 
     chunk_param = "chunk_pairs"
+    NAMED_ROWS = True
     unit = "pair"
     CLUSTER_STATE = "counts"
     RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | CLUSTER_PARAMS

@@ -19,6 +19,8 @@ class ChunkCache:
         self._index = []  # (offset, n_tokens, n_sentences, raw_words)
         self._end = 0
         self.complete = False
+        #: tokens of the longest sentence stored
+        self.longest_sentence = 0
 
     def __len__(self):
         return len(self._index)
@@ -39,6 +41,7 @@ class ChunkCache:
         self._file.write(chunk.ends.tobytes())
         self._index.append((self._end, len(chunk.tokens), len(chunk.ends), chunk.raw_units))
         self._end = self._file.tell()
+        self.longest_sentence = max(self.longest_sentence, chunk.longest_sentence)
 
     def __iter__(self):
         for i, (_, n_tok, _, raw) in enumerate(self._index):

@@ -21,6 +21,31 @@ class EmptyVocabularyError(ValueError, RuntimeError):
     """
 
 
+class DegenerateCorpusError(ValueError):
+    """A corpus that gives no training example: one word type, or no sentence with two known words."""
+
+
+def check_trainable(n_words, longest_sentence=None):
+    """Refuse a corpus whose training would change nothing (:class:`DegenerateCorpusError` with the reason).
+
+    Parameters
+    ----------
+    n_words : int
+        Words in the vocabulary: with fewer than two there is nothing to tell apart.
+    longest_sentence : int, optional
+        Known words of the corpus's longest sentence (None: not known yet): words are trained on the
+        words of their own sentence, so a corpus of one-word sentences trains nothing.
+    """
+    if n_words < 2:
+        raise DegenerateCorpusError("the vocabulary has %d word%s: there is nothing to tell apart and training "
+                                    "would change nothing (more text, or a lower min_count)"
+                                    % (n_words, "" if n_words == 1 else "s"))
+    if longest_sentence is not None and longest_sentence < 2:
+        raise DegenerateCorpusError("no sentence of the corpus has two words of the vocabulary: words are trained "
+                                    "on the words of their sentence, so nothing would be trained (are the "
+                                    "sentences split into words? a lower min_count?)")
+
+
 def keep_word(word, count, min_count, trim_rule=None):
     """Whether ``word`` seen ``count`` times stays in the vocabulary (gensim's rule semantics).
 
@@ -289,6 +314,11 @@ class EncodedChunk:
 
     def __len__(self):
         return self.tokens.shape[0]
+
+    @property
+    def longest_sentence(self):
+        """Tokens of the chunk's longest sentence (0 for a chunk without sentences)."""
+        return int(np.diff(self.ends, prepend=0).max()) if len(self.ends) else 0
 
     @property
     def kernel_args(self):
