@@ -74,7 +74,7 @@ def test_ml100k_beats_popularity_by_leave_one_out(shared_data):
         pytest.skip("ml-100k is not in the shared data")
     split = leave_one_out(load_timelines(path))
     counts = PairCounts.from_timelines(split.train)
-    model = ItemEmbedding(epochs=5, workers=2, progress=False).fit(counts)
+    model = ItemEmbedding(workers=2, progress=False).fit(counts, validation=split.validation)     # the defaults
     result = model.evaluate(split.test, ks=(10,))
     held = split.test
     popularity = np.tile(np.log1p(split.train.item_counts).astype(np.float32), (len(held), 1))

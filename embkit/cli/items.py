@@ -21,7 +21,7 @@ from embkit.cli.common import (UsageError, check_output, checkpoint_options, clu
                                cluster_options, cluster_summary, finished_run, help_formatter, key_values,
                                model_defaults, objective_options, output_options, record_command, resumed_args,
                                sampler_params, train_logging, train_options)
-from embkit.items.cooccurrence import DEFAULT_WINDOW
+from embkit.items.cooccurrence import DEFAULT_DIRECTIONS, DEFAULT_WINDOW, DIRECTIONS
 from embkit.items.item_embedding import ItemEmbedding
 
 #: ``--protocol`` values: leave-one-out (rating data only) and the split of the pair occurrences.
@@ -46,6 +46,9 @@ def add_parser(subparsers, common):
                    help="keep ratings >= this (default: 4 for MovieLens, 5 for Netflix)")
     d.add_argument("--window", default=str(DEFAULT_WINDOW), metavar="N|all",
                    help="pair each item with the next N of its timeline (or sentence), or 'all' later ones")
+    d.add_argument("--directions", choices=DIRECTIONS, default=None,
+                   help="--data: count each pair of a timeline both ways (%s, the default with leave-one-out) or "
+                        "earlier -> later only (forward, the default with --protocol pairs)" % DEFAULT_DIRECTIONS)
     d.add_argument("--vocab-size", type=int, default=15000, metavar="N", help="--text: words kept")
     d.add_argument("--protocol", choices=PROTOCOLS, default=None,
                    help="how --data is split: each user's last item for test and the one before for validation "
@@ -88,6 +91,8 @@ def _load_data(args):
     window = _window(args)
     if args.data is None and args.protocol == "leave-one-out":
         raise UsageError("--protocol leave-one-out needs user timelines (--data)")
+    if args.data is None and args.directions is not None:
+        raise UsageError("--directions needs user timelines (--data)")
     if args.text is not None:
         counts = PairCounts.from_text(args.text, vocab_size=args.vocab_size, window=window)
     elif args.pairs is not None:
@@ -99,9 +104,10 @@ def _load_data(args):
         if args.protocol != "pairs":
             from embkit.items.leave_one_out import leave_one_out
             split = leave_one_out(timelines)
-            train = PairCounts.from_timelines(split.train, window=window)
+            train = PairCounts.from_timelines(split.train, window=window,
+                                              directions=args.directions or DEFAULT_DIRECTIONS)
             return train, train, split.validation, split.test
-        counts = PairCounts.from_timelines(timelines, window=window)
+        counts = PairCounts.from_timelines(timelines, window=window, directions=args.directions or "forward")
     return (counts,) + counts.split(tuple(args.split), seed=args.split_seed)
 
 
@@ -148,8 +154,8 @@ def cmd_items(args, out):
     stats = getattr(args, "timeline_stats", None)
     summary = {
         "data": counts.source, "protocol": protocol, "items": counts.n_items, "window": counts.window,
-        "timelines": stats, "pairs": held_out, "model": repr(model), "epochs_run": report.epochs,
-        "best_epoch": model.best_epoch, "seconds": round(sum(report.epoch_seconds), 3),
+        "directions": counts.directions, "timelines": stats, "pairs": held_out, "model": repr(model),
+        "epochs_run": report.epochs, "best_epoch": model.best_epoch, "seconds": round(sum(report.epoch_seconds), 3),
         "seconds_per_epoch": [round(t, 3) for t in report.epoch_seconds],
         "pairs_per_second": report.units / max(sum(report.epoch_seconds), 1e-9),
         "validation": model.history, "test": result.to_dict(), "cluster": cluster_summary(model),
@@ -157,7 +163,8 @@ def cmd_items(args, out):
     if args.format == "json":
         print(json.dumps(summary, indent=1, default=float), file=out)
         return 0
-    print("data:       %s (%d items, window %s)" % (counts.source, counts.n_items, counts.window), file=out)
+    print("data:       %s (%d items, window %s, %s pairs)" % (counts.source, counts.n_items, counts.window,
+                                                            counts.directions), file=out)
     if stats:
         print("timelines:  %s" % stats, file=out)
     if protocol == "pairs":

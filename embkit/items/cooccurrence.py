@@ -1,12 +1,12 @@
 """Item -> next-item co-occurrence counts, the training data of implicit matrix factorisation.
 
 :class:`PairCounts` holds a sparse ``n_items x n_items`` matrix of counts: row ``i`` is a context item,
-column ``j`` an item that came after it, and the entry is how often it did.  The matrix is asymmetric
-(earlier -> later), as in the next-item experiments of Tanielian & Vasile, "Relaxed Softmax for PU
-Learning" (RecSys 2019, section 3.2.3).  Counts come from
+column ``j`` an item that came after it, and the entry is how often it did.  With forward pairs the matrix
+is asymmetric (earlier -> later), as in the next-item experiments of Tanielian & Vasile, "Relaxed Softmax for
+PU Learning" (RecSys 2019, section 3.2.3).  Counts come from
 
 * user timelines (:meth:`PairCounts.from_timelines`): each item with the items that follow it within a
-  forward window;
+  forward window, counted both ways by default (``directions="forward"``: earlier -> later only);
 * a token stream (:meth:`PairCounts.from_text`): the top-N words, forward window 3, as the paper's text
   experiment;
 * any scipy.sparse matrix (:meth:`PairCounts.from_matrix`) or an ``i j count`` text file
@@ -44,10 +44,17 @@ from embkit.items.pair_split import split_pairs
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PairCounts", "split_pairs", "DEFAULT_WINDOW", "DEFAULT_VOCAB_SIZE", "forward_pair_counts"]
+__all__ = ["PairCounts", "split_pairs", "DEFAULT_WINDOW", "DIRECTIONS", "DEFAULT_DIRECTIONS", "DEFAULT_VOCAB_SIZE",
+           "forward_pair_counts"]
 
 #: Default forward window: an item and the next 3 items of its timeline (see :meth:`PairCounts.from_timelines`).
 DEFAULT_WINDOW = 3
+#: How :meth:`PairCounts.from_timelines` counts a pair of items of a timeline: earlier -> later only
+#: (``"forward"``, the paper's next-item pairs), or both ways (``"both"``).
+DIRECTIONS = ("forward", "both")
+#: Both ways: the recommender's default (it ranks next items better on held-out users; see RESULTS.md,
+#: "Recommendation").
+DEFAULT_DIRECTIONS = "both"
 #: Vocabulary of :meth:`PairCounts.from_text`: the 15,000 most frequent words, as in the paper.
 DEFAULT_VOCAB_SIZE = 15000
 #: Matrices of at most this many cells are summed in a dense array.
@@ -64,6 +71,12 @@ def _check_window(window):
     if isinstance(window, (bool, float, str)) or int(window) != window or window < 1:
         raise ValueError("window must be an integer >= 1, or None / 'all' for every later item, got %r" % (window,))
     return int(window)
+
+
+def _check_directions(directions):
+    if directions not in DIRECTIONS:
+        raise ValueError("directions must be one of %s, got %r" % (", ".join(map(repr, DIRECTIONS)), directions))
+    return directions
 
 
 def _forward_pairs(tokens, lengths, window):
@@ -192,6 +205,8 @@ class PairCounts:
         The forward window the pairs were counted with (None: not known).
     source : str, optional
         Where the pairs came from.
+    directions : {"forward", "both"}
+        Whether each pair was counted earlier -> later only, or both ways (see :meth:`from_timelines`).
 
     Attributes
     ----------
@@ -203,7 +218,8 @@ class PairCounts:
         The ids as strings.
     """
 
-    def __init__(self, matrix, names=None, item_counts=None, titles=None, window=None, source=""):
+    def __init__(self, matrix, names=None, item_counts=None, titles=None, window=None, source="",
+                 directions="forward"):
         self.matrix = _count_matrix(matrix)
         n = self.matrix.shape[0]
         ids = list(range(n)) if names is None else list(names)
@@ -225,12 +241,13 @@ class PairCounts:
             raise ValueError("titles has %d entries for %d items" % (len(self.titles), n))
         self.window = window
         self.source = source
+        self.directions = _check_directions(directions)
         self._index = None
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_timelines(cls, timelines, window=DEFAULT_WINDOW):
-        """Count each item of each timeline with the items that follow it.
+    def from_timelines(cls, timelines, window=DEFAULT_WINDOW, directions=DEFAULT_DIRECTIONS):
+        """Count each item of each timeline with the items that follow it (and, by default, the other way).
 
         Parameters
         ----------
@@ -243,6 +260,11 @@ class PairCounts:
             per rating: about 30M for ml-20m at >= 4 stars), where whole timelines give ``L(L-1)/2``
             pairs per user of ``L`` items -- of the order of billions for ml-20m, dominated by the
             heaviest users, whose ratings are often entered in bulk with near-identical timestamps.
+        directions : {"both", "forward"}
+            ``"both"`` (the default) counts each pair ``(earlier, later)`` also as ``(later, earlier)``, so
+            the matrix is symmetric: the recommender learns from what came before an item as well as from
+            what came after it.  ``"forward"`` keeps the earlier -> later pairs only (the paper's setting,
+            and the one whose held-out pairs are next items).
 
         Returns
         -------
@@ -250,11 +272,14 @@ class PairCounts:
             Item ids are the raw (integer) item ids, item counts the ratings of each item.
         """
         window = _check_window(window)
+        directions = _check_directions(directions)
         matrix = forward_pair_counts(timelines.items, timelines.lengths, timelines.n_items, window)
+        if directions == "both":
+            matrix = matrix + matrix.T
         counts = cls(matrix, timelines.item_ids, timelines.item_counts, timelines.titles,
-                     "all" if window is None else window, timelines.source)
-        logger.info("%s: %d pair occurrences, %d distinct pairs of %d items (window %s)", timelines.source,
-                    counts.total, counts.nnz, counts.n_items, counts.window)
+                     "all" if window is None else window, timelines.source, directions)
+        logger.info("%s: %d pair occurrences, %d distinct pairs of %d items (window %s, %s)", timelines.source,
+                    counts.total, counts.nnz, counts.n_items, counts.window, counts.directions)
         return counts
 
     @classmethod
@@ -344,7 +369,7 @@ class PairCounts:
         matrix = sp.csr_matrix((np.asarray(data, dtype=np.int64), m.indices.copy(), m.indptr.copy()),
                                shape=m.shape)
         return PairCounts(matrix, self.ids, self.item_counts, self.titles, self.window,
-                          self.source if source is None else source)
+                          self.source if source is None else source, self.directions)
 
     # ------------------------------------------------------------------ views
     @property
@@ -362,8 +387,9 @@ class PairCounts:
         return int(self.matrix.data.sum())
 
     def __repr__(self):
-        return "PairCounts(%d items, %d pair occurrences, %d distinct pairs, window %s, from %r)" % (
-            self.n_items, self.total, self.nnz, self.window, self.source)
+        return "PairCounts(%d items, %d pair occurrences, %d distinct pairs, window %s%s, from %r)" % (
+            self.n_items, self.total, self.nnz, self.window,
+            " both ways" if self.directions == "both" else "", self.source)
 
     def index(self, name):
         """Dense id of an item name (KeyError if unknown)."""

@@ -116,12 +116,17 @@ def as_pair_matrix(pairs, n_items=None):
 class ItemEmbedding(ItemQueries, EmbeddingModel):
     """Item vectors from an item -> item co-occurrence matrix, for next-item recommendation and similar items.
 
+    The defaults (sampled softmax with unigram negatives, 30 epochs, ``recency=0.6``, with the pairs of
+    ``PairCounts.from_timelines``'s defaults) are the configuration that ranked held-out next items best on
+    validation users (``eval/studies/item_defaults.py``; RESULTS.md, "Recommendation").
+
     Parameters
     ----------
     vector_size : int
         Dimension of the item vectors.
     loss : str
-        Registry loss: ``sgns``, ``nce``, ``sampled_softmax``, ``relaxed_softmax``, ``full_softmax``, ``hs``.
+        Registry loss: ``sampled_softmax`` (the default: softmax over the negatives with the log-probability
+        correction of the sampler), ``sgns``, ``nce``, ``relaxed_softmax``, ``full_softmax``, ``hs``.
     sampler : str, optional
         Registry sampler for the negatives (default ``unigram``: target popularity ** 0.75; ``uniform``,
         ``boltzmann`` with ``T`` and ``degeneracy``, ``lsh``, ``kernel``, ...).
@@ -182,9 +187,9 @@ class ItemEmbedding(ItemQueries, EmbeddingModel):
     #: the cluster client
     TRANSIENT = EmbeddingModel.TRANSIENT | {"client"}
 
-    def __init__(self, vector_size=100, loss="sgns", sampler=None, negative=5, alpha=0.025, min_alpha=None,
-                 epochs=5, workers=2, seed=1, loss_params=None, sampler_params=None, chunk_pairs=1 << 16,
-                 batch_size=None, recency=0.7, callbacks=(), checkpoint_dir=None, checkpoint_every=600,
+    def __init__(self, vector_size=100, loss="sampled_softmax", sampler=None, negative=5, alpha=0.025,
+                 min_alpha=None, epochs=30, workers=2, seed=1, loss_params=None, sampler_params=None,
+                 chunk_pairs=1 << 16, batch_size=None, recency=0.6, callbacks=(), checkpoint_dir=None, checkpoint_every=600,
                  progress=True, client=None, syncs_per_epoch=SYNCS_PER_EPOCH, reconcile=RECONCILE,
                  exchange_share=EXCHANGE_SHARE):
         self.chunk_pairs = chunk_pairs
@@ -366,7 +371,6 @@ class ItemEmbedding(ItemQueries, EmbeddingModel):
         """
         self._check_fitted()
         self._check_target_vectors()
-        n = len(self._ids)
         if isinstance(data, HeldOut):
             weights, seen, targets = self._held_out_queries(data)
             return self._evaluate_held_out(weights, seen if filter_seen else None, targets, ks or NEXT_ITEM_KS,

@@ -21,7 +21,7 @@ __all__ = ["ItemQueries", "SPACES", "SIMILAR_SPACE"]
 
 #: The vector spaces of ``similar_items`` and ``keyed_vectors``.
 SPACES = ("context", "target", "both")
-#: The space ``similar_items`` uses by default: the sum of the context and target vectors (see BENCHMARKS.md).
+#: The space ``similar_items`` uses by default: the sum of the context and target vectors (see RESULTS.md).
 SIMILAR_SPACE = "both"
 
 
@@ -86,7 +86,8 @@ class ItemQueries:
         history : id or sequence of ids
             The user's items, oldest first and most recent last; one id is a history of one item.
         N : int
-            Items wanted; fewer come back when fewer are left after filtering.
+            Items wanted, clipped to the number of items; fewer come back when fewer are left after
+            filtering.
         filter_seen : bool
             Leave the history's items out.
         exclude : sequence of ids, optional
@@ -177,7 +178,8 @@ class ItemQueries:
         best first, the item itself left out.
 
         ``space`` is ``"both"`` (the sum of the context and target vectors, the default), ``"context"``
-        (input vectors) or ``"target"`` (output vectors); ``topn`` is the old name of ``N``.
+        (input vectors) or ``"target"`` (output vectors); ``N`` is clipped to the other items' number and
+        ``topn`` is its old name.  An unknown id is a KeyError naming it.
         """
         N = _count(N, topn)
         if not is_single_id(item):

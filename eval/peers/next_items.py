@@ -16,7 +16,8 @@ scores the test items).
   timelines; a user's scores are its factors against the item factors.
 * ``lightfm_warp``: LightFM's WARP loss on the same matrix, when LightFM is installed.
 
-BLAS is held to ``workers`` threads in every fit (threadpoolctl).
+BLAS is held to ``workers`` threads in every fit (threadpoolctl), and to one inside implicit's ALS, which runs
+``workers`` threads of its own (as implicit asks).
 """
 import time
 from dataclasses import dataclass
@@ -113,10 +114,11 @@ def _factor_scores(data, user_factors, item_factors):
 
 def implicit_als(data, params, seed, workers):
     from implicit.cpu.als import AlternatingLeastSquares
-    model = AlternatingLeastSquares(factors=params["factors"], regularization=params["regularization"],
-                                    alpha=params["alpha"], iterations=params.get("iterations", 15),
-                                    num_threads=workers, random_state=seed)
-    model.fit(_user_items(data.train), show_progress=False)
+    with _blas(1):              # implicit runs its own threads; a BLAS pool inside them slows it down
+        model = AlternatingLeastSquares(factors=params["factors"], regularization=params["regularization"],
+                                        alpha=params["alpha"], iterations=params.get("iterations", 15),
+                                        num_threads=workers, random_state=seed)
+        model.fit(_user_items(data.train), show_progress=False)
     return _factor_scores(data, model.user_factors, model.item_factors)
 
 

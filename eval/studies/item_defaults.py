@@ -4,10 +4,10 @@ The split is that of ``eval.bench.recommend`` (leave-one-out on MovieLens rating
 never looked at here).  Each configuration is trained on the training timelines' pairs with
 ``fit(validation=...)`` (the best epoch by validation NDCG@10 kept; with ``--patience``, stopping after that
 many epochs without improvement) and its validation Hit@10, NDCG@10 and MPR are measured for every recency of
-``--recency`` (the tables do not change with it).  A configuration is a window and ItemEmbedding parameters;
-each stage varies one group of them around ``--base`` (the defaults unless given).  Every run also ranks all
-items by cosine to each validation user's last item in each vector space (context, target, both), which is
-how well ``similar_items`` finds what comes next.
+``--recency`` (the tables do not change with it).  A configuration is a window, the pairs' directions and
+ItemEmbedding parameters; each stage varies one group of them around ``--base`` (the defaults unless given).
+Every run also ranks all items by cosine to each validation user's last item in each vector space (context,
+target, both), which is how well ``similar_items`` finds what comes next.
 
 Usage::
 
@@ -23,24 +23,23 @@ import numpy as np
 
 from embkit import ItemEmbedding
 from embkit.evaluation import evaluate_next_items
-from embkit.items.cooccurrence import DEFAULT_WINDOW, PairCounts
+from embkit.items.cooccurrence import DEFAULT_DIRECTIONS, DEFAULT_WINDOW, DIRECTIONS, PairCounts
 from embkit.items.recommender import SPACES
 from eval.bench.recommend import load
 
-#: stage -> configurations ``(window, ItemEmbedding parameters)`` on top of the defaults.
+#: stage -> configurations ``(window, parameters)`` on top of the defaults: ItemEmbedding parameters, and
+#: ``directions`` for ``PairCounts.from_timelines``.
 STAGES = {
     "objective": [(None, dict(loss=loss, sampler=sampler, **extra))
                   for loss, sampler, extra in (("sgns", "unigram", {}), ("relaxed_softmax", "uniform", {}),
                                                ("sampled_softmax", "unigram", {}),
                                                ("sampled_softmax", "unigram", {"sampler_params": {"ns_exponent": 1.0}}),
                                                ("nce", "unigram", {}))],
+    "directions": [(w, dict(directions=d)) for d in DIRECTIONS for w in (2, 3, 5)],
     "negatives": [(None, dict(negative=k, alpha=a)) for k in (5, 10, 20) for a in (0.0125, 0.025, 0.05)],
     "epochs": [(None, dict(epochs=e)) for e in (10, 20, 30, 50)],
     "size": [(None, dict(vector_size=d)) for d in (32, 64, 100, 200)],
     "defaults": [(None, {})],
-    "directions": [(w, dict(loss="sampled_softmax", sampler="unigram", negative=k, epochs=e, both_directions=b))
-                   for w, k, e, b in ((3, 10, 30, True), (3, 5, 30, True), (5, 5, 30, True), (5, 10, 20, False),
-                                      (2, 10, 30, True))],
 }
 
 
@@ -60,10 +59,9 @@ def similar_items_quality(model, held_out):
 
 def run(timelines_split, window, params, seed, workers, recencies, patience):
     start = time.perf_counter()
-    counts = PairCounts.from_timelines(timelines_split.train, window=window)
     params = dict(params)
-    if params.pop("both_directions", False):       # each pair counted both ways
-        counts = PairCounts.from_matrix(counts.matrix + counts.matrix.T, names=counts.ids)
+    counts = PairCounts.from_timelines(timelines_split.train, window=window,
+                                       directions=params.pop("directions", DEFAULT_DIRECTIONS))
     model = ItemEmbedding(**dict(params, seed=seed, workers=workers, progress=False))
     model.fit(counts, validation=timelines_split.validation, patience=patience or None)
     seconds = time.perf_counter() - start
