@@ -13,6 +13,7 @@ Usage::
 
     python -m eval.studies.item_defaults [--data ml-100k ml-latest-small] [--seeds 1 2] [--stage objective]
                                          [--window 3 5] [--base '{"epochs": 30}'] [--json PATH]
+    python -m eval.studies.item_defaults --markdown PATH     # the table of the results in PATH
 """
 import argparse
 import json
@@ -74,6 +75,40 @@ def run(timelines_split, window, params, seed, workers, recencies, patience):
                 validation=by_recency, similar=similar_items_quality(model, timelines_split.validation))
 
 
+def best_recency(runs):
+    """The recency with the best mean validation NDCG@10 over seeds, and the mean metrics there."""
+    recencies = list(runs[0]["validation"])
+    best = max(recencies, key=lambda r: np.mean([x["validation"][r]["ndcg"] for x in runs]))
+    return best, {m: np.mean([x["validation"][best][m] for x in runs]) for m in ("hit", "ndcg", "mpr")}
+
+
+def markdown(results):
+    """Markdown table of study rows: one line per configuration, the validation metrics of each dataset at
+    its best recency, and the similar-items NDCG@10 of each space."""
+    names = list(dict.fromkeys(row["data"] for row in results))
+    configs = list(dict.fromkeys((row["stage"], row["window"], json.dumps(row["params"], sort_keys=True))
+                                 for row in results))
+    head = "| stage | window | parameters | " + " | ".join(
+        "%s Hit@10 / NDCG@10 / MPR (recency) | %s similar items NDCG@10 (%s)" % (n, n, ", ".join(SPACES))
+        for n in names) + " |"
+    lines = [head, "|" + "---|" * (3 + 2 * len(names))]
+    for stage, window, params in configs:
+        cells = []
+        for name in names:
+            row = next((r for r in results if (r["stage"], r["window"], json.dumps(r["params"], sort_keys=True),
+                                               r["data"]) == (stage, window, params, name)), None)
+            if row is None:
+                cells += ["-", "-"]
+                continue
+            recency, mean = best_recency(row["runs"])
+            cells.append("%.2f / %.2f / %.2f (%s)" % (100 * mean["hit"], 100 * mean["ndcg"], 100 * mean["mpr"],
+                                                      recency))
+            cells.append(" / ".join("%.2f" % (100 * np.mean([x["similar"][sp]["ndcg"] for x in row["runs"]]))
+                                    for sp in SPACES))
+        lines.append("| %s | %s | `%s` | %s |" % (stage, window, params, " | ".join(cells)))
+    return "\n".join(lines)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", nargs="+", default=["ml-100k", "ml-latest-small"])
@@ -87,7 +122,13 @@ def main(argv=None):
     p.add_argument("--patience", type=int, default=0, help="0: run every epoch (the best is kept)")
     p.add_argument("--recency", type=float, nargs="+", default=[1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.3])
     p.add_argument("--json", default=None, help="append the results to this JSON file (a list)")
+    p.add_argument("--markdown", default=None, metavar="JSON",
+                   help="print the table of a results file written by --json, and run nothing")
     args = p.parse_args(argv)
+    if args.markdown:
+        with open(args.markdown) as fh:
+            print(markdown(json.load(fh)))
+        return 0
     splits = {name: load(name)[1] for name in args.data}
     results = []
     configs = [(w, dict(args.base, **params)) for window, params in STAGES[args.stage]
@@ -98,8 +139,7 @@ def main(argv=None):
                     for seed in args.seeds]
             row = dict(stage=args.stage, data=name, window=window, params=params, runs=runs)
             results.append(row)
-            best = max(args.recency, key=lambda r: np.mean([x["validation"][str(r)]["ndcg"] for x in runs]))
-            mean = {m: np.mean([x["validation"][str(best)][m] for x in runs]) for m in ("hit", "ndcg", "mpr")}
+            best, mean = best_recency(runs)
             similar = " ".join("%s %.2f" % (space, 100 * np.mean([x["similar"][space]["ndcg"] for x in runs]))
                                for space in SPACES)
             print("%-16s w %-3s %-70s recency %-4s Hit@10 %.2f NDCG@10 %.2f MPR %.2f | %.1f s, best epoch %s | "
