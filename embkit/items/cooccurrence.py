@@ -347,9 +347,10 @@ class PairCounts:
             as a string; the counts' ids are these, with their type.
         ids : {'auto', 'index', 'name'}
             Without ``names``: 'index' takes ids as integer indices ``0..n-1`` (``n`` = largest + 1; the
-            counts' ids are these integers); 'name' takes them as string names, numbered by first appearance; 'auto' is 'index' when every id is
-            a non-negative integer and the indices are dense (the largest below 16 times the number of
-            distinct ids plus 2**20), else 'name'; 'index' refuses indices that sparse.
+            counts' ids are these integers); 'name' takes them as string names, numbered by first
+            appearance; 'auto' is 'index' when every id is a non-negative integer and the indices are dense
+            (the largest below 16 times the number of distinct ids plus 2**20), else 'name'; 'index' refuses
+            indices that sparse.
 
         Raises
         ------
