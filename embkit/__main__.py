@@ -1,7 +1,5 @@
 """``python -m embkit``: the command-line interface (see :mod:`embkit.cli`)."""
-import sys
-
-from embkit.cli import main
+from embkit.console import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

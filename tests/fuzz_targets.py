@@ -5,8 +5,10 @@ name), valid seed files to mutate and grammar tokens to insert.  :func:`run_inpu
 the reader and sorts the result into one outcome:
 
 ``parsed``
-    The reader returned, and where an independent oracle exists it agrees (a reference parser written
-    here, the same reader with tiny read blocks, the vectorised parser against the line parser).
+    The reader returned, and the oracle agrees: a reference parse of the same bytes written without
+    embkit's code (:mod:`fuzz_references` for word2vec files, XC files and archives; the rating and corpus
+    references here), plus the same reader with tiny read blocks and the vectorised parser against the
+    line parser where those exist.
 ``error``
     A ``ValueError`` or ``OSError`` whose message names the file (``error_line`` counts those that also
     name a line).
@@ -15,7 +17,8 @@ the reader and sorts the result into one outcome:
 ``crash``
     Any other exception (``KeyError``, ``MemoryError``, ``zlib.error``, ...), or a hang (``timeout``).
 ``wrong``
-    The reader returned something the oracle contradicts: a silent wrong result, the worst outcome.
+    The reader returned something the oracle contradicts (a silent wrong result, the worst outcome), or
+    refused a file the reference parse reads.
 
 Used by the small fuzz budget of the test suite (``tests/test_fuzz_readers.py``) and by the long run of
 ``eval.robustness.fuzz_readers``.
@@ -32,8 +35,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 if __package__:        # imported as ``tests.fuzz_targets`` (by ``eval.robustness.fuzz_readers``)
+    from . import fuzz_references as references
     from .fuzz_mutate import generate, mutate_archive
 else:                  # imported by the test suite, which has tests/ on sys.path
+    import fuzz_references as references
     from fuzz_mutate import generate, mutate_archive
 
 OUTCOMES = ("parsed", "error", "unclear", "crash", "wrong")
@@ -110,6 +115,7 @@ def _alarm(seconds):
 def run_input(target, data, directory, timeout=None):
     """Run ``target`` on ``data``; returns ``(outcome, detail, names_line)`` (see the module docstring)."""
     path = os.path.join(directory, target.filename)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as fh:
         fh.write(data)
     try:
@@ -236,15 +242,50 @@ def _xc_fast_vs_slow(data, header):
 
 def _read_xc(path, data, **kwargs):
     from embkit.xc.data import read_xc
-    result = differential(lambda: read_xc(path, **kwargs), lambda: read_xc(path, block_bytes=7, **kwargs),
-                          _xc_describe)
+    reference = references.xc(data, kwargs.get("header", "auto"), kwargs.get("base", 0))
+    result = agrees(lambda: differential(lambda: read_xc(path, **kwargs),
+                                         lambda: read_xc(path, block_bytes=7, **kwargs), _xc_describe), reference)
     _xc_fast_vs_slow(data, result.header is not None)
+    X, Y, shape = reference
+    for name, matrix, want in (("X", result.X, X), ("Y", result.Y, Y)):
+        coo = matrix.tocoo()
+        got = {(int(r), int(c)): np.float32(v) for r, c, v in zip(coo.row, coo.col, coo.data)}
+        if got != want:
+            raise Mismatch("%s differs from the reference parse: %r vs %r" % (name, sorted(got)[:5], sorted(want)[:5]))
+    if (result.X.shape[0], result.X.shape[1], result.Y.shape[1]) != shape:
+        raise Mismatch("shapes %s and %s differ from the reference parse's %s" % (result.X.shape, result.Y.shape, shape))
+
+
+def _read_xc_matrix(path, data):
+    from embkit.xc.data import read_sparse_matrix
+    reference = references.xc(data, "matrix")
+    got = agrees(lambda: read_sparse_matrix(path), reference)
+    X, _, shape = reference
+    coo = got.tocoo()
+    if {(int(r), int(c)): np.float32(v) for r, c, v in zip(coo.row, coo.col, coo.data)} != X \
+            or got.shape != shape[:2]:
+        raise Mismatch("the matrix differs from the reference parse")
+
+
+def agrees(read, reference):
+    """``read()``, which must fail exactly when the reference parse is None (a clean error on a valid file
+    is as wrong as a load of an invalid one)."""
+    try:
+        result = read()
+    except CLEAN_ERRORS as exc:
+        if reference is not None:
+            raise Mismatch("refused a file the reference parse reads: %s" % exc) from None
+        raise
+    if reference is None:
+        raise Mismatch("loaded a file the reference parse refuses")
+    return result
 
 
 XC_SEEDS = (b"3 5 4\n0,1 0:1.0 3:0.5\n 2:1\n3 4:2.5e-1\n",
             b"#num_feature=5 num_label=4\n1 0:1 1:2\n2, 3 4:0.25\n\n",
             b"0,1 0:1.0 3:0.5\r\n2 1:1\r\n",
             b"2 3 2\n1\t0:-1.5 2:1e3\n0,1 1:7\n")
+XC_MATRIX_SEEDS = (b"3 5\n0:1.0 3:0.5\n\n4:2.5e-1 1:1\n", b"2 3\r\n2:1\r\n0:0.125 1:8\r\n")
 SVM_SEEDS = (b"1,2 1:0.5 5:1\n3 2:1\n", b"1 1:1\n\n2,3 3:0.125 4:8\n")
 XC_TOKENS = (b" 0:1", b",0", b":0.5", b"1:", b" ", b"\n", b"#num_feature=3 num_label=2\n", b"2 2 2\n")
 
@@ -256,9 +297,12 @@ _MAX_ID = 2 ** 31 - 1
 
 
 def _reference_lines(data):
+    """Numbered lines; a CR counts as a line end only before LF (or at the end of the file)."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    return enumerate(data.replace(b"\r", b"").split(b"\n"), 1)
+    if data.endswith(b"\r"):
+        data += b"\n"
+    return enumerate(data.replace(b"\r\n", b"\n").split(b"\n"), 1)
 
 
 def _reference_movielens(data, sep, csv_header):
@@ -381,11 +425,13 @@ def _read_pairs(path, data):
 
 def _read_vectors(path, data):
     from embkit.text.vectors import load_vectors
-    kv = load_vectors(path)
-    if not np.isfinite(kv.vectors).all():
-        raise Mismatch("non-finite vectors loaded")
-    if kv.vectors.shape[0] != len(kv.index_to_key):
-        raise Mismatch("%d vectors for %d words" % (kv.vectors.shape[0], len(kv.index_to_key)))
+    reference = references.word2vec(data)
+    kv = agrees(lambda: load_vectors(path), reference)
+    words, vectors = reference
+    if kv.index_to_key != words:
+        raise Mismatch("words differ from the reference parse: %r vs %r" % (kv.index_to_key[:5], words[:5]))
+    if kv.vectors.shape != vectors.shape or not np.array_equal(kv.vectors.view(np.uint32), vectors.view(np.uint32)):
+        raise Mismatch("vectors differ from the reference parse: %r vs %r" % (kv.vectors[:2], vectors[:2]))
 
 
 def _w2v_seeds(binary):
@@ -440,7 +486,17 @@ def _exercise(model):
 
 def _read_archive(path, data):
     from embkit.core import persist
+    reference = references.archive(data)
     model = persist.load(path)
+    why = "the archive loaded but zipfile and numpy cannot read it" if reference is None else \
+        references.same_tables(model, reference)
+    if why:
+        raise Mismatch(why)
+    _use(model, path)
+
+
+def _use(model, path):
+    """Use a loaded model; an error of embkit's own checks is clean, anything else a Mismatch."""
     try:
         _exercise(model)
     except (ValueError, IndexError) as exc:
@@ -455,6 +511,60 @@ def _read_archive(path, data):
 _ARCHIVE = Target("archive", "model.embkit", _read_archive, _archive_seeds, archive=True)
 
 
+# ---------------------------------------------------------------------------------------------- checkpoints
+def _training_data():
+    """The data each model kind's checkpoint seeds were trained on: what ``resume`` is given again."""
+    import scipy.sparse as sp
+    rng = np.random.default_rng(0)
+    X = sp.random(12, 6, density=0.5, format="csr", random_state=0, dtype=np.float32)
+    Y = sp.csr_matrix((np.ones(12), (np.arange(12), rng.integers(0, 4, 12))), shape=(12, 4))
+    return {"Word2Vec": ([["a", "b", "c", "d"], ["b", "c", "a"], ["d", "a"]] * 5,),
+            "ItemEmbedding": (sp.csr_matrix(rng.integers(0, 3, (5, 5)).astype(float)),), "ExtremeClassifier": (X, Y)}
+
+
+def _checkpoint_seeds():
+    """A checkpoint of a tiny run of each kind (Word2Vec; ItemEmbedding with the adaptive lsh sampler, whose
+    state is saved; ExtremeClassifier's one-vs-all, whose optimizer moments are saved)."""
+    import tempfile
+    from embkit import ExtremeClassifier, ItemEmbedding, Word2Vec
+    from embkit.core.checkpoint import list_checkpoints
+    data = _training_data()
+    runs = [(Word2Vec, dict(min_count=1, negative=2, checkpoint_every="1 words")),
+            (ItemEmbedding, dict(negative=2, sampler="lsh", progress=False, checkpoint_every="1 pairs")),
+            (ExtremeClassifier, dict(progress=False, checkpoint_every="1 examples"))]
+    out = []
+    for cls, kwargs in runs:
+        with tempfile.TemporaryDirectory() as d:
+            model = cls(vector_size=4, epochs=2, workers=1, checkpoint_dir=d, **kwargs)
+            if cls is Word2Vec:
+                model.build_vocab(data["Word2Vec"][0])
+                model.train()
+            else:
+                model.fit(*data[cls.__name__])
+            with open(list_checkpoints(d)[-1], "rb") as fh:
+                out.append(fh.read())
+    return out
+
+
+def _read_checkpoint(path, data):
+    import embkit
+    from embkit.core import persist
+    reference = references.archive(data)
+    directory = os.path.dirname(path)
+    for name in os.listdir(directory):          # what an earlier input's resumed run wrote
+        if name != os.path.basename(path):
+            os.unlink(os.path.join(directory, name))
+    config, _, _ = persist.load_archive(path, arrays=False)
+    kind = persist.model_class(config.get("model"), path)
+    model, _ = kind._open_checkpoint(directory, {})
+    why = "the checkpoint opened but zipfile and numpy cannot read it" if reference is None else \
+        references.same_tables(model, reference)
+    if why:
+        raise Mismatch(why)
+    resumed = getattr(embkit, kind.__name__).resume(directory, *_training_data()[kind.__name__])
+    _use(resumed, path)
+
+
 TARGETS = {t.name: t for t in [
     Target("corpus", "corpus.txt", _read_corpus, lambda: CORPUS_SEEDS),
     Target("corpus_gz", "corpus.txt.gz", lambda p, d: _read_corpus(p, d, _gunzip),
@@ -462,6 +572,7 @@ TARGETS = {t.name: t for t in [
     Target("xc", "train.txt", _read_xc, lambda: XC_SEEDS, XC_TOKENS),
     Target("svmlight", "train.svm", lambda p, d: _read_xc(p, d, header=False, base=1), lambda: SVM_SEEDS,
            XC_TOKENS),
+    Target("xc_matrix", "trn_X_Xf.txt", _read_xc_matrix, lambda: XC_MATRIX_SEEDS, XC_TOKENS),
     Target("movielens_tsv", "u.data", lambda p, d: _read_ratings(p, d, lambda x: _reference_movielens(
         x, b"\t", False)), lambda: TSV_SEEDS),
     Target("movielens_dat", "ratings.dat", lambda p, d: _read_ratings(p, d, lambda x: _reference_movielens(
@@ -490,4 +601,6 @@ TARGETS = {t.name: t for t in [
     Target("word2vec_text", "vectors.txt", _read_vectors, lambda: _w2v_seeds(False)),
     Target("word2vec_binary", "vectors.bin", _read_vectors, lambda: _w2v_seeds(True)),
     _ARCHIVE,
+    Target("checkpoint", os.path.join("run", "checkpoint-000001.embkit"), _read_checkpoint, _checkpoint_seeds,
+           archive=True),
 ]}

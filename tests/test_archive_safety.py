@@ -167,7 +167,7 @@ def test_tables_that_do_not_fit_the_parameters(tmp_path, saved):
             "W_out has 1 rows, but the hs loss trains 4")
     refused(tmp_path, edited_config(saved["sgns"], lambda c: c["params"].update(alpha=-1)),
             "bad Word2Vec parameters: alpha must be")
-    refused(tmp_path, edited_config(saved["sgns"], lambda c: c.update(state=[1, 2])), "not a complete Word2Vec")
+    refused(tmp_path, edited_config(saved["sgns"], lambda c: c.update(state=[1, 2])), "state must be a mapping")
     refused(tmp_path, edited(saved["sgns"], "counts.npy", npy(np.array([1, -2, 3, 4]))), "non-negative integers")
 
 
@@ -199,3 +199,104 @@ def test_model_files_of_every_kind_still_load(tmp_path):
         model.save(path)
         loaded = persist.load(path)
         assert (loaded.W_in == model.W_in).all() and (loaded.W_out == model.W_out).all()
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("raw_words", "many", r"state.raw_words must be an integer"),
+    ("corpus_count", -3, r"state.corpus_count must be an integer"),
+    ("min_alpha_yet_reached", float("nan"), r"state.min_alpha_yet_reached must be a finite number"),
+])
+def test_state_fields_are_checked(tmp_path, saved, field, value, match):
+    refused(tmp_path, edited_config(saved["sgns"], lambda c: c["state"].update({field: value})), match)
+
+
+@pytest.mark.parametrize("words, match", [
+    (["a", "b", "\ud800", "d"], r"word 2 .* lone surrogate"),        # loaded, then failed when saved
+    (["a", "b", "a", "d"], r"word 2 \('a'\) repeats word 0"),         # two rows under one key
+])
+def test_vocabulary_that_cannot_be_used(tmp_path, saved, words, match):
+    body = json.dumps(words).encode()
+    refused(tmp_path, edited(saved["sgns"], "vocab.json", body), match)
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda s: s["position"].update(epoch=0.333), r"checkpoint.position.epoch must be an integer"),  # was TypeError
+    (lambda s: s.pop("run"), r"checkpoint has no field 'run'"),                                      # was KeyError
+    (lambda s: s["run"].update(alpha="fast"), r"checkpoint.run.alpha must be a finite number"),
+    (lambda s: s["position"].update(epoch=99), r"position.epoch is 99, but the run has 1 epochs"),
+    (lambda s: s.update(loss_history=[1, None]), r"checkpoint.loss_history must be a list"),
+])
+def test_checkpoint_fields_are_checked(tmp_path, edit, match):
+    from embkit.core.checkpoint import CheckpointError, list_checkpoints
+    folder = tmp_path / "run"
+    Word2Vec(SENTENCES, vector_size=4, min_count=1, epochs=1, workers=1, checkpoint_dir=str(folder))
+    for path in list_checkpoints(str(folder)):
+        with open(path, "rb") as fh:
+            data = edited_config(fh.read(), lambda c: edit(c["checkpoint"]))
+        with open(path, "wb") as fh:
+            fh.write(data)
+    with pytest.raises(CheckpointError, match=match) as info:
+        Word2Vec.resume(str(folder), SENTENCES)
+    assert "checkpoint-0000" in str(info.value)
+
+
+def _deflated(data, member, body):
+    """``data`` with ``member`` replaced by ``body``, deflated."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
+        for info in src.infolist():
+            if info.filename != member:
+                dst.writestr(info.filename, src.read(info.filename))
+        dst.writestr(zipfile.ZipInfo(member), body, compress_type=zipfile.ZIP_DEFLATED)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("member", ["W_in.npy", "vocab.json"])
+def test_a_decompression_bomb_is_refused_before_it_is_inflated(tmp_path, saved, member):
+    import tracemalloc
+    rows = (64 << 20) // 16                                   # 64 MiB of zeros, about 64 KB deflated
+    body = npy(np.zeros((rows, 4), np.float32)) if member.endswith(".npy") else b'["a"' + b',"a"' * rows + b"]"
+    data = _deflated(saved["sgns"], member, body)
+    del body
+    assert len(data) < 1 << 20
+    tracemalloc.start()
+    try:
+        refused(tmp_path, data, "inflate .* more than 100 times")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20
+
+
+def test_the_declared_shape_is_checked_before_the_data_is_read(tmp_path, saved, monkeypatch):
+    from embkit.core import safe_zip
+    monkeypatch.setattr(safe_zip, "MAX_RATIO", 10 ** 9)
+    monkeypatch.setattr(safe_zip, "read_npy", lambda *a: pytest.fail("an array was read"))
+    data = _deflated(saved["sgns"], "W_in.npy", npy(np.zeros(((16 << 20) // 16, 4), np.float32)))
+    refused(tmp_path, data, "4 words but W_in has 1048576 rows")
+
+
+def test_an_archive_compressed_again_still_loads(tmp_path, saved):
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(saved["sgns"])) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info.filename))
+    path = tmp_path / "zipped.embkit"
+    path.write_bytes(out.getvalue())
+    original = tmp_path / "original.embkit"
+    original.write_bytes(saved["sgns"])
+    assert np.array_equal(Word2Vec.load(str(path)).wv.vectors, Word2Vec.load(str(original)).wv.vectors)
+
+
+def test_a_stored_member_that_declares_another_size(tmp_path, saved):
+    data = bytearray(saved["sgns"])
+    with zipfile.ZipFile(io.BytesIO(saved["sgns"])) as zf:
+        info = zf.getinfo("counts.npy")
+    central = bytes(data).rindex(b"PK\x01\x02", 0, bytes(data).rindex(b"counts.npy"))
+    struct.pack_into("<I", data, central + 24, info.file_size + 8)       # the central directory's size field
+    refused(tmp_path, bytes(data), "counts.npy")
+
+
+def test_an_empty_vocabulary_with_rows_is_refused(tmp_path, saved):
+    # loaded as a model with no words and four rows, which could not train (found by the fuzzer)
+    refused(tmp_path, edited(saved["sgns"], "vocab.json", b"[]"), "0 words but W_in has 4 rows")

@@ -137,38 +137,38 @@ def test_unreadable_path(tmp_path):
 # ----------------------------------------------------------------------------- parameters
 
 BAD_PARAMS = [
-    ("vector_size", 0, "an integer >= 1"),
-    ("vector_size", -5, "an integer >= 1"),
-    ("vector_size", 10.0, "an integer >= 1"),
-    ("vector_size", "100", "an integer >= 1"),
-    ("vector_size", None, "an integer >= 1"),
-    ("vector_size", True, "an integer >= 1"),
-    ("window", 0, "an integer >= 1"),
-    ("window", 2.5, "an integer >= 1"),
-    ("negative", -1, "an integer >= 0"),
-    ("negative", "5", "an integer >= 0"),
-    ("sample", -1e-3, "a number >= 0"),
-    ("sample", float("nan"), "a number >= 0"),
-    ("sample", "1e-3", "a number >= 0"),
-    ("alpha", 0, "a number > 0"),
-    ("alpha", -0.025, "a number > 0"),
-    ("alpha", float("inf"), "a number > 0"),
-    ("alpha", "0.025", "a number > 0"),
-    ("workers", 0, "an integer >= 1"),
-    ("workers", -2, "an integer >= 1"),
-    ("workers", 2.0, "an integer >= 1"),
-    ("workers", "4", "an integer >= 1"),
-    ("epochs", 0, "an integer >= 1"),
-    ("min_count", -1, "an integer >= 0"),
-    ("seed", -1, "an integer >= 0"),
+    ("vector_size", 0, r"an integer in \[1, "),
+    ("vector_size", -5, r"an integer in \[1, "),
+    ("vector_size", 10.0, r"an integer in \[1, "),
+    ("vector_size", "100", r"an integer in \[1, "),
+    ("vector_size", None, r"an integer in \[1, "),
+    ("vector_size", True, r"an integer in \[1, "),
+    ("window", 0, r"an integer in \[1, "),
+    ("window", 2.5, r"an integer in \[1, "),
+    ("negative", -1, r"an integer in \[0, "),
+    ("negative", "5", r"an integer in \[0, "),
+    ("sample", -1e-3, "a finite number >= 0"),
+    ("sample", float("nan"), "a finite number >= 0"),
+    ("sample", "1e-3", "a finite number >= 0"),
+    ("alpha", 0, "a finite number > 0"),
+    ("alpha", -0.025, "a finite number > 0"),
+    ("alpha", float("inf"), "a finite number > 0"),
+    ("alpha", "0.025", "a finite number > 0"),
+    ("workers", 0, r"an integer in \[1, "),
+    ("workers", -2, r"an integer in \[1, "),
+    ("workers", 2.0, r"an integer in \[1, "),
+    ("workers", "4", r"an integer in \[1, "),
+    ("epochs", 0, r"an integer in \[1, "),
+    ("min_count", -1, r"an integer in \[0, "),
+    ("seed", -1, r"an integer in \[0, "),
     ("min_alpha", -1e-4, r"a number in \[0, alpha\]"),
     ("min_alpha", 0.5, r"a number in \[0, alpha\]"),
-    ("max_vocab_size", 0, "an integer >= 1"),
-    ("max_final_vocab", 0, "an integer >= 1"),
-    ("max_sentence_length", 0, "an integer >= 1"),
-    ("chunk_tokens", 0, "an integer >= 1"),
+    ("max_vocab_size", 0, r"an integer in \[1, "),
+    ("max_final_vocab", 0, r"an integer in \[1, "),
+    ("max_sentence_length", 0, r"an integer in \[1, "),
+    ("chunk_tokens", 0, r"an integer in \[1, "),
     ("ns_exponent", float("nan"), "a finite number"),
-    ("sg", 2, "0 .CBOW. or 1"),
+    ("sg", 2, "0 or 1"),
     ("cbow_mean", 3, "0 or 1"),
     ("hs", 5, "0 or 1"),
 ]
@@ -190,9 +190,9 @@ def test_invalid_parameters_checked_before_reading_the_corpus(tmp_path):
 
 
 def test_invalid_train_arguments(model):
-    with pytest.raises(ValueError, match="epochs must be an integer >= 1"):
+    with pytest.raises(ValueError, match=r"epochs must be an integer in \[1, "):
         model.train(epochs=0)
-    with pytest.raises(ValueError, match="start_alpha must be a number > 0"):
+    with pytest.raises(ValueError, match="start_alpha must be a finite number > 0"):
         model.train(start_alpha=-1.0)
 
 
@@ -221,9 +221,9 @@ def test_unknown_sampler_lists_valid_ones():
 
 
 def test_unknown_loss_and_sampler_parameters(sentences):
-    with pytest.raises(TypeError, match="sgns got unknown parameters: margin"):
+    with pytest.raises(ValueError, match="loss_params .* sgns got unknown parameters: margin"):
         Word2Vec(sentences, loss_params={"margin": 1.0}, **TINY)
-    with pytest.raises(TypeError, match="unigram got unknown parameters: temperature"):
+    with pytest.raises(ValueError, match="sampler_params .* unigram got unknown parameters: temperature"):
         Word2Vec(sentences, sampler_params={"temperature": 2.0}, **TINY)
 
 

@@ -392,3 +392,20 @@ def test_eval_into_a_closed_pipe_exits_quietly(tmp_path, corpus):
     stderr = child.stderr.read().decode()
     assert child.wait(timeout=120) == 141
     assert stderr.strip() == "" and "Broken pipe" not in stderr
+
+
+def test_ctrl_c_while_the_command_line_imports_is_one_line_and_status_130():
+    # a real SIGINT, delivered while embkit.cli imports its modules (it was a 59-line traceback)
+    child = (
+        "import builtins, os, signal\n"
+        "real = builtins.__import__\n"
+        "def importing(name, *args, **kwargs):\n"
+        "    if name == 'embkit.core.interrupts':\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "    return real(name, *args, **kwargs)\n"
+        "builtins.__import__ = importing\n"
+        "from embkit.console import main\n"
+        "main(['eval', 'vectors.txt'])\n")
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, cwd=REPO_ROOT)
+    assert out.returncode == 130, out.stderr
+    assert out.stderr.strip() == "embkit: interrupted"

@@ -16,7 +16,7 @@ from hypothesis import strategies as st  # noqa: E402
 from fuzz_targets import TARGETS, run_input  # noqa: E402
 
 #: inputs per reader in the test suite (the archive target loads and uses a model per input)
-EXAMPLES = {"archive": 150}
+EXAMPLES = {"archive": 150, "checkpoint": 150}
 DEFAULT_EXAMPLES = 400
 
 

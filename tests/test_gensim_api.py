@@ -51,7 +51,7 @@ def test_train_needs_gensim_totals_and_epochs_for_a_given_corpus():
         model.train(common_texts, epochs=1)
     with pytest.raises(ValueError, match="explicit epochs"):
         model.train(common_texts, total_examples=9)
-    with pytest.raises(ValueError, match="total_words must be a number > 0"):
+    with pytest.raises(ValueError, match="total_words must be a finite number > 0"):
         model.train(common_texts, total_words=float("nan"), epochs=1)
 
 

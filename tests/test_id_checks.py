@@ -72,7 +72,7 @@ def test_xc_non_finite_labels():
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -5])
 def test_word2vec_total_words_must_be_a_real_count(value):
     model = Word2Vec(SENTENCES, vector_size=4, min_count=1, epochs=1, workers=1, negative=2)
-    with pytest.raises(ValueError, match="total_words must be a number > 0"):
+    with pytest.raises(ValueError, match="total_words must be a finite number > 0"):
         model.train(SENTENCES, total_words=value)
     assert np.isfinite(model.wv.vectors).all()
 

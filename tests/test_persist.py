@@ -9,7 +9,7 @@ import pytest
 from gensim.models import KeyedVectors
 
 from embkit import Word2Vec, load_vectors
-from embkit.core import atomic, persist
+from embkit.core import atomic
 
 
 TRAIN = dict(vector_size=12, min_count=1, window=3, epochs=2, workers=1, seed=5)
@@ -164,7 +164,7 @@ def test_load_vectors_sniffs_the_format(model, tmp_path):
     for src in (text, binary, archive, pickled):
         os.replace(src, src + ".data")
     for src, exact in ((text, False), (binary, True), (archive, True), (pickled, True)):
-        kv = load_vectors(src + ".data")
+        kv = load_vectors(src + ".data", allow_pickle=src == pickled)
         assert kv.index_to_key == model.wv.index_to_key, src
         if exact:
             assert np.array_equal(kv.vectors, model.wv.vectors), src

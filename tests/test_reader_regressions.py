@@ -59,6 +59,27 @@ def test_xc_line_longer_than_many_blocks(tmp_path):
     assert data.X.shape == (2, 3000) and data.X[0].nnz == 3000 and data.X[1, 0] == 2
 
 
+@pytest.mark.parametrize("token", [b"x" * 3000000, b"1" * 3000000 + b":1", b"1:" + b"1" * 3000000 + b"x",
+                                   b"1:1." + b"1" * 3000000 + b"x"],
+                         ids=["letters", "feature-id-digits", "value-digits", "decimals"])
+def test_a_huge_xc_token_is_a_short_error_in_linear_time(tmp_path, token):
+    import time
+    path = write(tmp_path, "train.txt", b"1 5 2\n0 " + token + b"\n")
+    start = time.process_time()
+    with pytest.raises(ValueError, match=r"train.txt, line 2: ") as info:     # was 11 s of CPU, a 6M-char
+        read_xc(path)                                                          # message, or no file name
+    assert time.process_time() - start < 3 and len(str(info.value)) < 400
+
+
+@pytest.mark.parametrize("header, reader", [(b"3 " + b"9" * 5000 + b" 2\n", read_xc),
+                                            (b"3 " + b"9" * 5000 + b"\n", "matrix")], ids=["xc", "matrix"])
+def test_a_header_size_of_thousands_of_digits_names_the_line(tmp_path, header, reader):
+    from embkit.xc.data import read_sparse_matrix
+    path = write(tmp_path, "train.txt", header + b"0 1:1\n")       # was Python's int limit, no file named
+    with pytest.raises(ValueError, match=r"train.txt, line 1: the header declares a size of more than 19 digits"):
+        (read_sparse_matrix if reader == "matrix" else reader)(path)
+
+
 @pytest.mark.parametrize("line", [b"1,1,1999,12-3", b"1-1,1999,12-31", b"1,1-1999,12,31"])
 def test_netflix_separators_in_the_wrong_places(tmp_path, line):
     path = write(tmp_path, "combined_data_1.txt", b"7:\n" + line + b"\n")     # was read as a rating
@@ -84,6 +105,24 @@ def test_byte_order_mark_does_not_eat_the_first_rating(tmp_path):
     assert ratings.user.tolist() == [1, 4] and ratings.rating.tolist() == [3.5, 1.0]
     path = write(tmp_path, "u.data", b"\xef\xbb\xbf1\t2\t3\t100\n")
     assert load_ratings(path, min_rating=None, titles=False).item.tolist() == [2]
+
+
+@pytest.mark.parametrize("name, data, line", [
+    ("u.data", b"1\t2\t3\t4\n196\t24\r2\t3\t881250949\n", 2),     # was read as item 242
+    ("u.data", b"196\t242\t3\t8812\r50949\n", 1),                 # was the timestamp 881250949
+    ("ratings.dat", b"1::2::\x0c3::4\n", 1),
+    ("ratings.csv", b"userId,movieId,rating,timestamp\r\n1,2\r,3.5,9\r\n", 2),
+    ("combined_data_1.txt", b"7:\r\n1,3,2005-09-0\r6\r\n", 2),
+])
+def test_a_control_character_inside_a_rating_line_is_an_error(tmp_path, name, data, line):
+    path = write(tmp_path, name, data)
+    with pytest.raises(ValueError, match=r"%s, line %d: " % (name, line)):
+        load_ratings(path, min_rating=None, titles=False)
+
+
+def test_crlf_rating_files_still_load(tmp_path):
+    path = write(tmp_path, "u.data", b"196\t242\t3\t881250949\r\n186\t302\t3\t891717742")
+    assert load_ratings(path, min_rating=None, titles=False).item.tolist() == [242, 302]
 
 
 # ----------------------------------------------------------------------------- evaluation files
@@ -138,7 +177,7 @@ def test_non_finite_vectors_are_refused(tmp_path, binary):
     if binary:
         data = b"2 2\nthe " + struct.pack("<2f", 0.5, np.inf) + b"cat " + struct.pack("<2f", 1, 2)
     else:
-        data = b"2 2\nthe 0.5 nan\ncat 1 2\n"
+        data = b"2 2\nthe 0.5 1e39\ncat 1 2\n"                # beyond float32
     path = write(tmp_path, "v.bin" if binary else "v.txt", data)
     with pytest.raises(ValueError, match=r"the vector of 'the' .* NaN or infinity"):
         load_vectors(path, binary=binary)
@@ -147,4 +186,103 @@ def test_non_finite_vectors_are_refused(tmp_path, binary):
 def test_damaged_keyedvectors_pickle(tmp_path):
     path = write(tmp_path, "kv.model", b"\x80 3\nthe 0.1 0.2")      # was a bare "unsupported pickle protocol"
     with pytest.raises(ValueError, match="kv.model"):
+        load_vectors(path, allow_pickle=True)
+
+
+@pytest.mark.parametrize("row, problem", [
+    (b"bar 7", "the row has 1 values, the header declares the dimension 3"),     # was broadcast to [7, 7, 7]
+    (b"bar 7 8 9 10", "the row has 4 values"),
+    (b"bar 7 nan 9", "the value 'nan' is not a decimal number"),
+    (b"bar 7 1_0 9", "the value '1_0' is not a decimal number"),
+    (b" bar 7 8 9", "starts with a blank"),
+    (b"b\x0bar 7 8 9", "control character"),
+])
+def test_text_rows_hold_the_declared_dimension(tmp_path, row, problem):
+    path = write(tmp_path, "vectors.txt", b"2 3\nfoo 1 2 3\n" + row + b"\n")
+    with pytest.raises(ValueError, match=r"vectors.txt, line 3: .*%s" % problem):
         load_vectors(path)
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["text", "binary"])
+def test_a_repeated_word_names_both_rows_or_keeps_the_first(tmp_path, binary, caplog):
+    rows = [(b"a", (1, 2)), (b"b", (3, 4)), (b"a", (5, 6))]      # was loaded as keys a, b, None with a zero row
+    if binary:
+        data = b"3 2\n" + b"".join(w + b" " + struct.pack("<2f", *v) for w, v in rows)
+        where = r"vector 3: the word 'a' repeats vector 1"
+    else:
+        data = b"3 2\n" + b"".join(w + b" %d %d\n" % v for w, v in rows)
+        where = r"line 4: the word 'a' repeats line 2"
+    path = write(tmp_path, "vectors.bin" if binary else "vectors.txt", data)
+    with pytest.raises(ValueError, match=where):
+        load_vectors(path)
+    kv = load_vectors(path, duplicates="first")
+    assert kv.index_to_key == ["a", "b"] and kv.vectors.tolist() == [[1, 2], [3, 4]]
+    assert "1 of 3 vectors skipped" in caplog.text
+
+
+@pytest.mark.parametrize("at", range(0, 60, 3))
+def test_a_high_byte_never_turns_text_into_binary(tmp_path, at):
+    text = b"3 3\nthe 0.1 0.2 0.3\ncat 1.5 -2.5 3e-2\ndog 4 5 6\n"
+    at = 4 + at % (len(text) - 4)
+    if text[at:at + 1] == b"\n":
+        at += 1
+    data = text[:at] + b"\xe9" + text[at + 1:]     # was sniffed as binary, 103 garbage words loaded
+    path = write(tmp_path, "vectors.txt", data)
+    with pytest.raises(ValueError, match=r"vectors.txt, (line|vector) \d"):
+        load_vectors(path)
+
+
+def test_rows_after_the_declared_count_are_an_error(tmp_path):
+    path = write(tmp_path, "vectors.txt", b"1 2\nthe 1 2\ncat 3 4\n")
+    with pytest.raises(ValueError, match=r"vectors.txt, line 3: more data after the 1 vectors"):
+        load_vectors(path)
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+def _lsh_checkpoint(tmp_path):
+    import scipy.sparse as sp
+    from embkit import ItemEmbedding
+    from embkit.core.checkpoint import list_checkpoints
+    pairs = sp.csr_matrix(np.random.default_rng(0).integers(0, 3, (5, 5)).astype(float))
+    folder = str(tmp_path / "run")
+    ItemEmbedding(vector_size=4, epochs=2, workers=1, negative=2, sampler="lsh", progress=False, checkpoint_dir=folder,
+                  checkpoint_every="1 pairs").fit(pairs)
+    return folder, list_checkpoints(folder), pairs
+
+
+def test_a_sampler_state_that_does_not_fit_names_the_checkpoint(tmp_path):
+    import io
+    from embkit import ItemEmbedding
+    from embkit.core.checkpoint import CheckpointError
+    from fuzz_mutate import rebuild_zip
+    folder, paths, pairs = _lsh_checkpoint(tmp_path)
+
+    def edit(name, body):
+        if name != "sampler.pos.npy":
+            return body
+        arr = np.load(io.BytesIO(body))
+        buf = io.BytesIO()
+        np.save(buf, np.full_like(arr, 10 ** 6))
+        return buf.getvalue()
+    for path in paths:
+        with open(path, "rb") as fh:
+            data = rebuild_zip(fh.read(), edit)
+        with open(path, "wb") as fh:
+            fh.write(data)
+    with pytest.raises(CheckpointError, match=r"checkpoint-\d+.embkit: the saved sampler state does not fit"):
+        ItemEmbedding.resume(folder, pairs)         # was "LSH state pos holds ids out of range", no file named
+
+
+def test_a_word2vec_checkpoint_of_another_corpus_names_the_word(tmp_path):
+    from embkit import Word2Vec
+    from embkit.core.checkpoint import CheckpointError
+    folder = str(tmp_path / "run")
+    sentences = [["a", "b", "c", "d"], ["b", "c", "a"]] * 5
+    model = Word2Vec(vector_size=4, min_count=1, epochs=2, workers=1, checkpoint_dir=folder, checkpoint_every="1 words")
+    model.build_vocab(sentences)
+    model.train()
+    other = [["a", "b", "c", "e"], ["b", "c", "a"]] * 5
+    with pytest.raises(CheckpointError, match=r"checkpoint-\d+.embkit: the corpus .* word 3 of its vocabulary is "
+                                              r"'e' \(count 5\), the checkpoint's 'd' \(count 5\)"):
+        Word2Vec.resume(folder, other)              # was "4 words (..), the checkpoint's 4 (..)", no file named

@@ -8,7 +8,8 @@ Train skip-gram on the bundled Wikipedia sample, then print an evaluation::
     embkit train --corpus text8 --output text8.embkit --epochs 5
     embkit train --corpus my.txt.gz --output vectors.txt --output-format word2vec --overwrite
 
-Evaluate saved vectors (an embkit model, a word2vec text/binary file or a gensim KeyedVectors file)::
+Evaluate saved vectors (an embkit model, a word2vec text/binary file, or a gensim KeyedVectors file, which
+is a pickle and is read only with ``--allow-pickle``)::
 
     embkit eval text8.embkit
     embkit eval vectors.txt --suite ws353 simlex999 --format json

@@ -23,7 +23,11 @@ def add_parser(subparsers, common):
                     "SimLex-999 and the Google analogies).",
         formatter_class=help_formatter())
     p.add_argument("vectors", metavar="MODEL_OR_VECTORS",
-                   help="embkit model, word2vec text/binary file, or gensim KeyedVectors file")
+                   help="embkit model, word2vec text/binary file, or gensim KeyedVectors file (a pickle: only "
+                        "with --allow-pickle)")
+    p.add_argument("--allow-pickle", action="store_true",
+                   help="read a gensim KeyedVectors file, which is a pickle: unpickling runs any code the file "
+                        "holds, so use it only for files you trust (never for *.embkit names)")
     p.add_argument("--suite", nargs="+", default=None, metavar="NAME",
                    help="evaluation suites to run (default: ws353 simlex999 questions-words, plus ranking "
                         "with --pairs; 'similarity' is every bundled similarity set, 'analogy' the bundled "
@@ -177,7 +181,7 @@ def cmd_eval(args, out):
         raise UsageError("--negatives must be >= 0, got %d" % args.negatives)
     keys = _check_suites(args.suite, args)  # before the (slow) load
     tables = load_model_tables(args.vectors) if RANKING_SUITE in keys else None
-    kv = tables[2] if tables else load_vectors(args.vectors)
+    kv = tables[2] if tables else load_vectors(args.vectors, allow_pickle=args.allow_pickle)
     restrict = args.restrict_vocab or None
     report = _run_suites(kv, keys, restrict, args.method, args.msr_file)
     ranking = _run_ranking(tables, args) if tables else None

@@ -23,7 +23,8 @@ import types
 import numpy as np
 
 from embkit.core import checkpoint, persist, registry
-from embkit.core.checks import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, check_param
+from embkit.core.checks import (MAX_NEGATIVE, MAX_VECTOR_SIZE, MAX_WORKERS, POSITIVE_INT, POSITIVE_REAL, SEED,
+                                check_fields, check_flag, check_mapping, check_param, int_in, is_finite)
 from embkit.core.training import CALLBACK_EVENTS, run_epochs
 
 logger = logging.getLogger(__name__)
@@ -108,6 +109,11 @@ class EmbeddingModel:
     STACKED_OUTPUTS = False
     #: the attribute that, with the parameters and the tables, makes a cluster replica (``counts``, ``vocab``)
     CLUSTER_STATE = None
+    #: :meth:`_words` names the input rows (one word or item per row of ``W_in``)
+    NAMED_ROWS = False
+    #: the fields of what :meth:`_state` saves, checked when a file is loaded: ``{field: (rule, required)}``
+    #: (:func:`embkit.core.checks.check_fields`)
+    STATE_FIELDS = {}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -121,15 +127,19 @@ class EmbeddingModel:
         self.sampler = sampler
         self.negative = negative
         self.alpha = alpha
-        if min_alpha is None and isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
+        if min_alpha is None and isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and is_finite(alpha):
             min_alpha = alpha / 1000.0
         self.min_alpha = min_alpha
         self.epochs = epochs
         self.workers = workers
         self.seed = seed
-        self.loss_params = dict(loss_params or {})
-        self.sampler_params = dict(sampler_params or {})
+        self.loss_params = check_mapping("loss_params", loss_params)
+        self.sampler_params = check_mapping("sampler_params", sampler_params)
+        if callbacks is not None and not hasattr(callbacks, "__iter__"):
+            raise ValueError("callbacks must be a sequence of callback objects, got %r" % (callbacks,))
         self.callbacks = tuple(callbacks or ())
+        if checkpoint_dir is not None and not isinstance(checkpoint_dir, (str, bytes, os.PathLike)):
+            raise ValueError("checkpoint_dir must be a path or None, got %r" % (checkpoint_dir,))
         self.checkpoint_dir = None if checkpoint_dir is None else os.fspath(checkpoint_dir)
         self.checkpoint_every = checkpoint_every
         self.progress = progress
@@ -139,6 +149,7 @@ class EmbeddingModel:
         self._resuming = None      # the checkpoint section a resumed run starts from
         self.last_checkpointer = None
         self.check_params()
+        self._check_extra_params()
 
     # ------------------------------------------------------------------ parameters
     @classmethod
@@ -170,14 +181,20 @@ class EmbeddingModel:
 
     def check_params(self):
         """Raise ValueError naming the first invalid parameter (subclasses extend it)."""
-        for name in ("vector_size", "epochs", "workers") + ((self.chunk_param,) if self.chunk_param else ()):
+        check_param("vector_size", self.vector_size, *int_in(1, MAX_VECTOR_SIZE))
+        check_param("workers", self.workers, *int_in(1, MAX_WORKERS))
+        for name in ("epochs",) + ((self.chunk_param,) if self.chunk_param else ()):
             check_param(name, getattr(self, name), *POSITIVE_INT)
-        check_param("negative", self.negative, *NON_NEGATIVE_INT)
-        check_param("seed", self.seed, *NON_NEGATIVE_INT)
+        check_param("negative", self.negative, *int_in(0, MAX_NEGATIVE))
+        check_param("seed", self.seed, *SEED)
         check_param("alpha", self.alpha, *POSITIVE_REAL)
-        check_param("min_alpha", self.min_alpha, lambda v: 0 <= v <= self.alpha, "a number in [0, alpha]")
-        if not isinstance(self.progress, (bool, np.bool_)):
-            raise ValueError("progress must be True or False, got %r" % (self.progress,))
+        check_param("min_alpha", self.min_alpha, lambda v: is_finite(v) and 0 <= v <= self.alpha,
+                    "a number in [0, alpha]")
+        check_flag("progress", self.progress)
+        if not isinstance(self.loss, str):
+            raise ValueError("loss must be the name of a loss, got %r" % (self.loss,))
+        if self.sampler is not None and not isinstance(self.sampler, str):
+            raise ValueError("sampler must be the name of a sampler or None, got %r" % (self.sampler,))
         for cb in self.callbacks:
             if not any(callable(getattr(cb, event, None)) for event in CALLBACK_EVENTS):
                 raise ValueError("callbacks must have at least one of the methods %s, got %r"
@@ -187,6 +204,22 @@ class EmbeddingModel:
             raise ValueError("the %s loss stacks two output tables, which %s cannot use: use sgns or hs"
                              % (self.loss, type(self).__name__))
         checkpoint.parse_every(self.checkpoint_every)
+
+    def _check_extra_params(self):
+        """ValueError naming ``loss_params`` / ``sampler_params`` that the loss or the sampler refuses (they are
+        built once on two classes, so a typo fails here rather than when training starts)."""
+        counts = np.ones(2, dtype=np.int64)
+        try:
+            self._build_loss(counts, 2)
+        except (TypeError, ValueError) as exc:
+            raise ValueError("loss_params %r do not fit the %s loss: %s" % (self.loss_params, self.loss, exc)) \
+                from None
+        if self.sampler_name is not None:
+            try:
+                registry.make_sampler(self.sampler_name, counts, 2, **self._sampler_params())
+            except (TypeError, ValueError) as exc:
+                raise ValueError("sampler_params %r do not fit the %s sampler: %s"
+                                 % (self.sampler_params, self.sampler_name, exc)) from None
 
     def _check_objective(self):
         """ValueError unless the registry accepts the loss with the sampler (a model with losses of its own
@@ -405,9 +438,8 @@ class EmbeddingModel:
         model.W_in, model.W_out = arrays.pop("W_in"), arrays.pop("W_out")
         _check_loaded_tables(path, model, arrays.get("counts", arrays.get("label_counts")))
         state = config.get("state") or {}
+        check_fields(path, "state", state, kind.STATE_FIELDS)
         try:
-            if not isinstance(state, dict):
-                raise TypeError("state is a %s, not a mapping" % type(state).__name__)
             model._restore(state, words, arrays)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError("%r is not a complete %s file: %s: %s"

@@ -25,12 +25,14 @@ import numpy as np
 
 from embkit.core import persist
 from embkit.core.atomic import remove_stale_temps
+from embkit.core.checks import (BOOL, COUNT, FINITE_REAL, MAPPING, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL,
+                                TEXT, check_fields, list_of, optional)
 from embkit.core.interrupts import TrainingInterrupted
 from embkit.core.training import Position, TrainingReport
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CHECKPOINT_VERSION", "CheckpointError", "parse_every", "Checkpointer", "list_checkpoints",
+__all__ = ["CHECKPOINT_VERSION", "CheckpointError", "parse_every", "check_section", "Checkpointer", "list_checkpoints",
            "read_latest", "fingerprint", "as_saved", "begin_run", "interruption_hint", "open_run"]
 
 #: version of the ``"checkpoint"`` section; a directory written by another version is refused
@@ -41,6 +43,21 @@ _NAME = re.compile(r"checkpoint-(\d{6,})\.embkit\Z")
 _TIME_UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "seconds": 1.0, "m": 60.0, "min": 60.0, "minutes": 60.0,
                "h": 3600.0, "hours": 3600.0}
 _COUNT_UNITS = ("words", "pairs", "examples", "units")
+#: The fields of a checkpoint's ``"checkpoint"`` section: ``{field: (rule, required)}``
+#: (see :func:`embkit.core.checks.check_fields`)
+SECTION_FIELDS = {"position": (MAPPING, True), "report": (MAPPING, True), "run": (MAPPING, True),
+                  "loss_history": (list_of(FINITE_REAL), False), "states": (list_of(TEXT), False)}
+POSITION_FIELDS = {"epoch": (COUNT, True), "chunk": (COUNT, True), "units_done": (NON_NEGATIVE_REAL, False),
+                   "epoch_loss": (FINITE_REAL, False), "epoch_examples": (NON_NEGATIVE_REAL, False),
+                   "epoch_seconds": (NON_NEGATIVE_REAL, False), "finished": (BOOL, False)}
+REPORT_FIELDS = dict({name: (NON_NEGATIVE_REAL, False) for name in ("words", "raw_words", "effective_words",
+                                                                     "examples", "seconds")},
+                     epochs=(COUNT, False), epoch_loss=(list_of(FINITE_REAL), False),
+                     epoch_examples=(list_of(NON_NEGATIVE_REAL), False),
+                     epoch_seconds=(list_of(NON_NEGATIVE_REAL), False))
+RUN_FIELDS = {"epochs": (POSITIVE_INT, True), "alpha": (POSITIVE_REAL, True), "min_alpha": (NON_NEGATIVE_REAL, True),
+              "units_per_epoch": (NON_NEGATIVE_REAL, True), "args": (MAPPING, True),
+              "fingerprint": (optional(TEXT), False), "cluster": (optional(MAPPING), False)}
 _MULTIPLIERS = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
 
 
@@ -119,6 +136,8 @@ def read_latest(directory, kind=None):
             section = config.get("checkpoint")
             if not isinstance(section, dict):
                 raise ValueError("it is a model file, not a checkpoint")
+            if section.get("version") == CHECKPOINT_VERSION:
+                check_section(path, section)
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             logger.warning("checkpoint %s is damaged (%s); trying the previous one", path, exc)
             errors.append("%s: %s" % (os.path.basename(path), exc))
@@ -144,6 +163,17 @@ def finished_checkpoint(directory):
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
         return None
     return paths[0] if finished is True else None
+
+
+def check_section(path, section):
+    """ValueError naming the file ``path`` and the field unless the ``"checkpoint"`` section's fields have
+    the types and ranges a resumed run relies on."""
+    check_fields(path, "checkpoint", section, SECTION_FIELDS)
+    for name, spec in (("position", POSITION_FIELDS), ("report", REPORT_FIELDS), ("run", RUN_FIELDS)):
+        check_fields(path, "checkpoint." + name, section[name], spec)
+    epoch, epochs = section["position"]["epoch"], section["run"]["epochs"]
+    if epoch > epochs or (epoch == epochs and not section["position"].get("finished")):
+        raise ValueError("%r: checkpoint.position.epoch is %d, but the run has %d epochs" % (path, epoch, epochs))
 
 
 class Checkpointer:
@@ -338,6 +368,10 @@ def _continue_from(section, run, states):
         state = dict(section.get(prefix) or {})
         state.update({k[len(prefix) + 1:]: v for k, v in section["arrays"].items() if k.startswith(prefix + ".")})
         if state:
-            target.set_state(state)
+            try:
+                target.set_state(state)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CheckpointError("%s: the saved %s state does not fit this run: %s"
+                                      % (section["path"], prefix, exc)) from None
     return (list(section.get("loss_history") or []), Position.from_dict(section["position"]),
             TrainingReport.from_dict(section["report"]))

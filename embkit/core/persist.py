@@ -19,6 +19,9 @@ FORMAT = "embkit-model"
 FORMAT_VERSION = 1
 _ARRAY_NAME = re.compile(r"(?=.{1,128}\Z)[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*")
 
+#: arrays besides the tables (a sampler's state, an optimizer's moments) may hold this many bytes per byte
+#: of the tables ``W_in`` and ``W_out``
+EXTRA_BYTES_PER_TABLE_BYTE = 4
 #: model kind (an archive's ``"model"`` field) -> class; model classes register themselves here
 MODEL_KINDS = {}
 
@@ -111,50 +114,115 @@ def _read_archive(zf, path, arrays):
     if not isinstance(config.get("params", {}), dict):
         raise ValueError("%r: config.json has params that are not a mapping" % path)
     words = safe_zip.read_json(zf, "vocab.json", path)
-    if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
-        raise ValueError("%r: vocab.json is not a list of words" % path)
-    tables = {}
-    for name in listed if arrays else ():
-        tables[name] = safe_zip.read_npy(zf, name + ".npy", path)
-    if arrays:
-        _check_tables(path, config, words, tables)
+    _check_words(path, words)
+    if not arrays:
+        return config, words, {}
+    headers = {name: safe_zip.read_npy_header(zf, name + ".npy", path) for name in listed}
+    check_shapes(path, config, words, headers, named_rows=bool(words) or _names_rows(config.get("model")))
+    tables = {name: safe_zip.read_npy(zf, header, path) for name, header in headers.items()}
+    _check_tables(path, config, words, tables)
     return config, words, tables
 
 
-def _check_tables(path, config, words, tables):
-    """The tables every model file holds: finite float tables W_in/W_out of equal width, non-negative counts.
+def _names_rows(kind):
+    """Whether models of ``kind`` name their input rows (False for a kind no class registers: a generic
+    archive)."""
+    if not isinstance(kind, str):
+        return False
+    try:
+        return model_class(kind).NAMED_ROWS
+    except ValueError:
+        return False
 
-    ``W_in`` has one row per word when the file lists words, and the width ``params["vector_size"]``.
+
+def check_shapes(path, config, words, headers, named_rows=True):
+    """Check the shapes the arrays declare against the vocabulary, the parameters and each other, before any
+    array is inflated: ValueError naming ``path``.
+
+    ``W_in`` and ``W_out`` are 2-d float tables of the width ``params["vector_size"]``; ``W_in`` has a row
+    per word and ``counts`` a count per word (with ``named_rows``: the model names its input rows), ``W_out`` at most the rows a loss
+    trains for the classes counted (two per class: a stacked table); an array saved beside a table
+    (``tracker.W_in``, ...) has that table's shape; all other arrays together hold at most
+    :data:`EXTRA_BYTES_PER_TABLE_BYTE` times the tables' bytes (plus 1 MiB).
     """
+    for name in ("W_in", "W_out"):
+        header = headers.get(name)
+        if header is not None and (header.ndim != 2 or header.dtype.kind != "f"):
+            raise ValueError("%r: table %s is %s of shape %s, not a 2-d float table"
+                             % (path, name, header.dtype, header.shape))
+    W_in, W_out = headers.get("W_in"), headers.get("W_out")
+    if W_in is not None and W_out is not None and W_in.shape[1] != W_out.shape[1]:
+        raise ValueError("%r: W_in has %d columns but W_out %d" % (path, W_in.shape[1], W_out.shape[1]))
+    if W_in is not None:
+        rows, width = W_in.shape
+        size = config.get("params", {}).get("vector_size", width)
+        if size != width:
+            raise ValueError("%r: vector_size is %r but W_in has %d columns" % (path, size, width))
+        if named_rows and len(words) != rows:
+            raise ValueError("%r: %d words but W_in has %d rows" % (path, len(words), rows))
+    for name in ("counts", "label_counts"):
+        header = headers.get(name)
+        if header is None:
+            continue
+        if header.ndim != 1 or header.dtype.kind not in "iu":
+            raise ValueError("%r: %s must be a 1-d array of non-negative integers, got %s of shape %s"
+                             % (path, name, header.dtype, header.shape))
+        if name == "counts" and named_rows and header.shape[0] != len(words):
+            raise ValueError("%r: %d counts for %d words" % (path, header.shape[0], len(words)))
+        if W_out is not None and W_out.shape[0] > 2 * header.shape[0] + 1:
+            raise ValueError("%r: W_out has %d rows for %d classes, more than any loss trains"
+                             % (path, W_out.shape[0], header.shape[0]))
+    tables = {h.name[:-len(".npy")]: h for h in (W_in, W_out) if h is not None}
+    extra = 0
+    for name, header in headers.items():
+        if name in tables or name in ("counts", "label_counts"):
+            continue
+        copied = name.rpartition(".")[2]
+        if "." in name and copied in tables:
+            if header.shape != tables[copied].shape:
+                raise ValueError("%r: %s has shape %s but %s %s" % (path, name, header.shape, copied,
+                                                                    tables[copied].shape))
+            continue
+        extra += header.nbytes
+    limit = EXTRA_BYTES_PER_TABLE_BYTE * sum(h.nbytes for h in tables.values()) + (1 << 20)
+    if extra > limit:
+        raise ValueError("%r: its other arrays declare %d bytes, more than %d for tables of %d"
+                         % (path, extra, limit, sum(h.nbytes for h in tables.values())))
+
+
+def _check_words(path, words):
+    """ValueError naming ``path`` and the word unless ``words`` is a list of distinct strings that UTF-8 can
+    encode (a lone surrogate such as ``"\\ud800"`` would load, then fail when saved)."""
+    if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+        raise ValueError("%r: vocab.json is not a list of words" % path)
+    seen = {}
+    for i, word in enumerate(words):
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("%r: vocab.json word %d (%r) is not valid Unicode (a lone surrogate)"
+                             % (path, i, word[:40])) from None
+        first = seen.setdefault(word, i)
+        if first != i:
+            raise ValueError("%r: vocab.json word %d (%r) repeats word %d" % (path, i, word[:40], first))
+
+
+def _check_tables(path, config, words, tables):
+    """The values of the tables (their shapes are :func:`check_shapes`'): finite, W_in/W_out as float32,
+    non-negative counts."""
     for name, arr in tables.items():
         if arr.dtype.kind == "f" and not np.isfinite(arr).all():
             raise ValueError("%r: array %s holds non-finite values (NaN or infinity)" % (path, name))
     for name in ("W_in", "W_out"):
         if name in tables:
-            arr = tables[name]
-            if arr.ndim != 2 or arr.dtype.kind != "f":
-                raise ValueError("%r: table %s is %s of shape %s, not a 2-d float table"
-                                 % (path, name, arr.dtype, arr.shape))
             with np.errstate(over="ignore"):
-                tables[name] = arr = np.ascontiguousarray(arr, dtype=np.float32)
+                tables[name] = arr = np.ascontiguousarray(tables[name], dtype=np.float32)
             if not np.isfinite(arr).all():
                 raise ValueError("%r: table %s overflows float32" % (path, name))
-    if "W_in" in tables and "W_out" in tables and tables["W_in"].shape[1] != tables["W_out"].shape[1]:
-        raise ValueError("%r: W_in has %d columns but W_out %d"
-                         % (path, tables["W_in"].shape[1], tables["W_out"].shape[1]))
-    if "W_in" in tables:
-        rows, width = tables["W_in"].shape
-        size = config.get("params", {}).get("vector_size", width)
-        if size != width:
-            raise ValueError("%r: vector_size is %r but W_in has %d columns" % (path, size, width))
-        if words and len(words) != rows:
-            raise ValueError("%r: %d words but W_in has %d rows" % (path, len(words), rows))
     for name in ("counts", "label_counts"):
         if name in tables:
             arr = tables[name]
-            if arr.ndim != 1 or arr.dtype.kind not in "iu" or (arr.size and arr.min() < 0):
+            if arr.size and (arr.min() < 0 or (arr.dtype.kind == "u" and arr.max() > np.iinfo(np.int64).max)):
                 raise ValueError("%r: %s must be a 1-d array of non-negative integers, got %s of shape %s"
                                  % (path, name, arr.dtype, arr.shape))
             tables[name] = arr.astype(np.int64, copy=False)
-            if name == "counts" and words and len(arr) != len(words):
-                raise ValueError("%r: %d counts for %d words" % (path, len(arr), len(words)))

@@ -17,7 +17,7 @@ import numpy as np
 from embkit.core.line_blocks import whole_line_blocks
 
 __all__ = ["BlockFormatError", "iter_line_blocks", "squeeze_blank_lines", "parse_block",
-           "parse_tolerating_blank_lines", "line_error", "locate_error", "open_binary"]
+           "parse_tolerating_blank_lines", "line_error", "locate_error"]
 
 #: Bytes read at a time.
 BLOCK_BYTES = 1 << 22
@@ -39,30 +39,19 @@ class BlockFormatError(ValueError):
     """A block is not made of well-formed lines; :func:`locate_error` says where and why."""
 
 
-def open_binary(path):
-    """Open a local, compressed (.gz, .bz2, ...) or remote file for binary reading.
-
-    Plain local files bypass smart-open, which is only needed for decompression and URLs.
-    """
-    path = str(path)
-    if "://" not in path and not path.endswith((".gz", ".bz2", ".xz", ".zst")):
-        return open(path, "rb")
-    from smart_open import open as sopen
-    return sopen(path, "rb")
-
-
 def iter_line_blocks(fh, block_bytes=BLOCK_BYTES):
     """Yield ``(block, first_line)``: runs of whole lines of a binary file, and the 1-based number of the first.
 
-    Every block ends with a newline (one is added after a last line without it).  Carriage returns are
-    dropped, so CRLF files read as LF files, and a UTF-8 byte order mark at the start is skipped.
+    Every block ends with a newline (one is added after a last line without it).  A carriage return before
+    a line feed is dropped, so CRLF files read as LF files; one anywhere else stays, for the parsers to refuse
+    as the control character it is.  A UTF-8 byte order mark at the start is skipped.
     """
     line = 1
     for block in whole_line_blocks(fh, block_bytes):
         if line == 1 and block.startswith(_BOM):
             block = block[len(_BOM):]
         if b"\r" in block:
-            block = block.replace(b"\r", b"")
+            block = block.replace(b"\r\n", b"\n")
         yield block, line
         line += block.count(b"\n")
 

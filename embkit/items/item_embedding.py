@@ -158,6 +158,7 @@ class ItemEmbedding(EmbeddingModel):
     """
 
     chunk_param = "chunk_pairs"
+    NAMED_ROWS = True
     unit = "pair"
     CLUSTER_STATE = "counts"
     RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | CLUSTER_PARAMS

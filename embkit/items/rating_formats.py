@@ -10,8 +10,9 @@ import re
 
 import numpy as np
 
+from embkit.core.binary_files import open_binary
 from embkit.core.read_errors import reading
-from embkit.items.delimited_numbers import (BlockFormatError, iter_line_blocks, locate_error, open_binary, parse_block,
+from embkit.items.delimited_numbers import (BlockFormatError, iter_line_blocks, locate_error, parse_block,
                               parse_tolerating_blank_lines)
 
 #: Largest user or item id (ids are stored as int32).

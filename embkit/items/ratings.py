@@ -32,9 +32,10 @@ from typing import Optional
 
 import numpy as np
 
+from embkit.core.binary_files import open_binary
 from embkit.core.read_errors import reading
 from embkit.items import rating_formats as formats
-from embkit.items.delimited_numbers import BLOCK_BYTES, open_binary
+from embkit.items.delimited_numbers import BLOCK_BYTES
 from embkit.items.titles import find_titles, load_titles
 
 logger = logging.getLogger(__name__)

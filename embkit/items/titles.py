@@ -16,8 +16,9 @@ import csv
 import io
 import os
 
+from embkit.core.binary_files import open_binary
 from embkit.core.read_errors import reading
-from embkit.items.delimited_numbers import line_error, open_binary
+from embkit.items.delimited_numbers import line_error
 
 __all__ = ["TITLE_FILES", "load_titles", "find_titles"]
 

@@ -4,8 +4,9 @@ import re
 
 import numpy as np
 
+from embkit.core.binary_files import open_binary
 from embkit.core.read_errors import reading
-from embkit.items.delimited_numbers import line_error, open_binary
+from embkit.items.delimited_numbers import line_error
 
 _SPLIT = re.compile(r"[\s,]+")
 _COUNT = re.compile(r"[0-9]+\Z")

@@ -2,7 +2,8 @@
 
 gensim itself unpickles the file (so every version gensim 4 loads, back to 1.x, loads here too); the
 vocabulary, counts, settings and both output tables are then copied into an embkit model, which trains on
-from there.  A gensim pickle runs code it contains when loaded: load only files you trust.
+from there.  A gensim pickle runs code it contains when loaded: only ``Word2Vec.load`` reads one, and never a
+file named as an embkit archive (:mod:`embkit.core.pickles`).
 """
 import logging
 import os
@@ -12,7 +13,7 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["GensimFileError", "is_pickle", "load_gensim_model", "cum_table"]
+__all__ = ["GensimFileError", "load_gensim_model", "cum_table"]
 
 #: gensim ``Word2Vec`` attributes that are embkit constructor parameters of the same meaning
 _SETTINGS = ("vector_size", "alpha", "window", "min_count", "max_vocab_size", "sample", "seed", "workers",
@@ -25,12 +26,6 @@ class GensimFileError(ValueError, AttributeError):
 
     A ValueError naming the file; also the AttributeError gensim raises when a file holds another class.
     """
-
-
-def is_pickle(path):
-    """Whether ``path`` starts like a pickle (protocol 2 or later), as gensim's ``save`` writes."""
-    with open(path, "rb") as fh:
-        return fh.read(1) == b"\x80"
 
 
 def load_gensim_model(cls, path, mmap=None):

@@ -9,18 +9,20 @@ from embkit.core.base import EmbeddingModel, class_only
 from embkit.core.cluster import (CLUSTER_PARAMS, EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH,
                                  check_cluster_params)
 from embkit.core.checkpoint import CheckpointError, fingerprint
-from embkit.core.checks import NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_param
+from embkit.core.checks import (COUNT, FINITE_REAL, INT64_MAX, MAX_WINDOW, NON_NEGATIVE_INT, NON_NEGATIVE_REAL,
+                                POSITIVE_INT, POSITIVE_REAL, check_flag, check_param, int_in, optional)
 from embkit.core.batched_softmax import check_batch_size
+from embkit.core.pickles import check_consent, is_pickle
 from embkit.core.registry import most_frequent
 from embkit.core.training import TrainingReport
 from embkit.text.chunk_cache import ChunkCache
 from embkit.text.corpus import MAX_SENTENCE_LENGTH, as_corpus
-from embkit.text.gensim_models import cum_table, is_pickle, load_gensim_model
+from embkit.text.gensim_models import cum_table, load_gensim_model
 from embkit.text.predict import predict_output_word, score_sentences
 from embkit.text.prefetch import prefetch
 from embkit.text.shards import train_corpus_on_cluster
 from embkit.text.vectors import save_word2vec_format
-from embkit.text.vocab import EmptyVocabularyError, Vocab, check_trainable
+from embkit.text.vocab import Vocab, check_trainable
 from embkit.text.vocab_methods import VocabularyMethods
 from embkit.text.window_batches import WindowBatches
 
@@ -164,7 +166,11 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
     """
 
     chunk_param = "chunk_tokens"
+    NAMED_ROWS = True
     unit = "word"
+    STATE_FIELDS = dict({name: (optional(COUNT), False) for name in ("raw_words", "corpus_count", "corpus_total_words",
+                                                                     "effective_min_count")},
+                        min_alpha_yet_reached=(optional(NON_NEGATIVE_REAL), False))
     STACKED_OUTPUTS = True
     CLUSTER_STATE = "vocab"
     RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | {"sentences", "corpus_file", "hashfxn", "trim_rule"} | CLUSTER_PARAMS
@@ -184,6 +190,8 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
                  progress=False,
                  client=None, syncs_per_epoch=SYNCS_PER_EPOCH, reconcile=RECONCILE,
                  exchange_share=EXCHANGE_SHARE):
+        sg, hs, cbow_mean, null_word, sorted_vocab = (check_flag(name, value) for name, value in (
+            ("sg", sg), ("hs", hs), ("cbow_mean", cbow_mean), ("null_word", null_word), ("sorted_vocab", sorted_vocab)))
         if loss is None:
             if hs == 1 and negative:
                 logger.warning("Both hierarchical softmax and negative sampling are activated. This is probably a "
@@ -193,21 +201,22 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         self.min_count = min_count
         self.max_vocab_size = max_vocab_size
         self.sample = sample
-        self.sg = int(sg)
-        self.hs = int(hs)
+        self.sg = sg
+        self.hs = hs
         self.ns_exponent = ns_exponent
-        self.cbow_mean = int(cbow_mean)
+        self.cbow_mean = cbow_mean
         self.max_final_vocab = max_final_vocab
         self.max_sentence_length = max_sentence_length
         self.hashfxn = hashfxn
-        self.null_word = int(null_word)
+        self.null_word = null_word
         self.trim_rule = trim_rule
-        self.sorted_vocab = int(sorted_vocab)
+        self.sorted_vocab = sorted_vocab
         self.batch_words = batch_words
-        self.compute_loss = bool(compute_loss)
+        self.compute_loss = bool(check_flag("compute_loss", compute_loss))
         self.comment = comment
-        self.shrink_windows = bool(shrink_windows)
-        self.shared_negatives = bool(self.sg) if shared_negatives is None else bool(shared_negatives)
+        self.shrink_windows = bool(check_flag("shrink_windows", shrink_windows))
+        self.shared_negatives = bool(self.sg if shared_negatives is None else check_flag("shared_negatives",
+                                                                                          shared_negatives))
         self.chunk_tokens = chunk_tokens
         self.hot_rows = hot_rows
         self.client, self.syncs_per_epoch, self.reconcile = client, syncs_per_epoch, reconcile
@@ -223,11 +232,12 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         self.raw_vocab = None
         self._scanned = None          # the corpus scan_vocab counted, until prepare_vocab takes it
         self.effective_min_count = None
-        self.min_alpha_yet_reached = float(alpha) if isinstance(alpha, (int, float)) else None
+        self.min_alpha_yet_reached = None
         super().__init__(vector_size=vector_size, loss=loss, sampler=sampler, negative=negative, alpha=alpha,
                          min_alpha=min_alpha, epochs=epochs, workers=workers, seed=seed, loss_params=loss_params,
                          sampler_params=sampler_params, callbacks=callbacks, checkpoint_dir=checkpoint_dir,
                          checkpoint_every=checkpoint_every, progress=progress)
+        self.min_alpha_yet_reached = float(self.alpha)
         if sentences is not None or corpus_file is not None:
             self.build_vocab(sentences, corpus_file=corpus_file, trim_rule=trim_rule)
             self.train(callbacks=self.callbacks)
@@ -235,27 +245,29 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
     def check_params(self):
         """Raise ValueError naming the first invalid parameter."""
         super().check_params()
-        for name in ("window", "max_sentence_length", "batch_words"):
+        check_param("window", self.window, *int_in(1, MAX_WINDOW))
+        for name in ("max_sentence_length", "batch_words"):
             check_param(name, getattr(self, name), *POSITIVE_INT)
         check_param("hot_rows", self.hot_rows, *NON_NEGATIVE_INT)
-        check_param("min_count", self.min_count, *NON_NEGATIVE_INT)
+        check_param("min_count", self.min_count, *COUNT)
         check_batch_size(self.batch_size, self.loss)
         if self.batch_size is not None and not self.sg:
             raise ValueError("batch_size needs skip-gram (sg=1): the batched full softmax has no CBOW path")
         check_param("sample", self.sample, *NON_NEGATIVE_REAL)
-        check_param("ns_exponent", self.ns_exponent, lambda v: np.isfinite(v), "a finite number")
+        check_param("ns_exponent", self.ns_exponent, *FINITE_REAL)
         for name in ("max_vocab_size", "max_final_vocab"):
             if getattr(self, name) is not None:
-                check_param(name, getattr(self, name), *POSITIVE_INT)
+                check_param(name, getattr(self, name), *int_in(1, INT64_MAX))
+        if self.comment is not None and not isinstance(self.comment, str):
+            raise ValueError("comment must be a string or None, got %r" % (self.comment,))
+        if not callable(self.hashfxn):
+            raise ValueError("hashfxn must be callable, got %r" % (self.hashfxn,))
         check_cluster_params(self)
         if self.trim_rule is not None and not callable(self.trim_rule):
             raise ValueError("trim_rule must be callable as trim_rule(word, count, min_count), got %r"
                              % (self.trim_rule,))
-        for name, values, what in (("sg", (0, 1), "0 (CBOW) or 1 (skip-gram)"), ("cbow_mean", (0, 1), "0 or 1"),
-                                   ("hs", (0, 1), "0 or 1"), ("null_word", (0, 1), "0 or 1"),
-                                   ("sorted_vocab", (0, 1), "0 or 1")):
-            if getattr(self, name) not in values:
-                raise ValueError("%s must be %s, got %r" % (name, what, getattr(self, name)))
+        for name in ("sg", "cbow_mean", "hs", "null_word", "sorted_vocab"):
+            check_flag(name, getattr(self, name))
 
     # ------------------------------------------------------------------ gensim's table names
     def _output_part(self, name, held, first):
@@ -585,13 +597,20 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
     def _read_again(self, corpus_iterable, corpus_file):
         """Read the vocabulary corpus of a resumed run as build_vocab did; the same vocabulary must come out
         (the tables are the checkpoint's: a resuming model keeps them)."""
-        saved = self.vocab
+        saved, where = self.vocab, self._resuming["path"]
         self.build_vocab(corpus_iterable, corpus_file)
         vocab = self.vocab
         if vocab.index_to_key != saved.index_to_key or not np.array_equal(vocab.counts, saved.counts):
-            raise CheckpointError("the corpus %s is not the checkpoint's: its vocabulary has %d words (%d corpus "
-                                  "words), the checkpoint's %d (%d)" % (self.corpus, len(vocab), vocab.raw_words,
-                                                                      len(saved), saved.raw_words))
+            differ = next((i for i, (a, b, x, y) in enumerate(zip(vocab.index_to_key, saved.index_to_key,
+                                                                    vocab.counts, saved.counts))
+                           if a != b or x != y), min(len(vocab), len(saved)))
+            ours = "%r (count %d)" % (vocab.index_to_key[differ], vocab.counts[differ]) if differ < len(vocab) \
+                else "nothing"
+            theirs = "%r (count %d)" % (saved.index_to_key[differ], saved.counts[differ]) if differ < len(saved) \
+                else "nothing"
+            raise CheckpointError("%s: the corpus %s is not the checkpoint's: word %d of its vocabulary is %s, the "
+                                  "checkpoint's %s (%d and %d words)" % (where, self.corpus, differ, ours, theirs,
+                                                                        len(vocab), len(saved)))
 
     def _encode_into(self, cache, corpus):
         """Encode ``corpus`` into ``cache`` chunk by chunk as the first epoch trains on them; a corpus that
@@ -608,11 +627,14 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         """Load an embkit model file, or a full gensim ``Word2Vec`` model saved by gensim (4.x, and older
         versions as far as gensim 4 reads them), which then trains on in embkit.
 
-        gensim files are pickles, which run code when loaded: load only files you trust.  A gensim file
-        holding something else (``KeyedVectors``: use ``embkit.load_vectors``), or one gensim cannot read, is
-        a :class:`~embkit.text.gensim_models.GensimFileError` naming it.
+        gensim files are pickles, which run code when loaded: as gensim's own ``load``, this reads one
+        whatever it holds, so load only files you trust; a pickle named as an embkit archive (``*.embkit``) is
+        refused (:class:`~embkit.core.pickles.PickleRefused`), as embkit's own files never run code.  A gensim
+        file holding something else (``KeyedVectors``: use ``embkit.load_vectors``), or one gensim cannot
+        read, is a :class:`~embkit.text.gensim_models.GensimFileError` naming it.
         """
         if os.path.isfile(path) and is_pickle(path):
+            check_consent(path, True, "")
             return load_gensim_model(cls, path, mmap)
         return super(Word2Vec, cls).load(path, mmap)
 

@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from embkit._kernels.rows import top_k_rows
 from embkit.core.base import EmbeddingModel
 from embkit.core.checkpoint import fingerprint
-from embkit.core.checks import POSITIVE_INT, POSITIVE_REAL, check_param
+from embkit.core.checks import COUNT, POSITIVE_INT, POSITIVE_REAL, check_flag, check_param, optional
 from embkit.core.sparse_checks import check_sparse
 from embkit.xc.features import FEATURE_WEIGHTINGS, feature_weights, weight_rows
 from embkit.xc.one_vs_all import OneVsAll
@@ -218,6 +218,7 @@ class ExtremeClassifier(EmbeddingModel):
 
     default_sampler = "uniform"
     chunk_param = "chunk_examples"
+    STATE_FIELDS = {"n_train": (optional(COUNT), False)}
 
     def __init__(self, vector_size=None, loss=None, sampler=None, negative=50, normalize=None,
                  tau=None, normalize_classes=None, one_label=False, alpha=None, min_alpha=None, epochs=None,
@@ -231,16 +232,16 @@ class ExtremeClassifier(EmbeddingModel):
                      ensemble=ensemble, normalize_classes=normalize_classes)
         defaults = chosen.defaults(loss)
         v = {k: (defaults[k] if val is None else val) for k, val in given.items()}
-        self.normalize = bool(v["normalize"])
+        self.normalize = bool(check_flag("normalize", v["normalize"]))
         self.tau = v["tau"]
-        self.normalize_classes = bool(v["normalize_classes"])
-        self.one_label = bool(one_label)
+        self.normalize_classes = bool(check_flag("normalize_classes", v["normalize_classes"]))
+        self.one_label = bool(check_flag("one_label", one_label))
         self.chunk_examples = chunk_examples
         self.batch_size = v["batch_size"]
         self.feature_weighting = v["feature_weighting"]
-        self.normalize_rows = bool(v["normalize_rows"])
+        self.normalize_rows = bool(check_flag("normalize_rows", v["normalize_rows"]))
         self.ensemble = v["ensemble"]
-        self.label_bias = bool(label_bias)
+        self.label_bias = bool(check_flag("label_bias", label_bias))
         self.label_biases = None
         self.feature_weight_vector = None
         self._optimizer = None

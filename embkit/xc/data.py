@@ -217,7 +217,7 @@ def _read_sparse_matrix(path, block_bytes):
         if not m:
             raise ValueError("%s, line 1: expected a header 'rows columns', got %r"
                              % (source, first[:80].decode("utf-8", "replace").rstrip()))
-        n_rows, n_cols = (int(g) for g in m.groups())
+        n_rows, n_cols = _header_sizes(m, source)
         if n_cols > MAX_ID + 1:
             raise ValueError("%s, line 1: the header declares %d columns, more than %d" % (source, n_cols, MAX_ID + 1))
         spec = IdSpec(0, 0, 0, n_cols, "the header (line 1)")
@@ -297,14 +297,21 @@ def _parse_header(line, header, source):
         return None
     m = _XC_HEADER.fullmatch(line)
     if m:
-        return tuple(int(g) for g in m.groups())
+        return _header_sizes(m, source)
     m = _LEML_HEADER.fullmatch(line)
     if m:
-        return (None, int(m.group(1)), int(m.group(2)))
+        return (None,) + _header_sizes(m, source)
     if header is True:
         raise ValueError("%s, line 1: expected a header 'points features labels', got %r"
                          % (source, line[:80].decode("utf-8", "replace").rstrip()))
     return None
+
+
+def _header_sizes(match, source):
+    """The sizes of a header line's match; ValueError naming the line for a size of more than 19 digits."""
+    if any(len(g.lstrip(b"0")) > 19 for g in match.groups()):
+        raise ValueError("%s, line 1: the header declares a size of more than 19 digits" % source)
+    return tuple(int(g) for g in match.groups())
 
 
 def _sizes(declared, n_features, n_labels, source):

@@ -33,7 +33,7 @@ MAX_ID = np.iinfo(np.int32).max
 _NL, _CR, _COMMA, _COLON, _DOT, _ZERO = 10, 13, 44, 58, 46, 48
 _MAX_ID_DIGITS = 10
 _MAX_MANTISSA_DIGITS = 15  # below 2**53: the mantissa and the power of ten are exact doubles
-_VALUE = re.compile(rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_VALUE = re.compile(rb"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")  # unambiguous: linear on long digit runs
 _BLANKS = re.compile(rb"[ \t]+")
 
 
@@ -280,22 +280,16 @@ def _parse_values(block, a, starts, ends):
 
 
 def _dot_offsets(a, starts, lengths):
-    """Offset of the first "." in each number (-1: none), looking at one offset at a time.
-
-    Stops as soon as every "." of the block is accounted for, so "0.25"-style values take two passes.
-    """
+    """Offset of the first "." in each number (-1: none), in one pass over the dots of the block."""
     dot_at = np.full(len(starts), -1, dtype=np.int64)
-    n_dots = int(np.count_nonzero(a == _DOT))
-    pending = np.arange(len(starts))
-    offset = 0
-    while n_dots and len(pending):
-        pending = pending[lengths[pending] > offset]
-        found = a[starts[pending] + offset] == _DOT
-        if found.any():
-            dot_at[pending[found]] = offset
-            n_dots -= int(np.count_nonzero(found))
-            pending = pending[~found]
-        offset += 1
+    dots = np.flatnonzero(a == _DOT)
+    if not len(dots) or not len(starts):
+        return dot_at
+    owner = np.searchsorted(starts, dots, side="right") - 1      # the number starting at or before each dot
+    inside = (owner >= 0) & (dots < starts[np.maximum(owner, 0)] + lengths[np.maximum(owner, 0)])
+    dots, owner = dots[inside], owner[inside]
+    numbers, first = np.unique(owner, return_index=True)         # dots ascend: the first of each number
+    dot_at[numbers] = dots[first] - starts[numbers]
     return dot_at
 
 
@@ -363,9 +357,11 @@ def parse_line(line, spec):
     tokens = _BLANKS.split(line.strip(b" \t")) if line.strip(b" \t") else []
     label_field = b""
     if tokens and line[:1] not in (b" ", b"\t") and b":" not in tokens[0]:
-        label_field = tokens.pop(0)
-        while label_field.endswith(b",") and tokens and b":" not in tokens[0]:
-            label_field += tokens.pop(0)  # "1, 2": blanks after a comma
+        parts, taken = [tokens[0]], 1
+        while parts[-1].endswith(b",") and taken < len(tokens) and b":" not in tokens[taken]:
+            parts.append(tokens[taken])  # "1, 2": blanks after a comma
+            taken += 1
+        label_field, tokens = b"".join(parts), tokens[taken:]
     point_labels = []
     if label_field:
         for part in label_field.split(b","):
@@ -399,6 +395,8 @@ def _parse_id(text, what, base, limit, limit_origin):
         raise _LineError("negative %s id %s" % (what, _show(text)))
     if not (text.isdigit() and text.isascii()):
         raise _LineError("%s id %r is not a non-negative integer" % (what, _show(text)))
+    if len(text.lstrip(b"0")) > _MAX_ID_DIGITS:
+        raise _LineError("%s id %s is too large (at most %d)" % (what, _show(text), MAX_ID))
     written = int(text)
     if written > MAX_ID:
         raise _LineError("%s id %d is too large (at most %d)" % (what, written, MAX_ID))
@@ -420,5 +418,7 @@ def _first_repeat(ids):
     return None
 
 
-def _show(token):
-    return token.decode("utf-8", "replace")
+def _show(token, limit=60):
+    """A token for a message: decoded, and cut to ``limit`` characters (a token can be megabytes long)."""
+    text = token[:limit * 4].decode("utf-8", "replace")
+    return text if len(token) <= limit else "%s... (%d bytes)" % (text[:limit], len(token))

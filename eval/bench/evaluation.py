@@ -4,8 +4,8 @@ Both run on the same vectors over all 19,544 Google analogy questions with the
 same restrict_vocab; the script checks that the per-section counts are equal
 and prints both times and their ratio (stdout only; nothing is written).
 
-Vectors come from ``--vectors`` (a gensim ``KeyedVectors.save`` file, or a
-word2vec text/binary file) or are trained with gensim Word2Vec on ``--corpus``
+Vectors come from ``--vectors`` (a word2vec text/binary file, or a gensim
+``KeyedVectors.save`` file with ``--allow-pickle``) or are trained with gensim Word2Vec on ``--corpus``
 (default: ``corpora/gcide.txt.gz`` under ``$EMBKIT_SHARED_DATA``, itself
 defaulting to ``../shared/data`` relative to the repository root).
 
@@ -13,7 +13,7 @@ Usage::
 
     python -m eval.bench.evaluation                      # train on GCIDE, then compare
     python -m eval.bench.evaluation --epochs 1 --save gcide.kv
-    python -m eval.bench.evaluation --vectors gcide.kv --repeat 3
+    python -m eval.bench.evaluation --vectors gcide.kv --allow-pickle --repeat 3
 """
 
 import argparse
@@ -23,7 +23,7 @@ import os
 import sys
 import time
 
-from gensim.models import KeyedVectors, Word2Vec
+from gensim.models import Word2Vec
 
 from embkit.evaluation import evaluate_analogies, resolve_path
 from eval.bench.word2vec import default_corpus
@@ -46,9 +46,8 @@ class LineCorpus:
 
 def load_or_train(args):
     if args.vectors:
-        if args.vectors.endswith(('.bin', '.txt', '.vec')):
-            return KeyedVectors.load_word2vec_format(args.vectors, binary=args.vectors.endswith('.bin'))
-        return KeyedVectors.load(args.vectors)
+        from embkit import load_vectors
+        return load_vectors(args.vectors, allow_pickle=args.allow_pickle)
     if not os.path.isfile(args.corpus):
         sys.exit('corpus not found: %s (set EMBKIT_SHARED_DATA or pass --corpus/--vectors)' % args.corpus)
     t0 = time.perf_counter()
@@ -63,7 +62,10 @@ def load_or_train(args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--vectors', help='pre-trained vectors (gensim .kv, or word2vec .bin/.txt/.vec)')
+    parser.add_argument('--vectors', help='pre-trained vectors (word2vec .bin/.txt/.vec, or a gensim .kv pickle with '
+                                          '--allow-pickle)')
+    parser.add_argument('--allow-pickle', action='store_true',
+                        help='read a gensim .kv file (a pickle: it runs any code it holds; only files you trust)')
     parser.add_argument('--corpus', default=default_corpus(), help='training corpus (gzip text)')
     parser.add_argument('--dim', type=int, default=100)
     parser.add_argument('--min-count', type=int, default=5)
