@@ -118,10 +118,22 @@ def _read_archive(zf, path, arrays):
     if not arrays:
         return config, words, {}
     headers = {name: safe_zip.read_npy_header(zf, name + ".npy", path) for name in listed}
-    check_shapes(path, config, words, headers, named_rows=bool(words) or _names_rows(config.get("model")))
+    check_shapes(path, config, words, headers, named_rows=bool(words) or _names_rows(config.get("model")),
+                 table_shaped=_table_shaped(config.get("model")))
     tables = {name: safe_zip.read_npy(zf, header, path) for name, header in headers.items()}
     _check_tables(path, config, words, tables)
     return config, words, tables
+
+
+def _table_shaped(kind):
+    """The arrays whose shape follows from the tables' in models of ``kind`` (``TABLE_SHAPED_ARRAYS``: name ->
+    ``f(rows of W_in, rows of W_out)`` giving the shape), or ``{}``."""
+    if not isinstance(kind, str):
+        return {}
+    try:
+        return getattr(model_class(kind), "TABLE_SHAPED_ARRAYS", {})
+    except ValueError:
+        return {}
 
 
 def _names_rows(kind):
@@ -135,7 +147,7 @@ def _names_rows(kind):
         return False
 
 
-def check_shapes(path, config, words, headers, named_rows=True):
+def check_shapes(path, config, words, headers, named_rows=True, table_shaped=None):
     """Check the shapes the arrays declare against the vocabulary, the parameters and each other, before any
     array is inflated: ValueError naming ``path``.
 
@@ -143,7 +155,8 @@ def check_shapes(path, config, words, headers, named_rows=True):
     per word and ``counts`` a count per word (with ``named_rows``: the model names its input rows), ``W_out`` at most the rows a loss
     trains for the classes counted (two per class: a stacked table); an array saved beside a table
     (``tracker.W_in``, ...) has that table's shape; all other arrays together hold at most
-    :data:`EXTRA_BYTES_PER_TABLE_BYTE` times the tables' bytes (plus 1 MiB).
+    :data:`EXTRA_BYTES_PER_TABLE_BYTE` times the tables' bytes (plus 1 MiB), but for those of ``table_shaped``
+    (name -> ``f(rows of W_in, rows of W_out)``), which must have exactly the shape ``f`` gives.
     """
     for name in ("W_in", "W_out"):
         header = headers.get(name)
@@ -182,6 +195,11 @@ def check_shapes(path, config, words, headers, named_rows=True):
             if header.shape != tables[copied].shape:
                 raise ValueError("%r: %s has shape %s but %s %s" % (path, name, header.shape, copied,
                                                                     tables[copied].shape))
+            continue
+        if name in (table_shaped or {}) and W_in is not None and W_out is not None:
+            shape = tuple(table_shaped[name](W_in.shape[0], W_out.shape[0]))
+            if header.shape != shape:
+                raise ValueError("%r: %s has shape %s, not %s" % (path, name, header.shape, shape))
             continue
         extra += header.nbytes
     limit = EXTRA_BYTES_PER_TABLE_BYTE * sum(h.nbytes for h in tables.values()) + (1 << 20)
