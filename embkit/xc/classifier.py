@@ -437,7 +437,7 @@ class ExtremeClassifier(EmbeddingModel):
             head = HEADS[name]
             scores.append(head.scores(head.fit(A, Y[fitted], self.head_params, self.workers), B, self.head_params,
                                       self.workers))
-        weights, value = choose_weights(scores, Y[valid], n_threads=self.workers)
+        weights, value = choose_weights(scores, Y[valid])
         logger.info("blend weights (model, %s) %s: mean P@1/3/5 %.4f on %d held-out rows", ", ".join(usable),
                     weights, value, n_valid)
         kept = [name for name, w in zip(usable, weights[1:]) if w > 0]

@@ -55,6 +55,10 @@ METHODS = {
 #: ``ExtremeClassifier()`` (one-vs-all, its defaults) and the variants with one option changed
 VARIANTS = {
     "ova": {},
+    "ova_no_heads": dict(heads=()),
+    "ova_least_squares": dict(heads=("least_squares",)),
+    "ova_neighbours": dict(heads=("neighbours",)),
+    "ova_centroids": dict(heads=("centroids",)),
     "ova_no_tfidf": dict(feature_weighting="none"),
     "ova_no_row_norm": dict(normalize_rows=False),
     "ova_raw_features": dict(feature_weighting="none", normalize_rows=False),
@@ -107,9 +111,12 @@ def _omikuji(setting):
     return run
 
 
-def _pecos(train, test, args, propensity):
-    from eval.peers.xc import run_pecos
-    return run_pecos(train, test, threads=args.workers, python=args.pecos_python, propensity=propensity)
+def _pecos(normalize):
+    def run(train, test, args, propensity):
+        from eval.peers.xc import run_pecos
+        return run_pecos(train, test, threads=args.workers, python=args.pecos_python, normalize=normalize,
+                         propensity=propensity)
+    return run
 
 
 def _fasttext(loss):
@@ -125,18 +132,22 @@ PEER_RUNNERS = {
     "ovr": ("napkinXC OVR", _napkinxc("OVR")),
     "parabel": ("omikuji Parabel", _omikuji("parabel")),
     "bonsai": ("omikuji Bonsai", _omikuji("bonsai")),
-    "pecos": ("PECOS XR-Linear", _pecos),
+    "pecos": ("PECOS XR-Linear", _pecos(False)),
+    "pecos_unit": ("PECOS XR-Linear (unit rows)", _pecos(True)),
     "fasttext_ova": ("fastText ova", _fasttext("ova")),
     "fasttext_softmax": ("fastText softmax", _fasttext("softmax")),
 }
 PEERS = tuple(PEER_RUNNERS)
-DEFAULT_PEERS = ["plt", "ovr", "parabel", "bonsai", "pecos"]
+DEFAULT_PEERS = ["plt", "ovr", "parabel", "bonsai", "pecos", "pecos_unit"]
 
 
 def run_sets(args):
     rows = []
     for name in args.sets:
         train, test = load_set(name, args.seed)
+        if args.valid:
+            train, test = validation_split(train, args.valid)
+            name += " (validation)"
         propensity = set_propensity(name)
         print("%s: %r / %r" % (name, train, test), flush=True)
         print("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS), flush=True)
@@ -182,8 +193,20 @@ def load_set(name, seed=1):
     return load_xc_dataset(name, shared_data("extreme-classification"))
 
 
+def validation_split(train, fraction, seed=0):
+    """``(fit, held out)``: the training rows split at random, ``fraction`` of them held out (the test file is
+    not read)."""
+    from embkit.xc.data import XCData
+    order = np.random.default_rng(seed).permutation(train.n_points)
+    n_valid = int(round(fraction * train.n_points))
+    parts = [np.sort(order[n_valid:]), np.sort(order[:n_valid])]
+    return tuple(XCData(train.X[rows], train.Y[rows], source="%s (%s rows)" % (train.source, what))
+                 for rows, what in zip(parts, ("fit", "held-out")))
+
+
 def set_propensity(name):
     """``(A, B)`` of the propensity model of a repository set, or None for a synthetic one (no PSP@k)."""
+    name = name.replace(" (validation)", "")
     if name == "eurlex-synthetic" or name in SYNTHETIC_SETS:
         return None
     from embkit.xc.datasets import xc_dataset_info
@@ -324,6 +347,8 @@ def main(argv=None):
     s.add_argument("--seeds", type=int, nargs="+", default=None, help="train every embkit method with each seed")
     s.add_argument("--no-peers", dest="peers", action="store_const", const=[], help="same as --peers with no name")
     s.add_argument("--ft-epochs", type=int, default=50)
+    s.add_argument("--valid", type=float, default=None, metavar="FRACTION",
+                   help="train on the other training rows and score this fraction of them instead of the test file")
     u = sub.choices["tune"]
     u.add_argument("--sets", nargs="+", default=["bibtex", "delicious"])
     u.add_argument("--valid", type=float, default=0.2, help="fraction of the training rows held out")
