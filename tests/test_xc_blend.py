@@ -119,3 +119,21 @@ def test_too_few_rows_for_a_split_train_without_a_blend(planted):
     train, _ = planted
     model = ExtremeClassifier(epochs=1, workers=1, progress=False).fit(train.X[:30], train.Y[:30])
     assert model.blend_heads == () and model.blend_weights is None
+
+
+def test_the_command_line_chooses_the_heads(tmp_path, planted):
+    import io
+
+    from embkit import cli
+    from embkit.xc.data import write_xc
+    train, test = planted
+    paths = [str(tmp_path / name) for name in ("train.txt", "test.txt")]
+    for path, data in zip(paths, planted):
+        write_xc(path, data)
+    for given, want in ((["--heads", "least_squares"], ("least_squares",)), (["--heads"], ()), ([], None)):
+        out = str(tmp_path / ("m%d.ekm" % len(given)))
+        assert cli.main(["xc", "-q", "--train", paths[0], "--test", paths[1], "--epochs", "1", "-o", out] + given,
+                        out=io.StringIO()) == 0
+        model = ExtremeClassifier.load(out)
+        assert model.heads == (want if want is not None else ("centroids", "least_squares", "neighbours"))
+        assert set(model.blend_heads) <= set(model.heads)

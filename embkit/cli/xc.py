@@ -22,6 +22,7 @@ from embkit.cli.common import (PROG, UsageError, check_output, checkpoint_option
                                key_values, objective_options, output_options, record_command, resumed_args,
                                sampler_params, train_logging, train_options)
 from embkit.xc.classifier import SOLVERS, ExtremeClassifier
+from embkit.xc.heads import HEADS
 
 
 def add_parser(subparsers, common):
@@ -62,6 +63,10 @@ def add_parser(subparsers, common):
     t.add_argument("--ensemble", type=int, default=None, help="one_vs_all: independent members (default 2)")
     t.add_argument("--no-label-bias", dest="label_bias", action="store_false",
                    help="one_vs_all: no learned bias per label")
+    t.add_argument("--heads", nargs="*", default=None, metavar="HEAD", choices=tuple(HEADS),
+                   help="closed-form label scorers blended with the model's scores, weights chosen on a held-out "
+                        "fifth of the training rows (%s; default: all for one_vs_all, none for sampled; the "
+                        "option alone: none)" % ", ".join(HEADS))
     t.add_argument("--one-label", action="store_true", help="sampled: one positive label per example visit")
     t.add_argument("--batch-size", type=int, default=None,
                    help="examples per step of one_vs_all (default 256), or sampled full_softmax in BLAS "
@@ -158,7 +163,7 @@ def cmd_xc(args, out):
                                   alpha=args.alpha, epochs=args.epochs, workers=args.workers, seed=args.seed,
                                   sampler_params=sampler_params(args), batch_size=args.batch_size,
                                   feature_weighting=args.feature_weighting, normalize_rows=args.normalize_rows,
-                                  ensemble=args.ensemble, label_bias=args.label_bias,
+                                  ensemble=args.ensemble, label_bias=args.label_bias, heads=args.heads,
                                   loss_params=key_values(args.loss_param, "--loss-param"), progress=not args.quiet,
                                   checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every)
     train, test = _load_xc(args)

@@ -1,9 +1,12 @@
-"""Extreme classification: P@k on Bibtex/Delicious against napkinXC and fastText, tuning, scaling on synthetic data.
+"""Extreme classification: P@k against napkinXC, omikuji, PECOS and fastText, tuning, scaling on synthetic data.
 
-``sets``: every method trains an ExtremeClassifier on the train file and is scored on the test file (P@1/3/5,
-nDCG@5, PSP@5; training time and prediction time of the whole test set), with the peers (napkinXC PLT and OVR
-with their defaults, optionally fastText one-vs-all and softmax) trained and scored on the same data with the
-same threads in the same run.  ``ova`` is ``ExtremeClassifier()`` with its defaults (one-vs-all), ``ova_*`` the
+``sets``: every method trains an ExtremeClassifier on the train file and is scored on the test file (P@k,
+nDCG@k and, for the repository's sets, PSP@k at 1/3/5; training time and prediction time of the whole test
+set), with the peers trained and scored on the same matrices with the same threads in the same run:
+napkinXC PLT and OVR, omikuji with Parabel's and Bonsai's settings, PECOS XR-Linear as given and with unit
+rows (``--pecos-python``: an interpreter whose environment has libpecos), optionally fastText one-vs-all and
+softmax.  A peer that cannot run (not installed, fails) is a row saying why.  ``--valid F`` trains on the
+training rows less a fraction ``F`` and scores those held out instead of the test file.  ``ova`` is ``ExtremeClassifier()`` with its defaults (one-vs-all), ``ova_*`` the
 same with one option changed (:data:`VARIANTS`: the measured effect of every option); the other methods are
 the registry losses and samplers (dim 128, normalised hidden and class vectors, tau 0.1, unless
 ``--tau``/``--plain``).  ``--sets eurlex-synthetic`` is a synthetic stand-in with EURLex-4K's sizes.
@@ -20,7 +23,8 @@ baseline here); its per-example kernel is also timed on a sample of examples.
 
 Usage::
 
-    python -m eval.bench.xc sets [--sets bibtex delicious] [--methods ova ...] [--peers plt ovr]
+    python -m eval.bench.xc sets [--sets bibtex delicious] [--methods ova ...] [--peers plt ovr parabel ...]
+    python -m eval.bench.xc sets --sets bibtex --methods ova ova_no_heads --valid 0.2   # the blend on validation
     python -m eval.bench.xc sets --methods ova ova_no_tfidf ova_no_row_norm ova_no_bias ova_single --peers
     python -m eval.bench.xc tune [--sets bibtex delicious] [--epochs-grid 4 6 8 10] [--seeds 1 2 3]
     python -m eval.bench.xc sets --sets delicious --plain --alpha 0.005 --negative 100 --epochs 10 \
