@@ -137,3 +137,17 @@ def test_the_command_line_chooses_the_heads(tmp_path, planted):
         model = ExtremeClassifier.load(out)
         assert model.heads == (want if want is not None else ("centroids", "least_squares", "neighbours"))
         assert set(model.blend_heads) <= set(model.heads)
+
+
+def test_head_arrays_are_bounded_by_the_saved_sizes(tmp_path, planted):
+    train, _ = planted
+    model = ExtremeClassifier(vector_size=8, ensemble=1, epochs=1, workers=1, heads=("neighbours",),
+                              progress=False).fit(train)
+    assert model.blend_heads == ("neighbours",)
+    path = str(tmp_path / "small-tables.ekm")
+    model.save(path)            # the training rows the head keeps are many times the tables' bytes
+    assert ExtremeClassifier.load(path).blend_heads == ("neighbours",)
+    model.n_train = 2           # the saved state now declares fewer training rows than the head holds
+    model.save(path)
+    with pytest.raises(ValueError, match=r"head_neighbour_\w+ has \d+ elements, more than"):
+        persist.load(path)

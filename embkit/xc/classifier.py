@@ -106,6 +106,30 @@ def _head_names(heads):
     return names
 
 
+def _saved_rows(state):
+    n = state.get("n_train")
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else 0
+
+
+def _head_array_bounds():
+    """:attr:`ExtremeClassifier.BOUNDED_ARRAYS`: the most elements each saved array of a sparse head holds
+    (``n_in`` features, ``n_out`` labels, ``n_train`` training rows in the saved state)."""
+    bounds = {}
+    for name, rows, cols in (("centroids", lambda n_in, n_out, n: n_in, lambda n_in, n_out, n: n_out),
+                             ("neighbour_rows_t", lambda n_in, n_out, n: n_in, lambda n_in, n_out, n: n),
+                             ("neighbour_labels", lambda n_in, n_out, n: n, lambda n_in, n_out, n: n_out)):
+        def entries(n_in, n_out, state, rows=rows, cols=cols):
+            n = _saved_rows(state)
+            return rows(n_in, n_out, n) * cols(n_in, n_out, n)
+
+        def pointers(n_in, n_out, state, rows=rows):
+            return rows(n_in, n_out, _saved_rows(state)) + 1
+
+        bounds.update({"head_%s_data" % name: entries, "head_%s_indices" % name: entries,
+                       "head_%s_indptr" % name: pointers, "head_%s_shape" % name: lambda n_in, n_out, state: 2})
+    return bounds
+
+
 def _blas_threads(limit):
     """A context limiting the BLAS library's threads to ``limit`` (None: unchanged)."""
     if limit is None:
@@ -259,6 +283,8 @@ class ExtremeClassifier(EmbeddingModel):
                     "blend_weights": (optional(list_of(FINITE_REAL)), False)}
     #: arrays saved beside the tables whose shape follows from the tables' (rows of W_in, rows of W_out)
     TABLE_SHAPED_ARRAYS = {"head_least_squares_weights": lambda n_in, n_out: (n_in + 1, n_out)}
+    #: the heads' sparse arrays: name -> most elements for the tables' rows and the saved ``n_train``
+    BOUNDED_ARRAYS = _head_array_bounds()
 
     def __init__(self, vector_size=None, loss=None, sampler=None, negative=50, normalize=None,
                  tau=None, normalize_classes=None, one_label=False, alpha=None, min_alpha=None, epochs=None,
