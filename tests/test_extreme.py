@@ -205,8 +205,9 @@ def test_bad_inputs(planted):
     with pytest.raises(ValueError, match="no training row"):
         ExtremeClassifier(negative=5, progress=False).fit(X, sp.csr_matrix(Y.shape))
     model = ExtremeClassifier(vector_size=8, epochs=1, negative=5, progress=False).fit(X, Y)
-    with pytest.raises(ValueError, match="features"):
-        model.predict(X[:, :10])
+    wider = sp.hstack([X, sp.csr_matrix(([1.0], ([3], [2])), shape=(X.shape[0], 5))], format="csr")
+    with pytest.raises(ValueError, match="row 3 has feature id %d" % (X.shape[1] + 2)):
+        model.predict(wider)
     with pytest.raises(ValueError, match="labels"):
         model.evaluate(X, Y[:, :5])
     with pytest.raises(RuntimeError, match="fit"):

@@ -90,7 +90,7 @@ def test_tfidf_weights_and_row_normalisation():
 
 def test_prediction_weights_rows_as_training_did(planted):
     train, test = planted
-    model = ExtremeClassifier(ensemble=1, vector_size=16, epochs=2, workers=1, progress=False).fit(train)
+    model = ExtremeClassifier(ensemble=1, vector_size=16, epochs=2, workers=1, heads=(), progress=False).fit(train)
     np.testing.assert_allclose(model.feature_weight_vector, feature_weights(sp.csr_matrix(train.X), "tfidf"))
     Xw = weight_rows(sp.csr_matrix(test.X, dtype=np.float32), model.feature_weight_vector, True)
     S = np.asarray(Xw @ model.feature_vectors) @ model.label_vectors.T + model.label_biases[0]
@@ -100,7 +100,7 @@ def test_prediction_weights_rows_as_training_did(planted):
 
 def test_ensemble_scores_are_the_mean_member_probability(planted):
     train, test = planted
-    model = ExtremeClassifier(ensemble=2, vector_size=16, epochs=2, workers=2, progress=False).fit(train)
+    model = ExtremeClassifier(ensemble=2, vector_size=16, epochs=2, workers=2, heads=(), progress=False).fit(train)
     Xw = weight_rows(sp.csr_matrix(test.X, dtype=np.float32), model.feature_weight_vector, True)
     H = np.asarray(Xw @ model.feature_vectors)
     probs = [1 / (1 + np.exp(-(H[:, c] @ model.label_vectors[:, c].T + model.label_biases[m])))

@@ -281,3 +281,32 @@ def top_k_rows(const float[:, ::1] scores not None, int k, int n_threads=1):
     for r in prange(n, nogil=True, schedule="static", num_threads=max(1, n_threads)):
         top_of_row(&scores[r, 0] if m > 0 else NULL, m, k, &iv[r, 0], &vv[r, 0])
     return ids, vals
+
+
+def top_k_sparse_rows(const int64_t[::1] indptr not None, const int32_t[::1] indices not None,
+                      const float[::1] data not None, int k, int n_threads=1):
+    """The ``k`` largest stored values of every row of a CSR matrix and their column ids, best first, over
+    ``n_threads`` threads.
+
+    Only stored entries compete (a row's missing entries are not zeros here); rows with fewer than ``k``
+    stored entries are padded with id -1.  Ties: the entry stored first wins.
+    """
+    if k < 1:
+        raise ValueError("k must be >= 1, got %d" % k)
+    cdef Py_ssize_t n = indptr.shape[0] - 1, r, j
+    if n < 0 or (n > 0 and (indptr[n] > data.shape[0] or indptr[n] > indices.shape[0])):
+        raise ValueError("indptr does not fit the stored entries")
+    ids = np.empty((max(n, 0), k), dtype=np.int64)
+    vals = np.empty((max(n, 0), k), dtype=np.float32)
+    cdef int64_t[:, ::1] iv = ids
+    cdef float[:, ::1] vv = vals
+    cdef int b
+    if n <= 0:
+        return ids, vals
+    for r in prange(n, nogil=True, schedule="dynamic", num_threads=max(1, n_threads)):
+        top_of_row(&data[indptr[r]] if indptr[r + 1] > indptr[r] else NULL, indptr[r + 1] - indptr[r], k,
+                   &iv[r, 0], &vv[r, 0])
+        for b in range(k):
+            if iv[r, b] >= 0:
+                iv[r, b] = indices[indptr[r] + iv[r, b]]
+    return ids, vals

@@ -8,13 +8,21 @@ Examples
     embkit xc --data bibtex --root path/to/xc-sets --solver sampled --sampler kernel
     embkit xc --data bibtex --root path/to/xc-sets --loss sampled_softmax --sampler kernel    # the same
     embkit xc --train train.txt --test test.txt --loss sampled_softmax --sampler lsh --param query=embedding
+    embkit xc --data bibtex --root path/to/xc-sets --output model.ekm
+    embkit xc predict --model model.ekm --input tst_X_Xf.txt --k 5 --output top5.txt
+
+``embkit xc predict`` writes one line per input row: its ``k`` best labels with their scores, best first,
+as ``label:score`` pairs separated by blanks (fewer pairs where the model scores fewer labels).
 """
 import json
+import os
+import sys
 
-from embkit.cli.common import (UsageError, check_output, checkpoint_options, finished_run, help_formatter,
+from embkit.cli.common import (PROG, UsageError, check_output, checkpoint_options, finished_run, help_formatter,
                                key_values, objective_options, output_options, record_command, resumed_args,
                                sampler_params, train_logging, train_options)
 from embkit.xc.classifier import SOLVERS, ExtremeClassifier
+from embkit.xc.heads import HEADS
 
 
 def add_parser(subparsers, common):
@@ -55,6 +63,10 @@ def add_parser(subparsers, common):
     t.add_argument("--ensemble", type=int, default=None, help="one_vs_all: independent members (default 2)")
     t.add_argument("--no-label-bias", dest="label_bias", action="store_false",
                    help="one_vs_all: no learned bias per label")
+    t.add_argument("--heads", nargs="*", default=None, metavar="HEAD", choices=tuple(HEADS),
+                   help="closed-form label scorers blended with the model's scores, weights chosen on a held-out "
+                        "fifth of the training rows (%s; default: all for one_vs_all, none for sampled; the "
+                        "option alone: none)" % ", ".join(HEADS))
     t.add_argument("--one-label", action="store_true", help="sampled: one positive label per example visit")
     t.add_argument("--batch-size", type=int, default=None,
                    help="examples per step of one_vs_all (default 256), or sampled full_softmax in BLAS "
@@ -63,7 +75,63 @@ def add_parser(subparsers, common):
     output_options(p)
     checkpoint_options(p)
     p.set_defaults(func=cmd_xc)
+    actions = p.add_subparsers(dest="xc_action", metavar="ACTION")
+    q = actions.add_parser("predict", parents=[common], formatter_class=help_formatter(),
+                           help="top-k labels of the rows of a feature file, with a saved model",
+                           description="Predict the k best labels of every row of a file in either XC layout (the "
+                                       "repository's format, labels ignored, or a features matrix 'rows "
+                                       "columns' of the newer layout) with a model saved by 'embkit xc "
+                                       "--output'; writes one line per row of label:score pairs, best first.")
+    q.add_argument("--model", metavar="FILE", required=True, help="a model saved by 'embkit xc --output'")
+    q.add_argument("--input", metavar="FILE", required=True, help="the rows to predict")
+    q.add_argument("-o", "--output", metavar="FILE", required=True, help="where the top-k lines go")
+    q.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    q.add_argument("--k", type=int, default=5, help="labels per row (more than the model's labels: all of them)")
+    q.add_argument("--allow-unknown-features", action="store_true",
+                   help="drop feature ids beyond the model's features (default: an error naming the line)")
+    q.add_argument("--workers", type=int, default=None, help="threads (default: the model's)")
+    q.set_defaults(func=cmd_predict)
     return p
+
+
+def cmd_predict(args, out):
+    """``embkit xc predict``: a saved model's top-k labels of every row of a file, written to a file."""
+    import warnings
+
+    from embkit.xc.data import read_features
+    check_output(args)
+    if args.k < 1:
+        raise UsageError("--k must be >= 1, got %d" % args.k)
+    model = ExtremeClassifier.load(args.model)
+    X, first_line = read_features(args.input)
+    width = model.feature_vectors.shape[0]
+    if X.shape[1] > width and not args.allow_unknown_features:
+        beyond = X.indices >= width
+        if beyond.any():
+            entry = int(beyond.argmax())
+            row = int((X.indptr <= entry).sum() - 1)
+            raise ValueError("%s, line %d: feature id %d is beyond the model's %d features (ids 0..%d); pass "
+                             "--allow-unknown-features to drop such features"
+                             % (args.input, first_line + row, int(X.indices[entry]), width, width - 1))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ids, scores = model.predict(X, k=args.k, workers=args.workers,
+                                    unknown_features="ignore" if args.allow_unknown_features else "error")
+    for w in caught:
+        print("%s: warning: %s: %s" % (PROG, args.input, w.message), file=sys.stderr)
+    _write_top_k(args.output, ids, scores)
+    print("%d rows of %s: top %d of %d labels written to %s" % (len(ids), args.input, ids.shape[1],
+                                                                model.label_vectors.shape[0], args.output), file=out)
+    return 0
+
+
+def _write_top_k(path, ids, scores):
+    """One line per row of ``label:score`` pairs (ids -1 left out), written atomically."""
+    tmp = path + ".part"
+    with open(tmp, "w") as fh:
+        for row_ids, row_scores in zip(ids.tolist(), scores.tolist()):
+            fh.write(" ".join("%d:%.6g" % (i, s) for i, s in zip(row_ids, row_scores) if i >= 0) + "\n")
+    os.replace(tmp, path)
 
 
 def _load_xc(args):
@@ -95,7 +163,7 @@ def cmd_xc(args, out):
                                   alpha=args.alpha, epochs=args.epochs, workers=args.workers, seed=args.seed,
                                   sampler_params=sampler_params(args), batch_size=args.batch_size,
                                   feature_weighting=args.feature_weighting, normalize_rows=args.normalize_rows,
-                                  ensemble=args.ensemble, label_bias=args.label_bias,
+                                  ensemble=args.ensemble, label_bias=args.label_bias, heads=args.heads,
                                   loss_params=key_values(args.loss_param, "--loss-param"), progress=not args.quiet,
                                   checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every)
     train, test = _load_xc(args)

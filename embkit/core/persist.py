@@ -119,10 +119,23 @@ def _read_archive(zf, path, arrays):
     if not arrays:
         return config, words, {}
     headers = {name: safe_zip.read_npy_header(zf, name + ".npy", path) for name in listed}
-    check_shapes(path, config, words, headers, named_rows=bool(words) or _names_rows(config.get("model")))
+    check_shapes(path, config, words, headers, named_rows=bool(words) or _names_rows(config.get("model")),
+                 table_shaped=_kind_attribute(config.get("model"), "TABLE_SHAPED_ARRAYS"),
+                 bounded=_kind_attribute(config.get("model"), "BOUNDED_ARRAYS"))
     tables = {name: safe_zip.read_npy(zf, header, path) for name, header in headers.items()}
     _check_tables(path, config, words, tables)
     return config, words, tables
+
+
+def _kind_attribute(kind, name):
+    """The dict attribute ``name`` of the class of models of ``kind`` (``TABLE_SHAPED_ARRAYS``,
+    ``BOUNDED_ARRAYS``), or ``{}``."""
+    if not isinstance(kind, str):
+        return {}
+    try:
+        return getattr(model_class(kind), name, {})
+    except ValueError:
+        return {}
 
 
 def _names_rows(kind):
@@ -136,7 +149,7 @@ def _names_rows(kind):
         return False
 
 
-def check_shapes(path, config, words, headers, named_rows=True):
+def check_shapes(path, config, words, headers, named_rows=True, table_shaped=None, bounded=None):
     """Check the shapes the arrays declare against the vocabulary, the parameters and each other, before any
     array is inflated: ValueError naming ``path``.
 
@@ -144,7 +157,10 @@ def check_shapes(path, config, words, headers, named_rows=True):
     per word and ``counts`` a count per word (with ``named_rows``: the model names its input rows), ``W_out`` at most the rows a loss
     trains for the classes counted (two per class: a stacked table); an array saved beside a table
     (``tracker.W_in``, ...) has that table's shape; all other arrays together hold at most
-    :data:`EXTRA_BYTES_PER_TABLE_BYTE` times the tables' bytes (plus 1 MiB).
+    :data:`EXTRA_BYTES_PER_TABLE_BYTE` times the tables' bytes (plus 1 MiB), but for those of ``table_shaped``
+    (name -> ``f(rows of W_in, rows of W_out)``), which must have exactly the shape ``f`` gives, and those of
+    ``bounded`` (name -> ``f(rows of W_in, rows of W_out, state)``), which may hold at most the number of
+    elements ``f`` gives for the sizes the tables and the saved state (``config["state"]``) declare.
     """
     for name in ("W_in", "W_out"):
         header = headers.get(name)
@@ -183,6 +199,19 @@ def check_shapes(path, config, words, headers, named_rows=True):
             if header.shape != tables[copied].shape:
                 raise ValueError("%r: %s has shape %s but %s %s" % (path, name, header.shape, copied,
                                                                     tables[copied].shape))
+            continue
+        if name in (table_shaped or {}) and W_in is not None and W_out is not None:
+            shape = tuple(table_shaped[name](W_in.shape[0], W_out.shape[0]))
+            if header.shape != shape:
+                raise ValueError("%r: %s has shape %s, not %s" % (path, name, header.shape, shape))
+            continue
+        if name in (bounded or {}) and W_in is not None and W_out is not None:
+            state = config.get("state") if isinstance(config.get("state"), dict) else {}
+            most = int(bounded[name](W_in.shape[0], W_out.shape[0], state))
+            size = int(np.prod(header.shape, dtype=np.int64)) if header.shape else 1
+            if size > most:
+                raise ValueError("%r: %s has %d elements, more than %d for the sizes declared"
+                                 % (path, name, size, most))
             continue
         extra += header.nbytes
     limit = EXTRA_BYTES_PER_TABLE_BYTE * sum(h.nbytes for h in tables.values()) + (1 << 20)

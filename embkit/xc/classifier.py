@@ -32,12 +32,15 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
-from embkit._kernels.rows import top_k_rows
 from embkit.core.base import EmbeddingModel
 from embkit.core.checkpoint import fingerprint
-from embkit.core.checks import COUNT, POSITIVE_INT, POSITIVE_REAL, check_flag, check_param, optional
+from embkit.core.checks import (COUNT, FINITE_REAL, POSITIVE_INT, POSITIVE_REAL, TEXT, check_flag, check_param,
+                                is_finite, list_of, optional)
 from embkit.core.sparse_checks import check_sparse
+from embkit.xc.blend import blend, choose_weights, top_k
 from embkit.xc.features import FEATURE_WEIGHTINGS, feature_weights, weight_rows
+from embkit.xc.heads import HEADS, head_params as checked_head_params
+from embkit.xc.prediction_input import feature_rows
 from embkit.xc.one_vs_all import OneVsAll
 from embkit.xc.sampled import Sampled
 
@@ -47,6 +50,10 @@ __all__ = ["ExtremeClassifier", "SOLVERS", "DEFAULT_SOLVER"]
 
 #: cells of the score block computed at once by ``predict`` (rows x labels).
 _SCORE_BLOCK_CELLS = 1 << 24
+#: fewest training rows on each side of the blend's validation split (fewer: no blend)
+_MIN_BLEND_ROWS = 20
+#: the stream of the seed that draws the blend's validation split
+_BLEND_STREAM = 7919
 
 #: ``solver=`` -> the solver
 SOLVERS = {solver.name: solver for solver in (OneVsAll(), Sampled())}
@@ -84,6 +91,43 @@ def _solver_and_loss(solver, loss):
     if solver not in (None, owner):
         raise ValueError("loss=%r is a loss of solver=%r, not of solver=%r" % (loss, owner, solver))
     return SOLVERS[owner], loss
+
+
+def _head_names(heads):
+    """``heads`` as a tuple of names of :data:`~embkit.xc.heads.HEADS`; ValueError naming a bad one."""
+    if isinstance(heads, str) or not hasattr(heads, "__iter__"):
+        raise ValueError("heads must be a list of head names (%s), got %r" % (", ".join(HEADS), heads))
+    names = tuple(heads)
+    for name in names:
+        if not isinstance(name, str) or name not in HEADS:
+            raise ValueError("heads must be a list of head names (%s), got %r" % (", ".join(HEADS), name))
+    if len(set(names)) != len(names):
+        raise ValueError("heads names a head twice: %r" % (names,))
+    return names
+
+
+def _saved_rows(state):
+    n = state.get("n_train")
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else 0
+
+
+def _head_array_bounds():
+    """:attr:`ExtremeClassifier.BOUNDED_ARRAYS`: the most elements each saved array of a sparse head holds
+    (``n_in`` features, ``n_out`` labels, ``n_train`` training rows in the saved state)."""
+    bounds = {}
+    for name, rows, cols in (("centroids", lambda n_in, n_out, n: n_in, lambda n_in, n_out, n: n_out),
+                             ("neighbour_rows_t", lambda n_in, n_out, n: n_in, lambda n_in, n_out, n: n),
+                             ("neighbour_labels", lambda n_in, n_out, n: n, lambda n_in, n_out, n: n_out)):
+        def entries(n_in, n_out, state, rows=rows, cols=cols):
+            n = _saved_rows(state)
+            return rows(n_in, n_out, n) * cols(n_in, n_out, n)
+
+        def pointers(n_in, n_out, state, rows=rows):
+            return rows(n_in, n_out, _saved_rows(state)) + 1
+
+        bounds.update({"head_%s_data" % name: entries, "head_%s_indices" % name: entries,
+                       "head_%s_indptr" % name: pointers, "head_%s_shape" % name: lambda n_in, n_out, state: 2})
+    return bounds
 
 
 def _blas_threads(limit):
@@ -179,6 +223,19 @@ class ExtremeClassifier(EmbeddingModel):
         own initialisation, order and biases; their probabilities are averaged.
     label_bias : bool
         one_vs_all only: learn a bias per label (on by default).
+    heads : sequence of str, optional
+        Closed-form label scorers (:mod:`embkit.xc.heads`: ``centroids``, ``least_squares``, ``neighbours``)
+        whose scores are blended with the model's; None: the solver's (all three for one_vs_all, none for
+        sampled), ``()`` none.  The blend weights (a grid on the simplex, the model's own scores alone
+        included) are those of the best mean P@1/3/5 on ``blend_validation`` of the training rows, scored
+        by a model and heads fitted on the other rows; then the heads of nonzero weight are fitted on every
+        row.  Training takes the model's time about twice, plus the heads'.  A head that cannot be fitted
+        on the data (least squares beyond ``max_gram_features`` features) is left out, and so is the blend
+        with fewer than 20 rows on either side of the split.
+    head_params : dict, optional
+        The heads' parameters (:data:`embkit.xc.heads.HEAD_PARAMS` and their defaults).
+    blend_validation : float
+        Fraction of the training rows held out to choose the blend weights.
     solver : {"one_vs_all", "sampled"}, optional
         The training algorithm (:data:`SOLVERS`): ``"one_vs_all"`` (the default, :mod:`embkit.xc.one_vs_all`)
         trains the logistic loss of every label in BLAS mini-batches with Adam; ``"sampled"``
@@ -209,6 +266,10 @@ class ExtremeClassifier(EmbeddingModel):
         The learned biases (one_vs_all).
     feature_weight_vector : numpy.ndarray (n_features,) or None
         The tf-idf weights of ``feature_weighting``.
+    blend_heads : tuple of str
+        The heads blended at prediction (those of nonzero weight; empty: the model's scores alone).
+    blend_weights : tuple of float or None
+        The weight of the model's scores, then one per head of ``blend_heads``.
     n_skipped : int
         Training rows without any label (skipped).
     n_train : int
@@ -218,12 +279,18 @@ class ExtremeClassifier(EmbeddingModel):
 
     default_sampler = "uniform"
     chunk_param = "chunk_examples"
-    STATE_FIELDS = {"n_train": (optional(COUNT), False)}
+    STATE_FIELDS = {"n_train": (optional(COUNT), False), "blend_heads": (optional(list_of(TEXT)), False),
+                    "blend_weights": (optional(list_of(FINITE_REAL)), False)}
+    #: arrays saved beside the tables whose shape follows from the tables' (rows of W_in, rows of W_out)
+    TABLE_SHAPED_ARRAYS = {"head_least_squares_weights": lambda n_in, n_out: (n_in + 1, n_out)}
+    #: the heads' sparse arrays: name -> most elements for the tables' rows and the saved ``n_train``
+    BOUNDED_ARRAYS = _head_array_bounds()
 
     def __init__(self, vector_size=None, loss=None, sampler=None, negative=50, normalize=None,
                  tau=None, normalize_classes=None, one_label=False, alpha=None, min_alpha=None, epochs=None,
                  workers=2, seed=1, loss_params=None, sampler_params=None, chunk_examples=1 << 13, batch_size=None,
                  feature_weighting=None, normalize_rows=None, ensemble=None, label_bias=True, solver=None,
+                 heads=None, head_params=None, blend_validation=0.2,
                  callbacks=(), checkpoint_dir=None, checkpoint_every=600, progress=True):
         chosen, loss = _solver_and_loss(solver, loss)
         self.solver = chosen.name
@@ -242,6 +309,12 @@ class ExtremeClassifier(EmbeddingModel):
         self.normalize_rows = bool(check_flag("normalize_rows", v["normalize_rows"]))
         self.ensemble = v["ensemble"]
         self.label_bias = bool(check_flag("label_bias", label_bias))
+        self.heads = tuple(chosen.default_heads if heads is None else _head_names(heads))
+        self.head_params = checked_head_params(head_params)
+        self.blend_validation = blend_validation
+        self.blend_heads = ()
+        self.blend_weights = None
+        self._head_state = {}
         self.label_biases = None
         self.feature_weight_vector = None
         self._optimizer = None
@@ -275,6 +348,11 @@ class ExtremeClassifier(EmbeddingModel):
         if self.feature_weighting not in FEATURE_WEIGHTINGS:
             raise ValueError("feature_weighting must be one of %s, got %r"
                              % (", ".join(FEATURE_WEIGHTINGS), self.feature_weighting))
+        check_param("blend_validation", self.blend_validation, lambda v: is_finite(v) and 0 < v < 1,
+                    "a number in (0, 1)")
+        if self.heads and not self._loss_class().CLASS_ROWS:
+            raise ValueError("heads blend scores of labels with the model's, but the %s loss's output rows are "
+                             "not labels: use heads=() or another loss" % self.loss)
         self._solver.check_params(self)
 
     def _check_objective(self):
@@ -316,6 +394,7 @@ class ExtremeClassifier(EmbeddingModel):
         fresh = self._resuming is None
         if fresh:
             self.feature_weight_vector = feature_weights(X, self.feature_weighting)
+        raw = X
         X = weight_rows(X, self.feature_weight_vector, self.normalize_rows)
         n, n_features = X.shape
         n_labels = Y.shape[1]
@@ -352,7 +431,46 @@ class ExtremeClassifier(EmbeddingModel):
         finally:
             self._data = None
             self._optimizer = None
+        self._fit_blend(raw, X, Y, rows)
         return self
+
+    def _fit_blend(self, raw, X, Y, rows):
+        """Choose the weights of the model's scores and of the :attr:`heads`' on a validation split of the
+        training rows ``rows`` (a model and heads fitted on the others), then fit the heads of nonzero weight
+        on every row of ``X`` (weighted) and ``Y``.  ``raw``: the rows before weighting."""
+        self.blend_heads, self.blend_weights, self._head_state = (), None, {}
+        usable = []
+        for name in self.heads:
+            why = HEADS[name].unusable(X.shape[1], Y.shape[1], self.head_params)
+            if why is None:
+                usable.append(name)
+            else:
+                logger.info("head %s left out: %s", name, why)
+        n_valid = int(round(self.blend_validation * len(rows)))
+        if not usable or n_valid < _MIN_BLEND_ROWS or len(rows) - n_valid < _MIN_BLEND_ROWS:
+            if usable:
+                logger.info("no blend: %d training rows are too few to hold %s of them out", len(rows),
+                            self.blend_validation)
+            return
+        order = np.random.default_rng([self.seed, _BLEND_STREAM]).permutation(rows)
+        valid, fitted = np.sort(order[:n_valid]), np.sort(order[n_valid:])
+        params = dict(self.get_params(), heads=(), progress=False)
+        inner = type(self)(**params).fit(raw[fitted], Y[fitted])
+        A = inner._weighted(raw[fitted])
+        B = inner._weighted(raw[valid])
+        scores = [inner._own_scores(inner.embed_weighted(B))]
+        for name in usable:
+            head = HEADS[name]
+            scores.append(head.scores(head.fit(A, Y[fitted], self.head_params, self.workers), B, self.head_params,
+                                      self.workers))
+        weights, value = choose_weights(scores, Y[valid])
+        logger.info("blend weights (model, %s) %s: mean P@1/3/5 %.4f on %d held-out rows", ", ".join(usable),
+                    weights, value, n_valid)
+        kept = [name for name, w in zip(usable, weights[1:]) if w > 0]
+        self.blend_weights = (float(weights[0]),) + tuple(float(w) for w in weights[1:] if w > 0)
+        self.blend_heads = tuple(kept)
+        for name in kept:
+            self._head_state.update(HEADS[name].fit(X, Y, self.head_params, self.workers))
 
     @classmethod
     def resume(cls, directory, X, Y=None, on_epoch=None, callbacks=(), progress=None, **params):
@@ -384,13 +502,25 @@ class ExtremeClassifier(EmbeddingModel):
             raise NotImplementedError("prediction with the %s loss is not supported: its output rows are not "
                                       "labels; train with another loss to predict" % self.loss)
 
-    def embed(self, X):
-        """Hidden vectors of the rows of ``X`` (as scored: normalised and divided by ``tau`` if set)."""
+    def _weighted(self, X, unknown_features="error"):
+        """The rows of ``X`` (any form of :func:`~embkit.xc.prediction_input.feature_rows`) as the model's
+        width, weighted and normalised as the training rows were."""
+        X = feature_rows(X, self.feature_vectors.shape[0], unknown_features)
+        return weight_rows(X, self.feature_weight_vector, self.normalize_rows)
+
+    def embed(self, X, unknown_features="error"):
+        """Hidden vectors of the rows of ``X`` (as scored: normalised and divided by ``tau`` if set).
+
+        ``X``: a sparse or dense matrix, or a list of rows each a dict ``{feature id: value}`` or a list of
+        ``(feature id, value)`` pairs.  Fewer columns than the model's features are zero features; a feature
+        id beyond them is a ValueError naming the row and the id, unless ``unknown_features="ignore"``
+        (dropped with a warning).
+        """
         self._check_fitted()
-        X, _ = _as_xy(X)
-        if X.shape[1] != self.feature_vectors.shape[0]:
-            raise ValueError("X has %d features, the model %d" % (X.shape[1], self.feature_vectors.shape[0]))
-        X = weight_rows(X, self.feature_weight_vector, self.normalize_rows)
+        return self.embed_weighted(self._weighted(X, unknown_features))
+
+    def embed_weighted(self, X):
+        """Hidden vectors of rows already weighted as the model's (:meth:`embed` without the checks)."""
         H = np.asarray(X @ self.feature_vectors, dtype=np.float32)
         if self.normalize and self.ensemble > 1:
             return np.ascontiguousarray(H / np.float32(self.tau))    # members normalise their own columns
@@ -401,37 +531,56 @@ class ExtremeClassifier(EmbeddingModel):
             H /= self.tau
         return np.ascontiguousarray(H)
 
-    def predict(self, X, k=5, workers=None):
+    def _own_scores(self, H):
+        return np.ascontiguousarray(self._solver.scores(self, H), dtype=np.float32)
+
+    def predict(self, X, k=5, workers=None, unknown_features="error"):
         """The ``k`` best labels of every row of ``X`` and their scores, best first.
 
-        Scores are computed in blocks of rows (one BLAS product per block) and each block's top-k is
-        selected by a multi-threaded C scan; blocks run on ``workers`` threads.
+        ``X`` as for :meth:`embed`.  ``k`` larger than the number of labels is clipped to it (the arrays
+        have that many columns).  With :attr:`blend_heads`, a row's scores are the weighted sum of the
+        model's and the heads' (:attr:`blend_weights`); a row that only sparse heads score may have fewer
+        than ``k`` labels, padded with id -1 and score 0.  Scores are computed in blocks of rows (one BLAS
+        product per block) and each block's top-k is selected by a multi-threaded C scan; blocks run on
+        ``workers`` threads.
 
         Returns
         -------
         (ids int64 (n, k), scores float32 (n, k))
         """
         check_param("k", k, *POSITIVE_INT)
-        H = self.embed(X)
+        self._check_fitted()
+        Xw = self._weighted(X, unknown_features)
         n_labels = self.label_vectors.shape[0]
         k = min(k, n_labels)
         workers = self.workers if workers is None else workers
-        block = max(1, min(-(-len(H) // max(workers, 1)), _SCORE_BLOCK_CELLS // max(n_labels, 1)))
-        ids = np.empty((len(H), k), dtype=np.int64)
-        vals = np.empty((len(H), k), dtype=np.float32)
+        block = max(1, min(-(-Xw.shape[0] // max(workers, 1)), _SCORE_BLOCK_CELLS // max(n_labels, 1)))
+        ids = np.empty((Xw.shape[0], k), dtype=np.int64)
+        vals = np.empty((Xw.shape[0], k), dtype=np.float32)
 
         def run(start):
-            S = self._solver.scores(self, H[start:start + block])
-            ids[start:start + block], vals[start:start + block] = top_k_rows(np.ascontiguousarray(S), k, 1)
+            rows = Xw[start:start + block]
+            ids[start:start + block], vals[start:start + block] = top_k(self.block_scores(rows), k, 1)
 
-        starts = range(0, len(H), block)
+        starts = range(0, Xw.shape[0], block)
         if workers > 1 and len(starts) > 1:
             with _blas_threads(1), ThreadPoolExecutor(workers) as pool:
                 list(pool.map(run, starts))
         else:
             for s in starts:
                 run(s)
+        vals[ids < 0] = 0.0
         return ids, vals
+
+    def block_scores(self, rows):
+        """Scores of weighted rows (as :meth:`_weighted` gives them) against every label: the model's, or
+        their blend with the heads' (dense, or csr when only sparse heads weigh)."""
+        if not self.blend_heads:
+            return self._own_scores(self.embed_weighted(rows))
+        own = self.blend_weights[0]
+        parts = [self._own_scores(self.embed_weighted(rows)) if own > 0 else None]
+        parts += [HEADS[name].scores(self._head_state, rows, self.head_params, 1) for name in self.blend_heads]
+        return blend(parts, self.blend_weights)
 
     def evaluate(self, X, Y=None, ks=(1, 3, 5), train_labels=None, A=0.55, B=1.5):
         """P@k, nDCG@k, PSP@k and PSnDCG@k on ``(X, Y)`` (or an XCData).
@@ -453,13 +602,15 @@ class ExtremeClassifier(EmbeddingModel):
 
     # ------------------------------------------------------------------ persistence
     def _state(self):
-        return {"n_train": self.n_train}
+        return {"n_train": self.n_train, "blend_heads": list(self.blend_heads),
+                "blend_weights": None if self.blend_weights is None else list(self.blend_weights)}
 
     def _arrays(self):
         arrays = {"label_counts": self.label_counts}
         for name in ("label_biases", "feature_weight_vector"):
             if getattr(self, name) is not None:
                 arrays[name] = getattr(self, name)
+        arrays.update({"head_" + key: value for key, value in self._head_state.items()})
         arrays.update(self._optimizer or {})        # only while training: a checkpoint's optimizer state
         return arrays
 
@@ -469,6 +620,14 @@ class ExtremeClassifier(EmbeddingModel):
         self.label_biases = None if arrays.get("label_biases") is None else np.array(arrays["label_biases"])
         self.feature_weight_vector = arrays.get("feature_weight_vector")
         self._optimizer = self._solver.optimizer_state(arrays)
+        heads, weights = state.get("blend_heads") or [], state.get("blend_weights")
+        _head_names(heads)
+        if heads and (weights is None or len(weights) != len(heads) + 1):
+            raise ValueError("blend_weights must give one weight for the model and one per head of blend_heads %r, "
+                             "got %r" % (heads, weights))
+        self._head_state = {key[len("head_"):]: value for key, value in arrays.items() if key.startswith("head_")}
+        self.blend_heads = tuple(heads)
+        self.blend_weights = None if weights is None or not heads else tuple(float(w) for w in weights)
 
     def _repr_fields(self):
         shape = (0, 0) if self.W_in is None else (len(self.W_in), len(self.W_out))

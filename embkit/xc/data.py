@@ -241,6 +241,32 @@ def read_xc_pair(features_path, labels_path):
                   header=(X.shape[0], X.shape[1], Y.shape[1]))
 
 
+def read_features(path):
+    """The feature rows of a file in either XC layout, and the line of its first row.
+
+    A file whose first line is ``rows columns`` is a feature matrix of the newer layout
+    (:func:`read_sparse_matrix`); any other is read by :func:`read_xc` (the repository's format with its
+    header ``points features labels``, or its lines without a header), and its labels are ignored.
+
+    Returns
+    -------
+    (scipy.sparse.csr_matrix, int)
+        The features (float32) and the 1-based line of row 0 (2 after a header).
+    """
+    from smart_open import open as sopen
+    source = os.fspath(path)
+    if "://" not in source and not os.path.exists(source):
+        raise FileNotFoundError("data file %r does not exist" % source)
+    with reading(source, "data file"), sopen(source, "rb") as fh:
+        first = fh.readline()
+    if first.startswith(b"\xef\xbb\xbf"):
+        first = first[3:]
+    if _MATRIX_HEADER.fullmatch(first):
+        return read_sparse_matrix(source), 2
+    data = read_xc(source)
+    return data.X, 2 if data.header is not None else 1
+
+
 def read_svmlight(path, *, base, label_base=None, n_features=None, n_labels=None):
     """Read an svmlight/LIBSVM multi-label file (``l1,l2 f:v ...``, no header).
 

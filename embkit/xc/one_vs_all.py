@@ -21,6 +21,7 @@ import scipy.sparse as sp
 
 from embkit._kernels.losses import Loss
 from embkit.core.checks import POSITIVE_INT, check_param
+from embkit.xc.heads import DEFAULT_HEADS
 from embkit.xc.solver import Solver
 
 __all__ = ["OneVsAll", "Logistic", "OneVsAllBatches", "member_scores", "initial_bias", "OPTIMIZER_ARRAYS"]
@@ -204,6 +205,7 @@ class OneVsAll(Solver):
     name = "one_vs_all"
     default_loss = Logistic.name
     losses = (Logistic.name,)
+    default_heads = DEFAULT_HEADS
     DEFAULTS = {"vector_size": 256, "alpha": 0.01, "epochs": 10, "normalize": False, "tau": 1.0, "batch_size": 256,
                 "feature_weighting": "tfidf", "normalize_rows": True, "ensemble": 2, "normalize_classes": False}
     #: members train on the worker threads, each with a single-threaded BLAS (the products are small:

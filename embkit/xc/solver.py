@@ -23,12 +23,15 @@ class Solver:
         Constructor parameter -> the value it takes when left at None.
     blas_threads : int or None
         Threads of the BLAS library during training (None: the library's setting).
+    default_heads : tuple of str
+        The heads (:data:`~embkit.xc.heads.HEADS`) of ``heads=None``.
     """
 
     name = None
     default_loss = None
     DEFAULTS = {}
     blas_threads = None
+    default_heads = ()
 
     @property
     def losses(self):

@@ -1,9 +1,12 @@
-"""Extreme classification: P@k on Bibtex/Delicious against napkinXC and fastText, tuning, scaling on synthetic data.
+"""Extreme classification: P@k against napkinXC, omikuji, PECOS and fastText, tuning, scaling on synthetic data.
 
-``sets``: every method trains an ExtremeClassifier on the train file and is scored on the test file (P@1/3/5,
-nDCG@5, PSP@5; training time and prediction time of the whole test set), with the peers (napkinXC PLT and OVR
-with their defaults, optionally fastText one-vs-all and softmax) trained and scored on the same data with the
-same threads in the same run.  ``ova`` is ``ExtremeClassifier()`` with its defaults (one-vs-all), ``ova_*`` the
+``sets``: every method trains an ExtremeClassifier on the train file and is scored on the test file (P@k,
+nDCG@k and, for the repository's sets, PSP@k at 1/3/5; training time and prediction time of the whole test
+set), with the peers trained and scored on the same matrices with the same threads in the same run:
+napkinXC PLT and OVR, omikuji with Parabel's and Bonsai's settings, PECOS XR-Linear as given and with unit
+rows (``--pecos-python``: an interpreter whose environment has libpecos), optionally fastText one-vs-all and
+softmax.  A peer that cannot run (not installed, fails) is a row saying why.  ``--valid F`` trains on the
+training rows less a fraction ``F`` and scores those held out instead of the test file.  ``ova`` is ``ExtremeClassifier()`` with its defaults (one-vs-all), ``ova_*`` the
 same with one option changed (:data:`VARIANTS`: the measured effect of every option); the other methods are
 the registry losses and samplers (dim 128, normalised hidden and class vectors, tau 0.1, unless
 ``--tau``/``--plain``).  ``--sets eurlex-synthetic`` is a synthetic stand-in with EURLex-4K's sizes.
@@ -20,7 +23,8 @@ baseline here); its per-example kernel is also timed on a sample of examples.
 
 Usage::
 
-    python -m eval.bench.xc sets [--sets bibtex delicious] [--methods ova ...] [--peers plt ovr]
+    python -m eval.bench.xc sets [--sets bibtex delicious] [--methods ova ...] [--peers plt ovr parabel ...]
+    python -m eval.bench.xc sets --sets bibtex --methods ova ova_no_heads --valid 0.2   # the blend on validation
     python -m eval.bench.xc sets --methods ova ova_no_tfidf ova_no_row_norm ova_no_bias ova_single --peers
     python -m eval.bench.xc tune [--sets bibtex delicious] [--epochs-grid 4 6 8 10] [--seeds 1 2 3]
     python -m eval.bench.xc sets --sets delicious --plain --alpha 0.005 --negative 100 --epochs 10 \
@@ -55,6 +59,10 @@ METHODS = {
 #: ``ExtremeClassifier()`` (one-vs-all, its defaults) and the variants with one option changed
 VARIANTS = {
     "ova": {},
+    "ova_no_heads": dict(heads=()),
+    "ova_least_squares": dict(heads=("least_squares",)),
+    "ova_neighbours": dict(heads=("neighbours",)),
+    "ova_centroids": dict(heads=("centroids",)),
     "ova_no_tfidf": dict(feature_weighting="none"),
     "ova_no_row_norm": dict(normalize_rows=False),
     "ova_raw_features": dict(feature_weighting="none", normalize_rows=False),
@@ -67,7 +75,6 @@ VARIANTS = {
     "ova_cosine": dict(normalize=True, tau=0.1),
     "ova_batch128": dict(batch_size=128),
 }
-PEERS = ("plt", "ovr", "fasttext_ova", "fasttext_softmax")
 SET_METHODS = ["ova"]
 SCALING_METHODS = ["full_softmax_batch", "uniform", "log_uniform", "lsh_label", "lsh_embedding", "kernel"]
 
@@ -93,11 +100,61 @@ def _fmt(v):
 
 
 # ------------------------------------------------------------------------------------------ sets
+#: peer name -> (what the table calls it, the runner ``(train, test, args, propensity) -> dict``)
+def _napkinxc(model):
+    def run(train, test, args, propensity):
+        from eval.peers.xc import run_napkinxc
+        return run_napkinxc(train, test, model, threads=args.workers, propensity=propensity)
+    return run
+
+
+def _omikuji(setting):
+    def run(train, test, args, propensity):
+        from eval.peers.xc import run_omikuji
+        return run_omikuji(train, test, setting, threads=args.workers, propensity=propensity)
+    return run
+
+
+def _pecos(normalize):
+    def run(train, test, args, propensity):
+        from eval.peers.xc import run_pecos
+        return run_pecos(train, test, threads=args.workers, python=args.pecos_python, normalize=normalize,
+                         propensity=propensity)
+    return run
+
+
+def _fasttext(loss):
+    def run(train, test, args, propensity):
+        from eval.peers.xc import run_fasttext
+        return run_fasttext(train, test, loss=loss, epoch=args.ft_epochs, thread=args.workers,
+                            propensity=propensity)
+    return run
+
+
+PEER_RUNNERS = {
+    "plt": ("napkinXC PLT", _napkinxc("PLT")),
+    "ovr": ("napkinXC OVR", _napkinxc("OVR")),
+    "parabel": ("omikuji Parabel", _omikuji("parabel")),
+    "bonsai": ("omikuji Bonsai", _omikuji("bonsai")),
+    "pecos": ("PECOS XR-Linear", _pecos(False)),
+    "pecos_unit": ("PECOS XR-Linear (unit rows)", _pecos(True)),
+    "fasttext_ova": ("fastText ova", _fasttext("ova")),
+    "fasttext_softmax": ("fastText softmax", _fasttext("softmax")),
+}
+PEERS = tuple(PEER_RUNNERS)
+DEFAULT_PEERS = ["plt", "ovr", "parabel", "bonsai", "pecos", "pecos_unit"]
+
+
 def run_sets(args):
     rows = []
     for name in args.sets:
         train, test = load_set(name, args.seed)
+        if args.valid:
+            train, test = validation_split(train, args.valid)
+            name += " (validation)"
+        propensity = set_propensity(name)
         print("%s: %r / %r" % (name, train, test), flush=True)
+        print("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS), flush=True)
         for method, seed in [(m, s) for m in args.methods for s in (args.seeds or [args.seed])]:
             model = _model(method, args, seed=seed)
             t0 = time.perf_counter()
@@ -106,45 +163,89 @@ def run_sets(args):
             t0 = time.perf_counter()
             top, _ = model.predict(test.X, k=5)
             predict_seconds = time.perf_counter() - t0
-            res = xc_metrics(test.Y, top, ks=(1, 3, 5), propensity=train.Y)
+            res = _scored(test, train, top, propensity)
             label = "embkit " + method + (" (seed %d)" % seed if args.seeds else "")
-            rows.append(_result_row(name, label, res, seconds, predict_seconds,
-                                    float(np.mean(model.last_report.epoch_seconds))))
+            rows.append(_result_row(name, label, res, seconds, predict_seconds))
         for peer in args.peers:
-            from eval.peers import xc as xc_peers
-            if peer in ("plt", "ovr"):
-                out = xc_peers.run_napkinxc(train, test, peer.upper(), threads=args.workers)
-                label, per_epoch = "napkinXC " + peer.upper(), None
-            else:
-                loss = peer.split("_", 1)[1]
-                out = xc_peers.run_fasttext(train, test, loss=loss, epoch=args.ft_epochs, thread=args.workers)
-                label, per_epoch = "fastText " + loss, out["train_seconds"] / args.ft_epochs
-            rows.append(_result_row(name, label, out["metrics"], out["train_seconds"], out["predict_seconds"],
-                                    per_epoch))
+            label, runner = PEER_RUNNERS[peer]
+            try:
+                out = runner(train, test, args, propensity or (0.55, 1.5))
+            except (ImportError, RuntimeError, OSError) as exc:     # not installed, or fails here: say why
+                reason = " ".join(str(exc).split()) or type(exc).__name__
+                print("| %s | %s | skipped: %s |" % (name, label, reason), flush=True)
+                rows.append(dict(set=name, method=label, skipped=reason))
+                continue
+            res = out["metrics"] if propensity else _without_psp(out["metrics"])
+            rows.append(_result_row(name, label, res, out["train_seconds"], out["predict_seconds"]))
     return rows
 
 
+#: synthetic sets of ``--sets``: name -> the arguments of :func:`embkit.xc.synthetic.make_xc`
+SYNTHETIC_SETS = {"synthetic-1e5": dict(n_labels=100000, n_features=200000, n_train=100000, n_test=5000)}
+
+
 def load_set(name, seed=1):
-    """``(train, test)`` of a shared-data set by name, or of ``eurlex-synthetic`` (EURLex-4K's sizes)."""
+    """``(train, test)`` of a shared-data set by name, of ``eurlex-synthetic`` (EURLex-4K's sizes) or of a
+    set of :data:`SYNTHETIC_SETS`."""
     if name == "eurlex-synthetic":
         from embkit.xc.synthetic import make_eurlex_like
         return make_eurlex_like(seed=seed)
+    if name in SYNTHETIC_SETS:
+        from embkit.xc.synthetic import make_xc
+        return make_xc(seed=seed, **SYNTHETIC_SETS[name])
     from embkit.xc.datasets import load_xc_dataset
     return load_xc_dataset(name, shared_data("extreme-classification"))
 
 
-def _result_row(name, method, res, seconds, predict_seconds, epoch_seconds):
-    row = dict(set=name, method=method, p1=res.precision[1], p3=res.precision[3], p5=res.precision[5],
-               ndcg5=res.ndcg[5], psp5=res.psp[5] if res.psp else None, seconds=seconds,
-               predict_seconds=predict_seconds, epoch_seconds=epoch_seconds)
+def validation_split(train, fraction, seed=0):
+    """``(fit, held out)``: the training rows split at random, ``fraction`` of them held out (the test file is
+    not read)."""
+    from embkit.xc.data import XCData
+    order = np.random.default_rng(seed).permutation(train.n_points)
+    n_valid = int(round(fraction * train.n_points))
+    parts = [np.sort(order[n_valid:]), np.sort(order[:n_valid])]
+    return tuple(XCData(train.X[rows], train.Y[rows], source="%s (%s rows)" % (train.source, what))
+                 for rows, what in zip(parts, ("fit", "held-out")))
+
+
+def set_propensity(name):
+    """``(A, B)`` of the propensity model of a repository set, or None for a synthetic one (no PSP@k)."""
+    name = name.replace(" (validation)", "")
+    if name == "eurlex-synthetic" or name in SYNTHETIC_SETS:
+        return None
+    from embkit.xc.datasets import xc_dataset_info
+    return xc_dataset_info(name).propensity
+
+
+def _scored(test, train, top, propensity):
+    if propensity is None:
+        return xc_metrics(test.Y, top, ks=KS)
+    A, B = propensity
+    return xc_metrics(test.Y, top, ks=KS, propensity=train.Y, A=A, B=B)
+
+
+def _without_psp(res):
+    res.psp = {}
+    return res
+
+
+KS = (1, 3, 5)
+COLUMNS = ["set", "method"] + ["P@%d" % k for k in KS] + ["nDCG@%d" % k for k in KS] + ["PSP@%d" % k for k in KS] \
+    + ["train s", "predict s"]
+
+
+def _result_row(name, method, res, seconds, predict_seconds):
+    row = dict(set=name, method=method, seconds=seconds, predict_seconds=predict_seconds)
+    for key, values in (("p", res.precision), ("ndcg", res.ndcg), ("psp", res.psp)):
+        for k in KS:
+            row["%s%d" % (key, k)] = values[k] if values else None
     print(_row_line(row), flush=True)
     return row
 
 
 def _row_line(r):
-    return "| %s | %s | %s | %s | %s | %s | %s | %.1f | %.2f | %s |" % (
-        r["set"], r["method"], _fmt(r["p1"]), _fmt(r["p3"]), _fmt(r["p5"]), _fmt(r["ndcg5"]), _fmt(r["psp5"]),
-        r["seconds"], r["predict_seconds"], "-" if r["epoch_seconds"] is None else "%.2f" % r["epoch_seconds"])
+    cells = [r["set"], r["method"]] + [_fmt(r["%s%d" % (key, k)]) for key in ("p", "ndcg", "psp") for k in KS]
+    return "| %s | %.1f | %.2f |" % (" | ".join(cells), r["seconds"], r["predict_seconds"])
 
 
 # ------------------------------------------------------------------------------------------ tune
@@ -239,14 +340,19 @@ def main(argv=None):
         q.add_argument("--json", default=None, help="also write the rows to this file")
     s = sub.choices["sets"]
     s.add_argument("--sets", nargs="+", default=["bibtex", "delicious"],
-                   help="shared-data sets by name, or eurlex-synthetic")
+                   help="shared-data sets by name, eurlex-synthetic or %s" % ", ".join(SYNTHETIC_SETS))
     s.add_argument("--methods", nargs="+", default=SET_METHODS, choices=sorted(METHODS) + list(VARIANTS))
     s.add_argument("--epochs", type=int, default=20, help="epochs of the registry-loss methods")
-    s.add_argument("--peers", nargs="*", default=["plt", "ovr"], choices=PEERS,
-                   help="napkinXC PLT/OVR (defaults), fastText one-vs-all/softmax; none with an empty list")
+    s.add_argument("--peers", nargs="*", default=DEFAULT_PEERS, choices=PEERS,
+                   help="napkinXC PLT/OVR, omikuji Parabel/Bonsai, PECOS XR-Linear (the defaults), fastText "
+                   "one-vs-all/softmax; none with an empty list")
+    s.add_argument("--pecos-python", default=None, metavar="PYTHON",
+                   help="interpreter of an environment with libpecos (default: this one)")
     s.add_argument("--seeds", type=int, nargs="+", default=None, help="train every embkit method with each seed")
     s.add_argument("--no-peers", dest="peers", action="store_const", const=[], help="same as --peers with no name")
     s.add_argument("--ft-epochs", type=int, default=50)
+    s.add_argument("--valid", type=float, default=None, metavar="FRACTION",
+                   help="train on the other training rows and score this fraction of them instead of the test file")
     u = sub.choices["tune"]
     u.add_argument("--sets", nargs="+", default=["bibtex", "delicious"])
     u.add_argument("--valid", type=float, default=0.2, help="fraction of the training rows held out")

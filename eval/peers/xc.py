@@ -240,10 +240,121 @@ def run_napkinxc(train, test, model="PLT", threads=2, seed=None, ks=KS, propensi
     top = np.full((test.n_points, k), -1, dtype=np.int64)
     for r, ids in enumerate(predicted):
         top[r, :len(ids)] = ids[:k]
-    A, B = propensity
-    metrics = xc_metrics(test.Y, top, ks=ks, propensity=train.Y, A=A, B=B, name="napkinXC %s" % model)
+    metrics = _scored(test, train, top, "napkinXC %s" % model, ks, propensity)
     return dict(metrics=metrics, train_seconds=train_seconds, predict_seconds=predict_seconds,
                 params=dict(params, model=model, threads=threads))
+
+
+def _scored(test, train, top, name, ks, propensity):
+    """P@k, nDCG@k and PSP@k (propensities of `train`'s labels, ``propensity = (A, B)``) of the top labels."""
+    A, B = propensity
+    return xc_metrics(test.Y, top, ks=ks, propensity=train.Y, A=A, B=B, name=name)
+
+
+def omikuji_version():
+    """The installed omikuji version, or None."""
+    try:
+        from importlib.metadata import version
+        return version("omikuji")
+    except Exception:  # the version is informative only
+        return None
+
+
+#: omikuji's hyper-parameters of its two documented settings (its defaults are Parabel's: 3 trees of
+#: balanced 2-means down to 100 labels per leaf; Bonsai's trees are shallow and wide, unbalanced 100-means)
+OMIKUJI_SETTINGS = {"parabel": {}, "bonsai": {"cluster_k": 100, "max_depth": 3, "cluster_balanced": False}}
+
+
+def run_omikuji(train, test, setting="parabel", threads=2, ks=KS, propensity=(0.55, 1.5)):
+    """Train omikuji (Parabel or Bonsai trees of linear classifiers) on `train`, predict `test`, score it.
+
+    omikuji reads its training set from a file: `train` is written in the XC format to a temporary folder
+    and parsed by omikuji before the clock starts, so ``train_seconds`` is training alone.  Prediction goes
+    through omikuji's Python API, one row per call (its only form), over the whole test set.
+
+    Returns
+    -------
+    dict
+        ``metrics``, ``train_seconds``, ``predict_seconds`` and ``params`` (the setting and threads).
+    """
+    import omikuji
+    from omikuji import ffi, lib
+    from embkit.xc.data import write_xc
+    hyper = omikuji.Model.default_hyper_param()
+    for name, value in OMIKUJI_SETTINGS[setting].items():
+        setattr(hyper, name, value)
+    k = max(ks)
+    pool = omikuji._ThreadPoolHandle(threads, initialize=True)
+    with tempfile.TemporaryDirectory(prefix="xc-omikuji-") as workdir:
+        path = os.path.join(workdir, "train.txt")
+        write_xc(path, train)
+        data = lib.load_omikuji_data_set(ffi.new("char[]", path.encode()), pool.ptr)
+        if data == ffi.NULL:
+            raise RuntimeError("omikuji could not read the training set")
+        data = ffi.gc(data, lib.free_omikuji_data_set)
+        t0 = time.perf_counter()
+        pointer = lib.train_omikuji_model(data, hyper, pool.ptr)
+        train_seconds = time.perf_counter() - t0
+    if pointer == ffi.NULL:
+        raise RuntimeError("omikuji failed to train")
+    model = omikuji.Model(pointer, pool)
+    X = test.X
+    top = np.full((test.n_points, k), -1, dtype=np.int64)
+    t0 = time.perf_counter()
+    for r in range(test.n_points):
+        lo, hi = X.indptr[r], X.indptr[r + 1]
+        found = model.predict(list(zip(X.indices[lo:hi].tolist(), X.data[lo:hi].tolist())), top_k=k)
+        top[r, :len(found)] = [label for label, _ in found]
+    predict_seconds = time.perf_counter() - t0
+    return dict(metrics=_scored(test, train, top, "omikuji %s" % setting, ks, propensity), train_seconds=train_seconds,
+                predict_seconds=predict_seconds, params=dict(OMIKUJI_SETTINGS[setting], setting=setting,
+                                                             threads=threads))
+
+
+#: The module that trains and predicts PECOS XR-Linear in a child process.
+PECOS_CHILD = "eval.peers._pecos_child"
+
+
+def run_pecos(train, test, threads=2, python=None, normalize=False, ks=KS, propensity=(0.55, 1.5)):
+    """Train PECOS XR-Linear (libpecos) with its defaults on `train`, predict `test` and score it.
+
+    It runs in a child process, on the same matrices (passed in a ``.npz`` file), with the interpreter
+    `python` (default: this one): libpecos's release pins numpy < 2 and scipy < 1.14 and fails with newer
+    scipy (``scipy.sparse.sputils.get_index_dtype``), so it may need an environment of its own.
+    ``normalize`` scales every row to unit L2 norm first (PECOS's data sets come so; its defaults assume it).
+
+    Returns
+    -------
+    dict
+        ``metrics``, ``train_seconds`` (PIFA label embedding, clustering and the rankers), ``predict_seconds``
+        and ``params``.
+
+    Raises
+    ------
+    RuntimeError
+        With the child's last line of error output when it fails (e.g. libpecos missing or incompatible).
+    """
+    k = max(ks)
+    with tempfile.TemporaryDirectory(prefix="xc-pecos-") as workdir:
+        paths = [os.path.join(workdir, name) for name in ("in.npz", "out.npz")]
+        arrays = {}
+        for name, matrix in (("X", train.X), ("Y", train.Y), ("T", test.X)):
+            matrix = matrix.tocsr()
+            arrays.update({name + "_data": matrix.data, name + "_indices": matrix.indices,
+                           name + "_indptr": matrix.indptr, name + "_shape": np.array(matrix.shape)})
+        np.savez(paths[0], **arrays)
+        proc = subprocess.run([python or sys.executable, "-m", PECOS_CHILD] + paths
+                              + [json.dumps(dict(threads=threads, k=k, normalize=normalize))],
+                              capture_output=True, text=True, cwd=REPO_ROOT)
+        if proc.returncode:
+            lines = proc.stderr.strip().splitlines()
+            raise RuntimeError(lines[-1] if lines else "the XR-Linear child failed")
+        seconds = json.loads(proc.stdout.strip().splitlines()[-1])
+        top = np.load(paths[1])["top"]
+    name = "PECOS XR-Linear" + (" (unit rows)" if normalize else "")
+    return dict(metrics=_scored(test, train, top, name, ks, propensity), train_seconds=seconds["train"],
+                predict_seconds=seconds["predict"], params=dict(threads=threads, normalize=normalize,
+                                                                version=seconds["version"]))
 
 
 def run(train, test, loss, args, propensity_params):

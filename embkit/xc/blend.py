@@ -1,0 +1,126 @@
+"""Blending label scores: weighted sums of dense and sparse score matrices, their top k, and the weights that
+rank held-out rows best.
+
+:func:`choose_weights` tries every point of a grid on the simplex (steps of ``1 / steps``) and keeps the one
+whose blend has the highest mean of P@1, P@3 and P@5 on rows the heads were not fitted on; ties go to the
+point found first, the grid being walked from the first matrix's corner.  A blend ranks only each row's
+candidates (the labels some matrix ranks high), gathered once, so a point of the grid costs little.
+"""
+import itertools
+
+import numpy as np
+import scipy.sparse as sp
+
+from embkit._kernels.rows import top_k_rows, top_k_sparse_rows
+
+__all__ = ["blend", "top_k", "candidates", "choose_weights", "simplex_grid", "precision_sum"]
+
+
+def blend(scores, weights):
+    """``sum(w * S)`` over the score matrices with a nonzero weight: dense if any of them is, else csr."""
+    total = None
+    for S, w in zip(scores, weights):
+        if w == 0:
+            continue
+        part = S * np.float32(w)
+        total = part if total is None else total + part
+    if total is None:
+        raise ValueError("every blend weight is zero")
+    return sp.csr_matrix(total, dtype=np.float32) if sp.issparse(total) else np.asarray(total, dtype=np.float32)
+
+
+def top_k(S, k, n_threads=1):
+    """``(ids int64, scores float32)`` of the ``k`` best labels of every row of ``S`` (dense or csr), best
+    first; a sparse row with fewer than ``k`` stored scores is padded with id -1."""
+    if sp.issparse(S):
+        S = sp.csr_matrix(S)
+        return top_k_sparse_rows(S.indptr.astype(np.int64), S.indices.astype(np.int32), S.data.astype(np.float32),
+                                 k, n_threads)
+    return top_k_rows(np.ascontiguousarray(S, dtype=np.float32), k, n_threads)
+
+
+def simplex_grid(n, steps):
+    """Every weight vector of ``n`` nonnegative multiples of ``1 / steps`` summing to one, from the first
+    coordinate's corner on."""
+    points = [p for p in itertools.product(range(steps, -1, -1), repeat=n) if sum(p) == steps]
+    return [tuple(v / steps for v in p) for p in points]
+
+
+def precision_sum(Y, ids, ks=(1, 3, 5)):
+    """``sum over k of P@k`` of the top labels ``ids`` (``n x max(ks)``, -1 for none) against ``Y`` (csr)."""
+    Y = sp.csr_matrix(Y)
+    n_labels = np.int64(Y.shape[1])
+    truth = np.repeat(np.arange(Y.shape[0], dtype=np.int64), np.diff(Y.indptr)) * n_labels + Y.indices
+    truth.sort()
+    asked = np.arange(len(ids), dtype=np.int64)[:, None] * n_labels + ids
+    where = np.minimum(np.searchsorted(truth, asked), max(len(truth) - 1, 0))
+    hit = (ids >= 0) & (truth[where] == asked) if len(truth) else np.zeros(ids.shape, dtype=bool)
+    return float(sum(hit[:, :k].sum() / (k * max(len(ids), 1)) for k in ks))
+
+
+#: rows x labels x score matrices densified at once while the candidates are gathered
+_GATHER_CELLS = 1 << 24
+
+
+def candidates(scores, Y, per_matrix):
+    """The labels a blend of ``scores`` may rank first: per row, the union of every matrix's top
+    ``per_matrix`` labels.
+
+    Returns
+    -------
+    (values, hits, penalty)
+        ``values``: a list of ``n x c`` float32 arrays, every matrix's scores of the candidates; ``hits``: the
+        ``n x c`` boolean of candidates that are true labels in ``Y``; ``penalty``: ``n x c`` float32, 0 for
+        a candidate and ``-inf`` for the padding (a label listed twice, or none).
+    """
+    n, n_labels = Y.shape
+    Y = sp.csr_matrix(Y)
+    c = per_matrix * len(scores)
+    values = [np.zeros((n, c), dtype=np.float32) for _ in scores]
+    hits = np.zeros((n, c), dtype=bool)
+    penalty = np.zeros((n, c), dtype=np.float32)
+    step = max(1, _GATHER_CELLS // max(n_labels * len(scores), 1))
+    for start in range(0, n, step):
+        rows = slice(start, min(start + step, n))
+        dense = [S[rows].toarray() if sp.issparse(S) else np.asarray(S[rows], dtype=np.float32) for S in scores]
+        ids = np.sort(np.hstack([top_k_rows(np.ascontiguousarray(D, dtype=np.float32), min(per_matrix, n_labels),
+                                            1)[0] for D in dense]), axis=1)
+        ids = np.hstack([ids, np.full((len(ids), c - ids.shape[1]), -1, dtype=np.int64)])
+        unused = ids < 0
+        unused[:, 1:] |= ids[:, 1:] == ids[:, :-1]
+        safe = np.where(unused, 0, ids)
+        r = np.arange(len(ids))[:, None]
+        for V, D in zip(values, dense):
+            V[rows] = D[r, safe]
+        hits[rows] = (Y[rows].toarray()[r, safe] > 0) & ~unused
+        penalty[rows] = np.where(unused, -np.inf, 0.0)
+    return values, hits, penalty
+
+
+def choose_weights(scores, Y, steps=10, ks=(1, 3, 5), per_matrix=None):
+    """The weights (a tuple, one per score matrix) of the blend of ``scores`` (each ``n x L`` for the rows of
+    ``Y``) whose top ``max(ks)`` has the highest sum of P@k, and that sum divided by ``len(ks)``.
+
+    Every blend ranks the :func:`candidates` of a row (every matrix's top ``per_matrix`` labels, default
+    ``4 * max(ks)``), which hold its top labels unless a label outside each matrix's top ranks first in
+    the blend.
+    """
+    k = max(ks)
+    values, hits, penalty = candidates(scores, Y, per_matrix or 4 * k)
+    n = max(len(hits), 1)
+    rows = np.arange(len(hits))[:, None]
+    best, best_value = None, -1.0
+    blended = np.empty_like(penalty)
+    for weights in simplex_grid(len(scores), steps):
+        np.copyto(blended, penalty)
+        for V, w in zip(values, weights):
+            if w:
+                blended += np.float32(w) * V
+        top = np.argpartition(-blended, k - 1, axis=1)[:, :k] if blended.shape[1] > k else \
+            np.tile(np.arange(blended.shape[1]), (len(blended), 1))
+        top = np.take_along_axis(top, np.argsort(-blended[rows, top], axis=1, kind="stable"), axis=1)
+        found = hits[rows, top] & np.isfinite(blended[rows, top])
+        value = float(sum(found[:, :j].sum() / (j * n) for j in ks))
+        if value > best_value + 1e-12:
+            best, best_value = weights, value
+    return best, best_value / len(ks)

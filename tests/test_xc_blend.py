@@ -1,0 +1,153 @@
+"""The closed-form heads, their blend with the one-vs-all scores chosen on held-out training rows, and the sparse
+top-k kernel they use."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from embkit import ExtremeClassifier
+from embkit._kernels.rows import top_k_sparse_rows
+from embkit.core import persist
+from embkit.xc.blend import blend, choose_weights, precision_sum, simplex_grid, top_k
+from embkit.xc.heads import HEADS, head_params
+from embkit.xc.synthetic import make_xc
+
+
+@pytest.fixture(scope="module")
+def planted():
+    return make_xc(n_labels=30, n_features=120, n_train=1500, n_test=400, values="tfidf", seed=5)
+
+
+def _weighted(X):
+    X = sp.csr_matrix(X, dtype=np.float32)
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    norms[norms == 0] = 1
+    return sp.csr_matrix(sp.diags(1 / norms) @ X, dtype=np.float32)
+
+
+def test_top_k_sparse_rows_matches_a_sort():
+    rng = np.random.default_rng(0)
+    M = sp.random(50, 40, density=0.2, format="csr", random_state=1, dtype=np.float32)
+    M.data = rng.permutation(len(M.data)).astype(np.float32) - 100       # distinct, some negative
+    ids, vals = top_k_sparse_rows(M.indptr.astype(np.int64), M.indices.astype(np.int32), M.data, 6, 2)
+    for r in range(50):
+        lo, hi = M.indptr[r], M.indptr[r + 1]
+        order = np.argsort(-M.data[lo:hi])[:6]
+        assert ids[r, :len(order)].tolist() == M.indices[lo:hi][order].tolist()
+        assert (ids[r, len(order):] == -1).all()
+        np.testing.assert_array_equal(vals[r, :len(order)], M.data[lo:hi][order])
+
+
+def test_heads_compute_what_they_say(planted):
+    (train, test), params = planted, head_params({"l2": 0.5})
+    A, B, Y = _weighted(train.X), _weighted(test.X), train.Y
+    state = HEADS["least_squares"].fit(A, Y, params, 2)
+    W = state["least_squares_weights"].astype(np.float64)
+    A1 = np.hstack([A.toarray(), np.ones((A.shape[0], 1))])
+    ridge = np.eye(A1.shape[1]) * 0.5
+    ridge[-1, -1] = 0
+    residual = (A1.T @ A1 + ridge) @ W - A1.T @ Y.toarray()
+    assert np.abs(residual).max() < 1e-2 * np.abs(A1.T @ Y.toarray()).max()
+    centroids = HEADS["centroids"].fit(A, Y, head_params({"centroid_threshold": 0}), 2)
+    C = sp.csr_matrix((centroids["centroids_data"], centroids["centroids_indices"], centroids["centroids_indptr"]),
+                      shape=tuple(centroids["centroids_shape"])).toarray()
+    want = A.T.toarray() @ Y.toarray()
+    np.testing.assert_allclose(C, want / np.linalg.norm(want, axis=0), rtol=1e-4, atol=1e-6)
+    S = HEADS["neighbours"].scores(HEADS["neighbours"].fit(A, Y, params, 2), B, params, 2)
+    cos = (B @ A.T).toarray()
+    for r in (0, 3, 7):
+        nearest = np.argsort(-cos[r])[:params["neighbours"]]
+        w = np.maximum(cos[r, nearest], 0) ** params["neighbour_power"]
+        np.testing.assert_allclose(S[r].toarray().ravel(), (w / w.sum()) @ Y[nearest].toarray(), rtol=1e-4,
+                                   atol=1e-6)
+
+
+def test_chosen_weights_are_the_best_of_the_grid(planted):
+    train, _ = planted
+    rng = np.random.default_rng(2)
+    Y = train.Y[:300]
+    good = Y.toarray() + rng.normal(0, 0.8, Y.shape).astype(np.float32)
+    noise = rng.normal(0, 1, Y.shape).astype(np.float32)
+    weights, value = choose_weights([noise, good], Y, steps=4)
+    for w in simplex_grid(2, 4):
+        assert value * 3 >= precision_sum(Y, top_k(blend([noise, good], w), 5)[0]) - 1e-9
+    assert weights[1] > weights[0]
+    assert value * 3 == pytest.approx(precision_sum(Y, top_k(blend([noise, good], weights), 5)[0]))
+
+
+def test_the_blend_is_chosen_on_held_out_rows_and_saved(tmp_path, planted):
+    train, test = planted
+    plain = ExtremeClassifier(epochs=3, heads=(), workers=1, progress=False).fit(train)
+    blended = ExtremeClassifier(epochs=3, workers=1, progress=False).fit(train)
+    assert blended.heads == ("centroids", "least_squares", "neighbours")
+    assert len(blended.blend_weights) == len(blended.blend_heads) + 1
+    assert sum(blended.blend_weights) == pytest.approx(1.0) and min(blended.blend_weights) >= 0
+    np.testing.assert_array_equal(plain.W_out, blended.W_out)       # the model itself is the same
+    path = str(tmp_path / "m.ekm")
+    blended.save(path)
+    again = ExtremeClassifier.load(path)
+    assert again.blend_heads == blended.blend_heads and again.blend_weights == blended.blend_weights
+    np.testing.assert_array_equal(again.predict(test.X)[0], blended.predict(test.X)[0])
+    if blended.blend_heads:
+        assert (plain.predict(test.X)[0] != blended.predict(test.X)[0]).any()
+
+
+def test_a_table_shaped_array_of_another_shape_is_refused(tmp_path, planted):
+    train, _ = planted
+    model = ExtremeClassifier(epochs=1, workers=1, heads=("least_squares",), progress=False).fit(train)
+    if "least_squares" not in model.blend_heads:
+        model.blend_heads, model.blend_weights = ("least_squares",), (0.5, 0.5)
+        model._head_state = HEADS["least_squares"].fit(_weighted(train.X), train.Y, model.head_params, 1)
+    model._head_state["least_squares_weights"] = model._head_state["least_squares_weights"][:-2]
+    path = str(tmp_path / "bad.ekm")
+    model.save(path)
+    with pytest.raises(ValueError, match="head_least_squares_weights has shape"):
+        persist.load(path)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(heads=("nope",)), "heads must be a list of head names"), (dict(heads="centroids"), "heads must be a list"),
+    (dict(heads=("centroids", "centroids")), "twice"), (dict(head_params={"l3": 1}), "unknown head_params key"),
+    (dict(head_params={"l2": -1}), r"head_params\['l2'\]"), (dict(blend_validation=1.0), "blend_validation"),
+    (dict(loss="hs", heads=("centroids",)), "output rows are not labels"),
+])
+def test_bad_blend_parameters_name_themselves(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ExtremeClassifier(**kwargs)
+
+
+def test_too_few_rows_for_a_split_train_without_a_blend(planted):
+    train, _ = planted
+    model = ExtremeClassifier(epochs=1, workers=1, progress=False).fit(train.X[:30], train.Y[:30])
+    assert model.blend_heads == () and model.blend_weights is None
+
+
+def test_the_command_line_chooses_the_heads(tmp_path, planted):
+    import io
+
+    from embkit import cli
+    from embkit.xc.data import write_xc
+    train, test = planted
+    paths = [str(tmp_path / name) for name in ("train.txt", "test.txt")]
+    for path, data in zip(paths, planted):
+        write_xc(path, data)
+    for given, want in ((["--heads", "least_squares"], ("least_squares",)), (["--heads"], ()), ([], None)):
+        out = str(tmp_path / ("m%d.ekm" % len(given)))
+        assert cli.main(["xc", "-q", "--train", paths[0], "--test", paths[1], "--epochs", "1", "-o", out] + given,
+                        out=io.StringIO()) == 0
+        model = ExtremeClassifier.load(out)
+        assert model.heads == (want if want is not None else ("centroids", "least_squares", "neighbours"))
+        assert set(model.blend_heads) <= set(model.heads)
+
+
+def test_head_arrays_are_bounded_by_the_saved_sizes(tmp_path, planted):
+    train, _ = planted
+    model = ExtremeClassifier(vector_size=8, ensemble=1, epochs=1, workers=1, heads=("neighbours",),
+                              progress=False).fit(train)
+    assert model.blend_heads == ("neighbours",)
+    path = str(tmp_path / "small-tables.ekm")
+    model.save(path)            # the training rows the head keeps are many times the tables' bytes
+    assert ExtremeClassifier.load(path).blend_heads == ("neighbours",)
+    model.n_train = 2           # the saved state now declares fewer training rows than the head holds
+    model.save(path)
+    with pytest.raises(ValueError, match=r"head_neighbour_\w+ has \d+ elements, more than"):
+        persist.load(path)
