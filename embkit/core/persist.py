@@ -119,34 +119,24 @@ def _read_archive(zf, path, arrays):
     if not arrays:
         return config, words, {}
     headers = {name: safe_zip.read_npy_header(zf, name + ".npy", path) for name in listed}
-    check_shapes(path, config, words, headers, named_rows=bool(words) or _names_rows(config.get("model")),
-                 table_shaped=_kind_attribute(config.get("model"), "TABLE_SHAPED_ARRAYS"),
-                 bounded=_kind_attribute(config.get("model"), "BOUNDED_ARRAYS"))
+    kind = config.get("model")
+    check_shapes(path, config, words, headers, named_rows=bool(words) or _kind_attribute(kind, "NAMED_ROWS", False),
+                 table_shaped=_kind_attribute(kind, "TABLE_SHAPED_ARRAYS", {}),
+                 bounded=_kind_attribute(kind, "BOUNDED_ARRAYS", {}))
     tables = {name: safe_zip.read_npy(zf, header, path) for name, header in headers.items()}
     _check_tables(path, config, words, tables)
     return config, words, tables
 
 
-def _kind_attribute(kind, name):
-    """The dict attribute ``name`` of the class of models of ``kind`` (``TABLE_SHAPED_ARRAYS``,
-    ``BOUNDED_ARRAYS``), or ``{}``."""
+def _kind_attribute(kind, name, default):
+    """The class attribute ``name`` of models of ``kind`` (``NAMED_ROWS``, ``TABLE_SHAPED_ARRAYS``, ...), or
+    ``default`` for a kind no class registers (a generic archive)."""
     if not isinstance(kind, str):
-        return {}
+        return default
     try:
-        return getattr(model_class(kind), name, {})
+        return getattr(model_class(kind), name, default)
     except ValueError:
-        return {}
-
-
-def _names_rows(kind):
-    """Whether models of ``kind`` name their input rows (False for a kind no class registers: a generic
-    archive)."""
-    if not isinstance(kind, str):
-        return False
-    try:
-        return model_class(kind).NAMED_ROWS
-    except ValueError:
-        return False
+        return default
 
 
 def check_shapes(path, config, words, headers, named_rows=True, table_shaped=None, bounded=None):
