@@ -19,11 +19,12 @@ from distributed import Client, LocalCluster, fire_and_forget  # noqa: E402
 
 from _cases import pairings, refused  # noqa: E402
 from embkit import Word2Vec  # noqa: E402
-from embkit.core import cluster as cluster_mod  # noqa: E402
+from embkit.cluster import settings as cluster_mod  # noqa: E402
 from embkit.core.checkpoint import CheckpointError, list_checkpoints  # noqa: E402
 from embkit.core.interrupts import TrainingInterrupted  # noqa: E402
-from embkit.core.reconcile import MODES  # noqa: E402
-from embkit.core.replica import ShardReadError, open_replica  # noqa: E402
+from embkit.cluster.reconcile import MODES, RowDelta  # noqa: E402
+from embkit.cluster import ShardReadError  # noqa: E402
+from embkit.cluster.replica import open_replica  # noqa: E402
 from embkit.text import shards as shards_mod  # noqa: E402
 from embkit.text.shards import TextShard, resolve_files  # noqa: E402
 
@@ -86,7 +87,7 @@ def test_a_replica_trains_a_round_of_many_shards_as_chunks_its_threads_share(tmp
     params = dict(SMALL, workers=2, batch_words=100)
     model = Word2Vec(chunk_tokens=2000, **params).build_vocab(sentences)
     run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001, "mode": "momentum", "replicas": 1}
-    replica = open_replica((model._cluster_spec(), (model.W_in, model.W_out), None),
+    replica = open_replica((model.replica_spec(), (model.W_in, model.W_out), None),
                            [TextShard(p, os.path.getsize(p)) for p in paths], run)
     try:
         rounds = 3
@@ -116,7 +117,7 @@ def test_replica_refreshes_an_adaptive_sampler_after_a_reconciliation(tmp_path, 
     paths = write_shards(tmp_path, sentences, 2)
     model = Word2Vec(sampler="lsh", **SMALL).build_vocab(sentences)
     run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001, "mode": "momentum", "replicas": 1}
-    replica = open_replica((model._cluster_spec(), (model.W_in, model.W_out), None),
+    replica = open_replica((model.replica_spec(), (model.W_in, model.W_out), None),
                            [TextShard(p, 1) for p in paths], run)
     try:
         assert replica.units_per_epoch() == sum(len(s) for s in sentences)
@@ -131,22 +132,22 @@ def test_a_replica_sending_a_share_keeps_the_rest_until_the_last_round(tmp_path,
     # in-process: with exchange_share 0.3 a round sends some of the rows it changed and keeps the rest
     # ahead of its reconciled tables; the run's last round sends everything left, so the reconciled tables
     # end where the replica's are
-    from embkit.core.reconcile import changed_rows
+    from embkit.cluster.reconcile import changed_rows
     _, sentences = planted
     paths = write_shards(tmp_path, sentences, 2)
     model = Word2Vec(**SMALL).build_vocab(sentences)
     run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001, "share": 0.3, "mode": "momentum", "replicas": 1}
-    replica = open_replica((model._cluster_spec(), (model.W_in, model.W_out), None),
+    replica = open_replica((model.replica_spec(), (model.W_in, model.W_out), None),
                            [TextShard(p, 1) for p in paths], run)
     try:
         start = replica.base_out.copy()
-        first = replica.train_round(0, 0, 2)["merged"]
+        first = [RowDelta.from_wire(w) for w in replica.train_round(0, 0, 2)["merged"]]
         changed = changed_rows(replica.model.W_out, start)
         kept = changed_rows(replica.model.W_out, replica.base_out)
         assert 0 < len(first[1]) < len(changed) and len(kept)
         np.testing.assert_array_equal(replica.base_out[first[1].ids],
                                       start[first[1].ids] + first[1].values.astype(np.float32))
-        last = replica.train_round(0, 1, 2)["merged"]
+        last = [RowDelta.from_wire(w) for w in replica.train_round(0, 1, 2)["merged"]]
         for table, base in zip((replica.model.W_in, replica.model.W_out), (replica.base_in, replica.base_out)):
             np.testing.assert_array_equal(table, base)
         assert set(kept.ids) <= set(last[1].ids)        # what it kept went in the end
@@ -244,6 +245,12 @@ def test_rounds_default_to_a_fixed_size_per_replica():
     assert cluster_mod.rounds_per_epoch(8, [10, 10**9]) == 8
     assert cluster_mod.rounds_per_epoch(None, [10, 1000]) == 1
     assert cluster_mod.rounds_per_epoch(None, [cluster_mod.ROUND_UNITS * 10, cluster_mod.ROUND_UNITS * 31.6]) == 32
+    # a lone replica has no peer to drift from: its rounds are long (they only set how often the client
+    # receives the tables)
+    assert cluster_mod.rounds_per_epoch(None, [cluster_mod.ROUND_UNITS * 32]) == \
+        max(1, round(cluster_mod.ROUND_UNITS * 32 / cluster_mod.LONE_ROUND_UNITS))
+    assert cluster_mod.rounds_per_epoch(None, [cluster_mod.LONE_ROUND_UNITS * 7]) == 7
+    assert cluster_mod.rounds_per_epoch(5, [cluster_mod.LONE_ROUND_UNITS * 7]) == 5
 
 
 def test_every_reconcile_mode_trains(client, planted_shards, purity):
@@ -395,7 +402,7 @@ def test_fewer_shards_than_workers_are_named(client, planted, tmp_path, caplog):
     # one compressed file is one shard: one of the two workers trains, and the run says why
     _, sentences = planted
     path = write_shards(tmp_path, sentences, 1, ".txt.gz")[0]
-    with caplog.at_level(logging.WARNING, logger="embkit.core.cluster"):
+    with caplog.at_level(logging.WARNING, logger="embkit.cluster.client"):
         model = Word2Vec(corpus_file=path, client=client, **SMALL)
     assert model.last_cluster_stats.replicas == 1
     assert "1 shard for 2 workers: only 1 of them trains" in caplog.text

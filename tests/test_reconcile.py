@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from embkit._kernels import deltas
-from embkit.core.reconcile import (WIRE_DTYPE, RowDelta, adopt_update, apply_update, changed_rows, local_rows, merge,
+from embkit.cluster.reconcile import (WIRE_DTYPE, RowDelta, adopt_update, apply_update, changed_rows, local_rows, merge,
                                    owned_rows, split, table_rows)
 
 
@@ -395,3 +395,13 @@ def test_a_threaded_pass_refuses_what_a_single_thread_refuses():
     with pytest.raises(ValueError, match="not increasing"):
         deltas.merge_rows([np.array([3, 1], np.int32)], [np.zeros((2, 2), np.uint16)], 6, False,
                           np.zeros((2, 2), np.uint16), np.zeros(2, np.int32), None, None, 3)
+
+
+def test_a_delta_travels_as_a_plain_tuple_of_its_arrays():
+    # Dask sends a tuple of arrays as they are, where an object holding them goes through pickle
+    delta = RowDelta(np.array([1, 4], np.int32), np.ones((2, 3), WIRE_DTYPE), np.array([0, -1], np.int32))
+    wire = delta.wire
+    assert type(wire) is tuple and all(isinstance(a, np.ndarray) for a in wire)
+    back = RowDelta.from_wire(wire)
+    assert back.ids is delta.ids and back.values is delta.values and back.owner is delta.owner
+    assert RowDelta.from_wire(RowDelta(delta.ids, delta.values).wire).owner is None

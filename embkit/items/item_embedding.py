@@ -22,8 +22,7 @@ import scipy.sparse as sp
 from embkit._kernels.pairs import PairTrainer
 from embkit._kernels.samplers import AliasSampler
 from embkit.core.base import EmbeddingModel
-from embkit.core.cluster import (CLUSTER_PARAMS, EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH, check_client,
-                                 check_cluster_params, train_on_cluster)
+from embkit.cluster import EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH, ClusterTraining
 from embkit.core.checkpoint import fingerprint
 from embkit.core.checks import POSITIVE_INT, check_param
 from embkit.core.batched_softmax import check_batch_size
@@ -103,7 +102,7 @@ def as_pair_matrix(pairs, n_items=None):
     return m, names
 
 
-class ItemEmbedding(EmbeddingModel):
+class ItemEmbedding(ClusterTraining, EmbeddingModel):
     """Item vectors from an item -> item co-occurrence matrix, for similar items and next-item prediction.
 
     Parameters
@@ -161,9 +160,9 @@ class ItemEmbedding(EmbeddingModel):
     NAMED_ROWS = True
     unit = "pair"
     CLUSTER_STATE = "counts"
-    RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | CLUSTER_PARAMS
+    RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | ClusterTraining.CLUSTER_PARAMS
     #: a resumed run may move to (or between) clusters; the cluster settings are checked against its run
-    RESUMABLE_CHANGES = EmbeddingModel.RESUMABLE_CHANGES | CLUSTER_PARAMS
+    RESUMABLE_CHANGES = EmbeddingModel.RESUMABLE_CHANGES | ClusterTraining.CLUSTER_PARAMS
     #: the cluster client and the name -> row lookup (made again when needed)
     TRANSIENT = EmbeddingModel.TRANSIENT | {"client", "_lookup"}
 
@@ -200,7 +199,6 @@ class ItemEmbedding(EmbeddingModel):
         """Raise ValueError naming the first invalid parameter."""
         super().check_params()
         check_batch_size(self.batch_size, self.loss)
-        check_cluster_params(self)
 
     # ------------------------------------------------------------------ training
     def _kernel_trainer(self, loss, sampler, alpha, min_alpha, total):
@@ -272,14 +270,12 @@ class ItemEmbedding(EmbeddingModel):
                 return dict(loss=report.epoch_loss[-1], **_metrics_of(self.evaluate(val, n_negatives=n_negatives)))
             tracker = BestEpoch(self, score, metric, patience)
         try:
-            if self.client is not None:
-                shards = pair_shards(coo, len(check_client(self.client)))
-                train_on_cluster(self, self.client, shards, self.epochs, self.alpha, self.min_alpha,
-                                 progress=self.progress, desc="items %s on a cluster" % self.loss, run_args=run_args,
-                                 fingerprint=digest, on_epoch=tracker)
-            else:
-                self._train(chunks, pairs_per_epoch, self.counts, n, on_epoch=tracker, desc="items %s" % self.loss,
-                            run_args=run_args, fingerprint=digest)
+            self._fit(lambda: self._train(chunks, pairs_per_epoch, self.counts, n, on_epoch=tracker,
+                                          desc="items %s" % self.loss, run_args=run_args, fingerprint=digest),
+                      lambda: {"shards": pair_shards(coo, len(self.cluster_workers())), "epochs": self.epochs,
+                               "alpha": self.alpha, "min_alpha": self.min_alpha, "progress": self.progress,
+                               "desc": "items %s on a cluster" % self.loss, "run_args": run_args,
+                               "fingerprint": digest, "on_epoch": tracker})
         finally:
             self._pairs = None
         self.history = tracker.history if tracker else []

@@ -32,8 +32,8 @@ import tempfile
 import numpy as np
 
 from embkit import Word2Vec
-from embkit.core.cluster import EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH
-from embkit.core.reconcile import MODES
+from embkit.cluster import EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH
+from embkit.cluster.reconcile import MODES
 from eval.bench.word2vec import default_corpus, evaluate
 
 

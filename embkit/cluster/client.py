@@ -1,4 +1,4 @@
-"""Training on a Dask cluster: the client side (the workers' side is :mod:`embkit.core.replica`).
+"""Training on a Dask cluster: the client side (the workers' side is :mod:`embkit.cluster.replica`).
 
 A model given ``client=`` (a ``dask.distributed.Client``) trains like this:
 
@@ -10,7 +10,7 @@ A model given ``client=`` (a ``dask.distributed.Client``) trains like this:
    replica): the client calls every replica at once (an actor call goes straight to its worker: no task,
    no scheduler on the way), which trains the same fraction of its shards with embkit's nogil kernel on
    its own threads (``workers``), then reconciles with the other replicas directly: each merges every
-   n-th row of the tables (:mod:`embkit.core.reconcile`; two replicas each merge every row) from the
+   n-th row of the tables (:mod:`embkit.cluster.reconcile`; two replicas each merge every row) from the
    changed rows the others send it (with ``exchange_share`` below 1, the farthest moved of them, the rest
    kept for later rounds) and sends the merged rows to the others and back to the client, which adds them
    to its tables (they are the model's ``W_in`` / ``W_out`` after every round);
@@ -30,31 +30,20 @@ import uuid
 
 import numpy as np
 
+from embkit.cluster.mailbox import RoundAborted
+from embkit.cluster.plan import group_shards
+from embkit.cluster.reconcile import BLOCK_RATE, RowDelta, apply_update
+from embkit.cluster.replica import open_replica
+from embkit.cluster.settings import EXCHANGE_SHARE, check_client, distributed_module, rounds_per_epoch
+from embkit.cluster.stats import ClusterStats
+from embkit.cluster.worker import ShardReadError
 from embkit.core import checkpoint
-from embkit.core.checks import POSITIVE_INT, check_param
-from embkit.core.reconcile import BLOCK_RATE, DEFAULT_MODE, MODES, apply_update
-from embkit.core.replica import RoundAborted, ShardReadError, open_replica
 from embkit.core.training import run_steps
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "RECONCILE", "EXCHANGE_SHARE",
-           "check_cluster_params", "check_client", "distributed_module", "group_shards", "rounds_per_epoch",
-           "train_on_cluster", "ClusterStats", "MomentumState"]
+__all__ = ["train_on_cluster", "MomentumState"]
 
-#: model parameters of cluster training (runtime settings: not saved with a model)
-CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile", "exchange_share"})
-#: ``syncs_per_epoch`` of a model that does not choose: None, rounds of about :data:`ROUND_UNITS` units
-SYNCS_PER_EPOCH = None
-#: units (words, pairs) a replica trains per round when ``syncs_per_epoch`` is None: about the longest rounds
-#: that keep one process's quality (longer rounds let the replicas drift apart; CLUSTER.md)
-ROUND_UNITS = 75_000
-#: the merge of a model that does not choose
-RECONCILE = DEFAULT_MODE
-#: ``exchange_share`` of a model that does not choose: every changed row goes to every reconciliation
-EXCHANGE_SHARE = 1.0
-#: seconds a run waits for a first worker before it calls the cluster empty
-WORKER_WAIT = 10.0
 #: seconds between checks of the workers while a round runs
 POLL_SECONDS = 0.25
 #: times one shard group may be reopened within one round before the run gives up
@@ -62,56 +51,6 @@ MAX_REOPEN = 3
 #: deadline of sending data to the workers: this many seconds plus its bytes at SHARE_BYTES_PER_SECOND
 SHARE_SECONDS = 10.0
 SHARE_BYTES_PER_SECOND = 20e6
-
-
-def distributed_module():
-    """``dask.distributed``, or an ImportError saying how to install it."""
-    try:
-        import distributed
-    except ImportError:
-        raise ImportError("training on a cluster (client=) needs dask.distributed: pip install 'embkit[cluster]'") \
-            from None
-    return distributed
-
-
-def check_cluster_params(model):
-    """ValueError naming a bad ``syncs_per_epoch`` / ``reconcile`` / ``exchange_share``; TypeError for a
-    ``client`` that is not a ``dask.distributed.Client``."""
-    if model.syncs_per_epoch is not None:
-        check_param("syncs_per_epoch", model.syncs_per_epoch, *POSITIVE_INT)
-    if model.reconcile not in MODES:
-        raise ValueError("reconcile must be one of %s, got %r" % (", ".join(MODES), model.reconcile))
-    check_param("exchange_share", model.exchange_share, lambda v: 0 < v <= 1, "a number in (0, 1]")
-    if model.client is not None:
-        distributed = distributed_module()
-        if not isinstance(model.client, distributed.Client):
-            raise TypeError("client must be a dask.distributed.Client, got %r" % (model.client,))
-
-
-def check_client(client, wait=WORKER_WAIT):
-    """The client's workers as ``{address: threads}``; ValueError when it has none after ``wait`` seconds."""
-    workers = client.nthreads()
-    if not workers:
-        try:
-            client.wait_for_workers(1, timeout=wait)
-        except Exception:   # dask raises its own TimeoutError (asyncio's or distributed's by version)
-            raise ValueError("the Dask cluster of %r has no workers (waited %gs): start some with `dask worker %s` "
-                             "or scale the cluster up" % (client, wait, client.scheduler.address)) from None
-        workers = client.nthreads()
-    return dict(workers)
-
-
-def group_shards(shards, n_groups):
-    """Shards in ``n_groups`` lists of about equal total size (largest first onto the lightest group)."""
-    groups = [[] for _ in range(max(1, min(n_groups, len(shards))))]
-    load = [0] * len(groups)
-    for shard in sorted(shards, key=lambda s: -s.size):
-        g = load.index(min(load))
-        groups[g].append(shard)
-        load[g] += shard.size
-    for group in groups:    # keep the corpus's order inside a group
-        group.sort(key=shards.index)
-    return groups
 
 
 def _arrays(data):
@@ -124,55 +63,6 @@ def _arrays(data):
     elif hasattr(data, "values") and hasattr(data, "ids"):
         yield data.values
         yield data.ids
-
-
-class ClusterStats:
-    """What a cluster run exchanged and how long it took.
-
-    Attributes
-    ----------
-    replicas : int
-    rounds : int
-        Reconciliations done.
-    bytes_up, bytes_down : int
-        Bytes of changed rows the replicas sent to the owners of those rows, and of merged rows the
-        owners sent to the other replicas and to the client, over the run.
-    rows_changed : list of int
-        Rows (both tables) changed per reconciliation.
-    round_seconds, apply_seconds : float
-        Wall time of the rounds (training and reconciling) and of the client adding the merged rows to
-        its tables.
-    train_seconds : float
-        Time the slowest replica of each round spent in the kernels, summed over rounds (the rest of
-        ``round_seconds`` is reconciling and the calls).
-    pass_seconds, wait_seconds : float
-        Time the slowest replica of each round spent finding, merging and adopting rows, and waiting for the
-        other replicas' rows (their lateness and the transfer), summed over rounds.
-    reopened : list of str
-        One entry per replica opened again after its worker was lost.
-    """
-
-    def __init__(self, replicas):
-        self.replicas = replicas
-        self.rounds = 0
-        self.bytes_up = self.bytes_down = 0
-        self.rows_changed = []
-        self.round_seconds = self.apply_seconds = self.train_seconds = self.pass_seconds = 0.0
-        self.wait_seconds = 0.0
-        self.reopened = []
-
-    @property
-    def bytes_per_round(self):
-        """Mean bytes (up and down) of one reconciliation."""
-        return (self.bytes_up + self.bytes_down) / max(1, self.rounds)
-
-    def to_dict(self):
-        return {"replicas": self.replicas, "rounds": self.rounds, "bytes_up": self.bytes_up,
-                "bytes_down": self.bytes_down, "bytes_per_round": self.bytes_per_round,
-                "rows_changed": list(self.rows_changed), "round_seconds": self.round_seconds,
-                "apply_seconds": self.apply_seconds, "train_seconds": self.train_seconds,
-                "pass_seconds": self.pass_seconds, "wait_seconds": self.wait_seconds,
-                "reopened": list(self.reopened)}
 
 
 def _with_deadline(call, seconds):
@@ -225,7 +115,7 @@ class _Run:
                            "the corpus into at least as many files as workers)", len(shards),
                            "" if len(shards) == 1 else "s", len(workers), len(self.groups),
                            "s" if len(self.groups) == 1 else "")
-        self.spec = model._cluster_spec()
+        self.spec = model.replica_spec()
         self.address = {}
         self.actors = {}        # group -> (future of its open task, Actor)
         self.units = {}         # group -> units per epoch
@@ -361,7 +251,7 @@ class _Run:
             raise RuntimeError("the replica of shards %s was lost %d times; giving up (the model holds the tables "
                                "of the last reconciliation)" % (", ".join(s.name for s in self.groups[group]),
                                                                  attempt))
-        live = sorted(check_client(self.client, WORKER_WAIT))
+        live = sorted(check_client(self.client))
         held = {addr: 0 for addr in live}
         for g, addr in self.address.items():
             if g != group and addr in held:
@@ -452,6 +342,7 @@ class _Run:
         clock = time.perf_counter()
         tables = (self.model.W_in, self.model.W_out)
         for res in results:
+            res["merged"] = tuple(RowDelta.from_wire(w) for w in res["merged"])
             for update, table in zip(res["merged"], tables):
                 apply_update(update, table)
         self.stats.rounds += 1
@@ -491,14 +382,6 @@ class _Run:
             self.drop(g)
 
 
-def rounds_per_epoch(syncs_per_epoch, units):
-    """Rounds of an epoch: ``syncs_per_epoch``, or when it is None enough for the largest replica (``units``
-    per epoch of each) to train about :data:`ROUND_UNITS` per round."""
-    if syncs_per_epoch is not None:
-        return int(syncs_per_epoch)
-    return max(1, int(round(max(units, default=0) / ROUND_UNITS)))
-
-
 def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=False, desc="cluster", run_args=None,
                      fingerprint=None, on_epoch=None):
     """Train ``model`` on the workers of ``client`` (see the module docstring).
@@ -506,9 +389,8 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
     Parameters
     ----------
     model : EmbeddingModel
-        With its tables initialised, its ``CLUSTER_STATE`` and the hooks ``_cluster_spec()`` (what a replica is built from),
-        ``_cluster_model(params, state, W_in, W_out)`` (a classmethod building it) and
-        ``_cluster_classes()`` (counts and number of classes of the loss); ``syncs_per_epoch`` and
+        With its tables initialised and ``CLUSTER_STATE`` set; replicas are built from its ``replica_spec()``
+        (:meth:`~embkit.core.base.EmbeddingModel.replica_spec`); ``syncs_per_epoch`` and
         ``reconcile`` settings.  With ``checkpoint_dir``, the client writes checkpoints of the reconciled
         tables between rounds (and on Ctrl-C); a model :meth:`resume` opened continues from its round.
     client : dask.distributed.Client
@@ -541,8 +423,8 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
         rounds = run["rounds"] = rounds_per_epoch(model.syncs_per_epoch, job.units.values())
         logger.info("%d replica%s, %d rounds an epoch (about %.0f %s per replica and round)", len(job.groups),
                     "" if len(job.groups) == 1 else "s", rounds, max(job.units.values()) / rounds, model.unit)
-        record = model._run_record(epochs, alpha, min_alpha, units_per_epoch, run_args, fingerprint,
-                                   cluster={"syncs_per_epoch": rounds, "reconcile": model.reconcile})
+        record = checkpoint.run_record(epochs, alpha, min_alpha, units_per_epoch, run_args, fingerprint,
+                                          cluster={"syncs_per_epoch": rounds, "reconcile": model.reconcile})
         if run["share"] != EXCHANGE_SHARE:      # kept (and restored on resume) only when not the default
             record["cluster"]["exchange_share"] = run["share"]
         history_before, start, report, checkpointer = checkpoint.begin_run(

@@ -77,6 +77,17 @@ class RowDelta:
         return RowDelta(self.ids[keep], self.values[keep])
 
     @property
+    def wire(self):
+        """The arrays as a plain tuple ``(ids, values, owner)``: what travels between processes (Dask sends a
+        tuple of arrays without copying them through pickle, which an object of this class would cost)."""
+        return self.ids, self.values, self.owner
+
+    @classmethod
+    def from_wire(cls, wire):
+        """The :class:`RowDelta` of a :attr:`wire` tuple."""
+        return cls(*wire)
+
+    @property
     def nbytes(self):
         """Bytes on the wire (ids and values)."""
         return int(self.ids.nbytes + self.values.nbytes)

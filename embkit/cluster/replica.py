@@ -1,7 +1,7 @@
 """The worker side of cluster training: a replica of the tables training on its own shards, reconciling
 with its peers directly.
 
-A replica is a Dask actor (see :mod:`embkit.core.cluster`, the client side): :func:`open_replica` runs as
+A replica is a Dask actor (see :mod:`embkit.cluster.client`, the client side): :func:`open_replica` runs as
 a task with ``actor=True`` on one worker, and the :class:`Replica` it builds stays in that worker process,
 where the client calls its :meth:`Replica.train_round` once a round, straight to the worker (no task, no
 scheduler on the way).  It is a model of the client's class built from the client's parameters and state
@@ -9,7 +9,7 @@ scheduler on the way).  It is a model of the client's class built from the clien
 trainer (the same objects as a single-process run), and the shards it reads itself.
 
 Reconciliation runs among the replicas, not through the client: with ``n`` replicas, replica ``g`` owns
-every ``n``-th row of each table from row ``g`` (:func:`~embkit.core.reconcile.owned_rows`: the frequent
+every ``n``-th row of each table from row ``g`` (:func:`~embkit.cluster.reconcile.owned_rows`: the frequent
 rows, which every replica changes, spread evenly over the owners).  After training a round, a replica sends
 each owner the part of its changed rows that owner owns, merges the parts of its own rows it receives (the
 one merge of those rows in the run), and sends the merged rows to every other replica (less the rows only
@@ -28,97 +28,29 @@ Learning rate: the replica's trainer runs over its own units (epochs x its units
 trains the same fraction of every replica's shards, so at each reconciliation a replica's progress is the
 global progress of the run.
 """
-import threading
 import time
 
 import numpy as np
 
-from embkit.core.reconcile import (RowDelta, adopt_update, changed_rows, local_rows, merge, owned_rows, split,
+from embkit.cluster.mailbox import WAIT_POLL, Mailbox, RoundAborted
+from embkit.cluster.reconcile import (RowDelta, adopt_update, changed_rows, local_rows, merge, owned_rows, split,
                                    table_rows)
+from embkit.cluster.worker import ShardReadError, wanted, worker_name
 from embkit.core.training import ChunkSteps, check_finite, open_pipeline
 
-__all__ = ["Mailbox", "Replica", "RoundAborted", "ShardReadError", "open_replica", "worker_name"]
-
-#: seconds between a waiting replica's checks that its run still wants it
-WAIT_POLL = 0.5
-
-
-class ShardReadError(OSError):
-    """A shard a worker could not read; the message names the file and the worker."""
-
-
-class RoundAborted(RuntimeError):
-    """The round was called off (a peer was lost, or the run closed): the replica is replaced."""
-
-
-def worker_name():
-    """The address of the Dask worker running the current task ("this process" outside a worker)."""
-    try:
-        from distributed import get_worker
-        return get_worker().address
-    except (ImportError, ValueError):
-        return "this process"
-
-
-def _wanted():
-    """A check that the actor of the current task is still held on its worker (its run has not let it go);
-    always true outside a worker."""
-    try:
-        from distributed import get_worker
-        worker = get_worker()
-        key = worker.get_current_task()
-    except (ImportError, ValueError):
-        return lambda: True
-    return lambda: key in worker.state.actors
-
-
-class Mailbox:
-    """What the peers post to a replica, by ``(kind, epoch, round)`` and sender, until its training thread
-    takes it; :meth:`abort` makes a waiting :meth:`take` raise :class:`RoundAborted`."""
-
-    def __init__(self, wanted=lambda: True):
-        self.cond = threading.Condition()
-        self.items = {}
-        self.aborted = False
-        self.wanted = wanted
-
-    def put(self, key, sender, payload):
-        with self.cond:
-            self.items.setdefault(key, {})[sender] = payload
-            self.cond.notify_all()
-
-    def take(self, key, senders):
-        """``{sender: payload}`` of ``senders`` under ``key``, waiting until all have posted."""
-        with self.cond:
-            while True:
-                self.check(key)
-                got = self.items.get(key, {})
-                if all(s in got for s in senders):
-                    return self.items.pop(key, got)
-                self.cond.wait(WAIT_POLL)
-
-    def check(self, key):
-        """Raise :class:`RoundAborted` when the round ``key`` was called off (or the run let the replica go)."""
-        if self.aborted or not self.wanted():
-            raise RoundAborted("the round %s was called off" % (key,))
-
-    def abort(self):
-        with self.cond:
-            self.aborted = True
-            self.cond.notify_all()
+__all__ = ["Replica", "open_replica"]
 
 
 class Replica:
     """Tables, trainer and shards of one shard group on one worker (see the module docstring).
 
     ``group`` is its index among the run's ``run["replicas"]`` replicas (the rows it merges:
-    :func:`~embkit.core.reconcile.owned_rows`); ``momentum`` (``"momentum"`` merges of 3 replicas or more)
+    :func:`~embkit.cluster.reconcile.owned_rows`); ``momentum`` (``"momentum"`` merges of 3 replicas or more)
     the block momentum of both tables, of which it keeps that of its own rows.
     """
 
     def __init__(self, spec, shards, W_in, W_out, run, group=0, momentum=None):
-        cls, params, state = spec
-        self.model = model = cls._cluster_model(params, state, np.array(W_in), np.array(W_out))
+        self.model = model = spec[0].from_replica_spec(spec, np.array(W_in), np.array(W_out))
         self.shards = list(shards)
         self.units = []
         for shard in self.shards:
@@ -130,10 +62,8 @@ class Replica:
         self.total = sum(self.units)
         self.run = run
         self.group, self.replicas = group, int(run.get("replicas", 1))
-        counts, n_classes = model._cluster_classes()
-        self.loss, self.sampler = model._objective(counts, n_classes)
-        self.trainer = model._kernel_trainer(self.loss, self.sampler, run["alpha"], run["min_alpha"],
-                                             float(max(self.total, 1)) * run["epochs"])
+        self.loss, self.sampler, self.trainer = model.replica_trainer(run["alpha"], run["min_alpha"],
+                                                                      float(max(self.total, 1)) * run["epochs"])
         self.bases = (model.W_in.copy(), model.W_out.copy())
         self.momentum = (None, None)
         if momentum is not None:
@@ -142,7 +72,7 @@ class Replica:
         # the round (the peers' posts are awaited, and the client calls the next round once it has the result)
         self.scratch = ({}, {})
         self.peers = None
-        self.mail = Mailbox(_wanted())
+        self.mail = Mailbox(wanted())
         self.pipe = open_pipeline(self.trainer, max(1, int(model.workers)))
         self.threads = max(1, int(model.workers))     # of the passes over the rows, as of the kernels
 
@@ -166,8 +96,9 @@ class Replica:
         return True
 
     async def post(self, key, sender, payload):
-        """A peer's part of a round (run on the worker's event loop while the training thread waits)."""
-        self.mail.put(key, sender, payload)
+        """A peer's part of a round, one :attr:`~embkit.cluster.reconcile.RowDelta.wire` tuple per table (run on
+        the worker's event loop while the training thread waits)."""
+        self.mail.put(key, sender, tuple(RowDelta.from_wire(w) for w in payload))
 
     async def abort(self):
         """Call off the round this replica waits in (its peer was lost, or the run closes)."""
@@ -306,8 +237,8 @@ class Replica:
                 adopt_update(got[p][t], table, base, parts[t][p], partial, g, self.threads)
         self._delivered(key, posts)
         mine = tuple(RowDelta(m.ids, m.values) for m in merged)
-        return {"merged": mine, "bytes_up": up, "bytes_down": down + sum(m.nbytes for m in mine),
-                "wait_seconds": wait}
+        return {"merged": tuple(m.wire for m in mine), "bytes_up": up,
+                "bytes_down": down + sum(m.nbytes for m in mine), "wait_seconds": wait}
 
     def _swap(self, key, sent, partial):
         """:meth:`reconcile` of two replicas: each sends the other its whole delta and merges every row itself,
@@ -328,13 +259,15 @@ class Replica:
             half = slice(0, len(merged) // 2) if g == 0 else slice(len(merged) // 2, None)
             mine.append(RowDelta(merged.ids[half], merged.values[half]))   # the client takes half from each
         self._delivered(key, [post])
-        return {"merged": tuple(mine), "bytes_up": sum(d.nbytes for d in sent),
+        return {"merged": tuple(m.wire for m in mine), "bytes_up": sum(d.nbytes for d in sent),
                 "bytes_down": sum(m.nbytes for m in mine), "wait_seconds": wait}
 
     def _merge(self, t, deltas):
         """The merged steps of this replica's rows of table ``t`` from every replica's part (in group order;
         a row's ``owner`` is the group of the only replica that sent it)."""
         g, n = self.group, self.replicas
+        if n == 1:      # every row is its own: no renumbering
+            return merge(self.bases[t].shape[0], deltas, self.run["mode"], None, self.momentum[t], 1, self.threads)
         rows = owned_rows(self.bases[t].shape[0], n, g)
         local = [local_rows(d, n) for d in deltas]
         return table_rows(merge(rows, local, self.run["mode"], None, self.momentum[t], n, self.threads), n, g)
@@ -342,7 +275,7 @@ class Replica:
     def _post(self, peer, key, payload):
         """Send ``payload`` to the mailbox of replica ``peer`` (the call's future)."""
         try:
-            return self.peers[peer].post(key, self.group, payload)
+            return self.peers[peer].post(key, self.group, tuple(d.wire for d in payload))
         except Exception as exc:    # its worker is gone (the client replaces the replicas)
             raise RoundAborted("cannot reach the replica of group %d: %s" % (peer, exc)) from None
 
