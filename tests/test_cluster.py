@@ -200,7 +200,8 @@ def test_cluster_training_learns_and_gives_a_normal_model(client, planted_shards
     model = Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, **dict(SMALL, syncs_per_epoch=None))
     stats = model.last_cluster_stats
     assert stats.replicas == 2 and stats.rounds == SMALL["epochs"]     # a small corpus: one round an epoch
-    assert stats.bytes_up > 0 and stats.bytes_down > 0
+    # two replicas swap their deltas; the client fetches the tables once, at the end
+    assert stats.bytes_up > 0 and stats.bytes_down == 0 and stats.fetches == 1
     assert model.last_report.words == SMALL["epochs"] * model.vocab.total_words
     assert purity(model.wv, groups)[0] >= 0.8
     # well below the untrained loss (6 log 2 with 5 negatives); it need not fall every epoch: with one round
@@ -211,6 +212,20 @@ def test_cluster_training_learns_and_gives_a_normal_model(client, planted_shards
     loaded = Word2Vec.load(path)
     assert loaded.client is None
     np.testing.assert_array_equal(loaded.wv.vectors, model.wv.vectors)
+
+
+@pytest.mark.parametrize("syncs", [4, None])
+def test_the_tables_fetched_at_the_end_are_those_relayed_every_round(client, planted_shards, tmp_path, syncs):
+    # without checkpoints the client fetches the reconciled tables from a replica when it needs them; with
+    # them every round's merged rows come to the client: the same tables, bit for bit
+    _, _, pattern = planted_shards
+    fetched = Word2Vec(corpus_file=pattern, client=client, seed=3, **dict(SMALL, syncs_per_epoch=syncs))
+    relayed = Word2Vec(corpus_file=pattern, client=client, seed=3, checkpoint_dir=str(tmp_path),
+                       **dict(SMALL, syncs_per_epoch=syncs))
+    assert fetched.last_cluster_stats.fetches == 1 and relayed.last_cluster_stats.fetches == 0
+    assert relayed.last_cluster_stats.bytes_down > 0
+    np.testing.assert_array_equal(fetched.W_in, relayed.W_in)
+    np.testing.assert_array_equal(fetched.W_out, relayed.W_out)
 
 
 def test_replicas_with_several_threads_train_on_the_cluster(client, planted_shards, purity):

@@ -3,19 +3,23 @@
 A model given ``client=`` (a ``dask.distributed.Client``) trains like this:
 
 1. its shards (files, or parts of an in-memory data set) are grouped, one group per worker, balanced by
-   size; each worker opens a **replica**, a Dask actor: the model built from the client's parameters and
-   state, a copy of the tables, its own loss, sampler and kernel trainer, and its shards, which it reads
-   itself; the replicas are given each other's actors;
-2. each epoch runs in **rounds** (``syncs_per_epoch``, or rounds of about :data:`ROUND_UNITS` units per
-   replica): the client calls every replica at once (an actor call goes straight to its worker: no task,
-   no scheduler on the way), which trains the same fraction of its shards with embkit's nogil kernel on
-   its own threads (``workers``), then reconciles with the other replicas directly: each merges every
-   n-th row of the tables (:mod:`embkit.cluster.reconcile`; two replicas each merge every row) from the
-   changed rows the others send it (with ``exchange_share`` below 1, the farthest moved of them, the rest
-   kept for later rounds) and sends the merged rows to the others and back to the client, which adds them
-   to its tables (they are the model's ``W_in`` / ``W_out`` after every round);
-3. when a worker is lost mid-round, the client calls the round off on the others, opens every replica
-   again (the lost one on a live worker) from its reconciled tables, and trains the same round again: the
+   size (:mod:`embkit.cluster.plan`); each worker opens a **replica**, a Dask actor: the model built from the
+   client's parameters and state, a copy of the tables, its own loss, sampler and kernel trainer, and its
+   shards, which it reads itself; the replicas are given each other's actors;
+2. each epoch runs in **rounds** (``syncs_per_epoch``, or rounds of about
+   :data:`~embkit.cluster.settings.ROUND_UNITS` units per replica; a lone replica's are longer): the client
+   calls every replica at once (an actor call goes straight to its worker: no task, no scheduler on the
+   way), which trains the same fraction of its shards with embkit's nogil kernel on its own threads
+   (``workers``), then reconciles with the other replicas directly: each merges every n-th row of the
+   tables (:mod:`embkit.cluster.reconcile`; two replicas each merge every row) from the changed rows the
+   others send it (with ``exchange_share`` below 1, the farthest moved of them, the rest kept for later
+   rounds) and sends the merged rows to the others;
+3. the client's tables (the model's ``W_in`` / ``W_out``) are the reconciled ones when it needs them: a run
+   with checkpoints or callbacks, or of one replica, has every round's merged rows sent to the client;
+   another fetches the reconciled tables from a replica at an epoch's end when ``on_epoch`` reads them,
+   after a lost worker, and at the end (every replica holds them, bit for bit);
+4. when a worker is lost mid-round, the client calls the round off on the others, opens every replica
+   again (the lost one on a live worker) from the reconciled tables, and trains the same round again: the
    run goes on, and the result is the same kind of model.
 
 Every loss and sampler works: a replica builds them from the registry as a single-process run does, and
@@ -125,6 +129,10 @@ class _Run:
         if run["mode"] == "momentum" and len(self.groups) > BLOCK_RATE:
             self.momentum = (np.zeros_like(model.W_in), np.zeros_like(model.W_out))
         self.connected = False
+        # the replicas send the client every round's merged rows (relay), or the client fetches the reconciled
+        # tables when it needs them (fetch): at an epoch's end for on_epoch, after a lost worker, at the end
+        self.relay = True
+        self.stale = False      # the model's tables are behind the replicas' (rounds not relayed)
         self.open([(g, workers[g % len(workers)]) for g in range(len(self.groups))])
 
     def _lost(self, future):
@@ -315,7 +323,7 @@ class _Run:
         while True:
             lost = [] if self.connected else self.connect()
             if not lost:
-                calls = {g: self.ask(g, "train_round", epoch, r, self.run["rounds"]) for g in range(n)}
+                calls = {g: self.ask(g, "train_round", epoch, r, self.run["rounds"], self.relay) for g in range(n)}
                 results = {}
                 try:
                     for g, call in calls.items():
@@ -335,21 +343,54 @@ class _Run:
             placements = [(g, self.replacement(g, attempt) if g in lost else self.address[g]) for g in range(n)]
             if self.momentum is not None:   # the replicas' momentum is a round ahead of the tables, or lost
                 self.momentum = (np.zeros_like(self.model.W_in), np.zeros_like(self.model.W_out))
+            if self.stale and not self.fetch(exclude=lost):
+                logger.warning("no replica is left to give the tables: the run goes on from the tables the client "
+                               "fetched last")
+                self.stale = False
             self.open(placements)
 
     def reconcile(self, results):
-        """Add the merged rows of the round (each replica's own rows) to the model's tables."""
+        """Add the merged rows of the round (each replica's own rows) to the model's tables (relayed), or
+        note that they are behind the replicas' (fetched when needed: :meth:`fetch`)."""
         clock = time.perf_counter()
         tables = (self.model.W_in, self.model.W_out)
         for res in results:
+            if res["merged"] is None:
+                self.stale = True
+                continue
             res["merged"] = tuple(RowDelta.from_wire(w) for w in res["merged"])
             for update, table in zip(res["merged"], tables):
                 apply_update(update, table)
         self.stats.rounds += 1
-        self.stats.rows_changed.append(sum(len(u) for res in results for u in res["merged"]))
+        self.stats.rows_changed.append(sum(res["rows"] for res in results))
         self.stats.bytes_up += sum(res["bytes_up"] for res in results)
         self.stats.bytes_down += sum(res["bytes_down"] for res in results)
         self.stats.apply_seconds += time.perf_counter() - clock
+
+    def fetch(self, exclude=()):
+        """Copy the reconciled tables of a live replica (but those of ``exclude``) into the model's, if they
+        are behind; whether they are current.  After a lost worker, a replica's tables may hold the round
+        that failed (it had every part when the other was lost): that round is then trained again."""
+        if not self.stale:
+            return True
+        clock = time.perf_counter()
+        for g in sorted(self.actors):
+            if g in exclude or self.gone([g]):
+                continue
+            try:
+                value = self.answer(g, self.ask(g, "tables"))
+            except Exception as exc:    # a replica that cannot answer: another may
+                logger.debug("fetching the tables from %s failed: %s", self.address[g], exc)
+                continue
+            if value is not None:
+                _, W_in, W_out = value
+                np.copyto(self.model.W_in, W_in)
+                np.copyto(self.model.W_out, W_out)
+                self.stale = False
+                self.stats.fetches += 1
+                break
+        self.stats.apply_seconds += time.perf_counter() - clock
+        return not self.stale
 
     def gather_momentum(self):
         """The replicas' block momentum of both tables, whole (None without momentum)."""
@@ -431,12 +472,20 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
             model, record, {"merge": MomentumState(job), "tracker": on_epoch})
         if start is not None and start.finished:
             return report
+        # checkpoints and callbacks may read the tables after any round, and a lone replica's loss would
+        # lose the rounds since a fetch: those runs have every round's merged rows sent to the client
+        job.relay = len(job.groups) == 1 or checkpointer is not None or bool(model.callbacks)
         with checkpoint.interruption_hint(model):
             try:
                 _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progress, desc, on_epoch)
             finally:
                 model.loss_history = history_before + report.epoch_loss
     finally:
+        try:
+            job.fetch()
+        except Exception as exc:    # the run's own error (or the lost cluster) comes first
+            logger.warning("the model holds the tables the client fetched last: fetching the run's last ones "
+                           "failed (%s)", exc)
         job.close()
     return report
 
@@ -450,11 +499,16 @@ def _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progr
     def one_round(epoch, r):
         round_start = time.perf_counter()
         results = job.round(epoch, r)
+        round_seconds = time.perf_counter() - round_start
         job.reconcile(results)
         job.stats.round_seconds += time.perf_counter() - round_start
         job.stats.train_seconds += max(res["seconds"] for res in results)
         job.stats.pass_seconds += max(res["pass_seconds"] for res in results)
         job.stats.wait_seconds += max(res["wait_seconds"] for res in results)
+        job.stats.find_seconds += max(res["find_seconds"] for res in results)
+        job.stats.call_seconds += round_seconds - max(res["round_seconds"] for res in results)
+        if r == run["rounds"] - 1 and on_epoch is not None:
+            job.fetch()     # on_epoch reads the reconciled tables
         return tuple(sum(res[key] for res in results) for key in ("loss", "examples", "units", "raw_units", "trained"))
 
     run_steps(round_steps, units_per_epoch, run["epochs"], progress=progress, desc=desc, unit=model.unit,

@@ -13,10 +13,11 @@ every ``n``-th row of each table from row ``g`` (:func:`~embkit.cluster.reconcil
 rows, which every replica changes, spread evenly over the owners).  After training a round, a replica sends
 each owner the part of its changed rows that owner owns, merges the parts of its own rows it receives (the
 one merge of those rows in the run), and sends the merged rows to every other replica (less the rows only
-that replica sent, which it knows) and back to the client, which keeps the reconciled tables.  Each replica
-then adopts the merged rows of every owner: all hold the same reconciled tables again, bit for bit.  The
-parts travel as actor calls between the workers (:meth:`Replica.post`, run on the worker's event loop while
-its training thread waits in its :class:`Mailbox`); every link carries about two row sets a round, whatever
+that replica sent, which it knows), and back to the client when the run relays them.  Each replica then
+adopts the merged rows of every owner: all hold the same reconciled tables again, bit for bit, which the
+client fetches (:meth:`Replica.tables`) when it needs them.  The parts travel as actor calls between the
+workers (:meth:`Replica.post`, run on the worker's event loop while its training thread waits in its
+:class:`~embkit.cluster.mailbox.Mailbox`), as plain tuples of arrays; every link carries about two row sets a round, whatever
 the number of replicas.  Two replicas need only one of the two steps: each sends the other its whole delta
 and merges every row itself (:meth:`Replica._swap`: the same steps as the owners' merges, bit for bit, and
 about the same bytes, with one wait for a peer a round instead of two).
@@ -71,6 +72,7 @@ class Replica:
         # the buffers of each table's changed rows, reused every round: what views them is delivered within
         # the round (the peers' posts are awaited, and the client calls the next round once it has the result)
         self.scratch = ({}, {})
+        self.reconciled = None      # (epoch, round) of the last reconciliation adopted
         self.peers = None
         self.mail = Mailbox(wanted())
         self.pipe = open_pipeline(self.trainer, max(1, int(model.workers)))
@@ -83,6 +85,11 @@ class Replica:
     @property
     def base_out(self):
         return self.bases[1]
+
+    def tables(self):
+        """``(reconciled, W_in, W_out)``: the tables of the last reconciliation (the same on every replica) and
+        its ``(epoch, round)`` (None before the first)."""
+        return self.reconciled, self.bases[0], self.bases[1]
 
     def units_per_epoch(self):
         """Units (words, pairs) of the replica's shards."""
@@ -129,25 +136,31 @@ class Replica:
         """Units of a shard trained before round ``epoch_round`` of an epoch of ``rounds`` (cut evenly)."""
         return units * epoch_round // rounds
 
-    def train_round(self, epoch, round_index, rounds):
+    def train_round(self, epoch, round_index, rounds, relay=True):
         """Train round ``round_index`` of the ``rounds`` of ``epoch`` on every shard (:meth:`train`), then
-        reconcile with the peers (module docstring).
+        reconcile with the peers (module docstring); ``relay``: send the client the merged rows.
 
-        Returns :meth:`train`'s dict with ``pass_seconds`` (finding, merging and adopting rows),
+        Returns :meth:`train`'s dict with ``pass_seconds`` (finding, merging and adopting rows; of which
+        ``find_seconds`` finding them), ``round_seconds`` (the whole call),
         ``wait_seconds`` (waiting for the peers' parts), ``bytes_up`` / ``bytes_down`` (changed rows sent to
-        the other owners; merged rows sent to the other replicas and the client), ``worker``, and ``merged``:
-        the merged steps of this replica's rows of ``W_in`` and ``W_out``, for the client's tables.
+        the other owners; merged rows sent to the other replicas and the client), ``worker``, ``rows`` (the
+        merged rows of this replica's rows of both tables) and ``merged``: with ``relay``, their steps (one
+        :attr:`~embkit.cluster.reconcile.RowDelta.wire` tuple per table) for the client's tables, else None.
         """
+        started = time.perf_counter()
         result = self.train(epoch, round_index, rounds)
         finding = time.perf_counter()
         last = epoch == self.run["epochs"] - 1 and round_index == rounds - 1
         share = 1.0 if last else self.run.get("share", 1.0)     # the run's last round sends what is left
         sent = tuple(changed_rows(t, b, share, s, self.threads)
                      for t, b, s in zip((self.model.W_in, self.model.W_out), self.bases, self.scratch))
-        result.update(self.reconcile((epoch, round_index), sent, share < 1))
+        result["find_seconds"] = time.perf_counter() - finding
+        result.update(self.reconcile((epoch, round_index), sent, share < 1, relay))
         if not last:
             self.refresh_sampler(result["progress"])
-        result["pass_seconds"] = time.perf_counter() - finding - result["wait_seconds"]
+        done = time.perf_counter()
+        result["pass_seconds"] = done - finding - result["wait_seconds"]
+        result["round_seconds"] = done - started
         result["worker"] = worker_name()
         return result
 
@@ -208,11 +221,12 @@ class Replica:
         return {"loss": loss, "examples": examples, "units": units, "raw_units": raw, "trained": trained,
                 "seconds": time.perf_counter() - clock, "progress": (done + units) / total_units}
 
-    def reconcile(self, key, sent, partial):
+    def reconcile(self, key, sent, partial, relay=True):
         """Exchange the rows of ``sent`` (this replica's delta of each table) with the peers, merge this
-        replica's rows and adopt the merged rows of all; the result's exchange entries."""
+        replica's rows and adopt the merged rows of all; the result's exchange entries (with ``relay``, the
+        merged rows for the client)."""
         if self.replicas == 2:
-            return self._swap(key, sent, partial)
+            return self._swap(key, sent, partial, relay)
         g, n = self.group, self.replicas
         others = [p for p in range(n) if p != g]
         parts = [split(d, n) for d in sent]
@@ -235,12 +249,18 @@ class Replica:
         for t, (table, base) in enumerate(zip((self.model.W_in, self.model.W_out), self.bases)):
             for p in range(n):      # the owners' rows are disjoint: each part adopts the merged rows of one
                 adopt_update(got[p][t], table, base, parts[t][p], partial, g, self.threads)
+        self.reconciled = key
         self._delivered(key, posts)
-        mine = tuple(RowDelta(m.ids, m.values) for m in merged)
-        return {"merged": tuple(m.wire for m in mine), "bytes_up": up,
-                "bytes_down": down + sum(m.nbytes for m in mine), "wait_seconds": wait}
+        return self._result([RowDelta(m.ids, m.values) for m in merged], relay, up, down, wait)
 
-    def _swap(self, key, sent, partial):
+    @staticmethod
+    def _result(mine, relay, up, down, wait):
+        """The exchange entries of a round's result: ``mine`` are the merged rows this replica reports."""
+        sent = sum(m.nbytes for m in mine) if relay else 0
+        return {"merged": tuple(m.wire for m in mine) if relay else None, "rows": sum(len(m) for m in mine),
+                "bytes_up": up, "bytes_down": down + sent, "wait_seconds": wait}
+
+    def _swap(self, key, sent, partial, relay=True):
         """:meth:`reconcile` of two replicas: each sends the other its whole delta and merges every row itself,
         in group order as the owner of each row would (the same steps, bit for bit): one message each way
         where the owners take two (a part, then the merged rows), for about the same bytes."""
@@ -258,9 +278,9 @@ class Replica:
             adopt_update(merged, table, base, sent[t], partial, g, self.threads)
             half = slice(0, len(merged) // 2) if g == 0 else slice(len(merged) // 2, None)
             mine.append(RowDelta(merged.ids[half], merged.values[half]))   # the client takes half from each
+        self.reconciled = key
         self._delivered(key, [post])
-        return {"merged": tuple(m.wire for m in mine), "bytes_up": sum(d.nbytes for d in sent),
-                "bytes_down": sum(m.nbytes for m in mine), "wait_seconds": wait}
+        return self._result(mine, relay, sum(d.nbytes for d in sent), 0, wait)
 
     def _merge(self, t, deltas):
         """The merged steps of this replica's rows of table ``t`` from every replica's part (in group order;

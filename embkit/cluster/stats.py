@@ -18,24 +18,31 @@ class ClusterStats:
         Rows (both tables) changed per reconciliation.
     round_seconds, apply_seconds : float
         Wall time of the rounds (training and reconciling) and of the client adding the merged rows to
-        its tables.
+        its tables, or fetching them.
+    fetches : int
+        Times the client fetched the reconciled tables from a replica (instead of receiving every round's
+        merged rows).
     train_seconds : float
         Time the slowest replica of each round spent in the kernels, summed over rounds (the rest of
         ``round_seconds`` is reconciling and the calls).
-    pass_seconds, wait_seconds : float
-        Time the slowest replica of each round spent finding, merging and adopting rows, and waiting for the
-        other replicas' rows (their lateness and the transfer), summed over rounds.
+    pass_seconds, find_seconds, wait_seconds : float
+        Time the slowest replica of each round spent finding, merging and adopting rows (of which finding the
+        changed rows: ``find_seconds``), and waiting for the other replicas' rows (their lateness and the
+        transfer), summed over rounds.
+    call_seconds : float
+        Wall time of the rounds outside the slowest replica's call: the calls there and back, and the results'
+        transfer to the client.
     reopened : list of str
         One entry per replica opened again after its worker was lost.
     """
 
     def __init__(self, replicas):
         self.replicas = replicas
-        self.rounds = 0
+        self.rounds = self.fetches = 0
         self.bytes_up = self.bytes_down = 0
         self.rows_changed = []
         self.round_seconds = self.apply_seconds = self.train_seconds = self.pass_seconds = 0.0
-        self.wait_seconds = 0.0
+        self.wait_seconds = self.find_seconds = self.call_seconds = 0.0
         self.reopened = []
 
     @property
@@ -44,9 +51,10 @@ class ClusterStats:
         return (self.bytes_up + self.bytes_down) / max(1, self.rounds)
 
     def to_dict(self):
-        return {"replicas": self.replicas, "rounds": self.rounds, "bytes_up": self.bytes_up,
+        return {"replicas": self.replicas, "rounds": self.rounds, "fetches": self.fetches, "bytes_up": self.bytes_up,
                 "bytes_down": self.bytes_down, "bytes_per_round": self.bytes_per_round,
                 "rows_changed": list(self.rows_changed), "round_seconds": self.round_seconds,
                 "apply_seconds": self.apply_seconds, "train_seconds": self.train_seconds,
-                "pass_seconds": self.pass_seconds, "wait_seconds": self.wait_seconds,
+                "pass_seconds": self.pass_seconds, "find_seconds": self.find_seconds,
+                "wait_seconds": self.wait_seconds, "call_seconds": self.call_seconds,
                 "reopened": list(self.reopened)}
