@@ -72,6 +72,7 @@ class Replica:
         # the buffers of each table's changed rows, reused every round: what views them is delivered within
         # the round (the peers' posts are awaited, and the client calls the next round once it has the result)
         self.scratch = ({}, {})
+        self.merge_scratch = ({}, {})      # the same for the merges of each table
         self.reconciled = None      # (epoch, round) of the last reconciliation adopted
         self.peers = None
         self.mail = Mailbox(wanted())
@@ -274,7 +275,7 @@ class Replica:
         mine = []
         for t, (table, base) in enumerate(zip((self.model.W_in, self.model.W_out), self.bases)):
             merged = merge(table.shape[0], [deltas[0][t], deltas[1][t]], self.run["mode"], None, None, 2,
-                           self.threads)
+                           self.threads, self.merge_scratch[t])
             adopt_update(merged, table, base, sent[t], partial, g, self.threads)
             half = slice(0, len(merged) // 2) if g == 0 else slice(len(merged) // 2, None)
             mine.append(RowDelta(merged.ids[half], merged.values[half]))   # the client takes half from each
@@ -287,10 +288,12 @@ class Replica:
         a row's ``owner`` is the group of the only replica that sent it)."""
         g, n = self.group, self.replicas
         if n == 1:      # every row is its own: no renumbering
-            return merge(self.bases[t].shape[0], deltas, self.run["mode"], None, self.momentum[t], 1, self.threads)
+            return merge(self.bases[t].shape[0], deltas, self.run["mode"], None, self.momentum[t], 1, self.threads,
+                         self.merge_scratch[t])
         rows = owned_rows(self.bases[t].shape[0], n, g)
         local = [local_rows(d, n) for d in deltas]
-        return table_rows(merge(rows, local, self.run["mode"], None, self.momentum[t], n, self.threads), n, g)
+        return table_rows(merge(rows, local, self.run["mode"], None, self.momentum[t], n, self.threads,
+                                self.merge_scratch[t]), n, g)
 
     def _post(self, peer, key, payload):
         """Send ``payload`` to the mailbox of replica ``peer`` (the call's future)."""

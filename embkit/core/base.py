@@ -312,13 +312,15 @@ class EmbeddingModel:
         """Train the ``run`` (:meth:`_fit`) on the model's cluster (the cluster mixin's)."""
         raise TypeError("%s does not train on a cluster" % type(self).__name__)
 
+    def _local_or_cluster(self, local, cluster):
+        """The one place where a model's work forks on where it runs: ``local()`` in this process, or
+        ``cluster()`` when the model has a cluster ``client``."""
+        return local() if getattr(self, "client", None) is None else cluster()
+
     def _fit(self, local, run):
-        """The one place where a model's training forks: ``local()`` in this process, or, when the model has
-        a cluster ``client``, the run that ``run()`` describes on that cluster (:meth:`_train_on_cluster`).
-        Returns the :class:`TrainingReport`."""
-        if getattr(self, "client", None) is None:
-            return local()
-        return self._train_on_cluster(run())
+        """Training: ``local()`` in this process, or the run that ``run()`` describes on the model's cluster
+        (:meth:`_train_on_cluster`); returns the :class:`TrainingReport`."""
+        return self._local_or_cluster(local, lambda: self._train_on_cluster(run()))
 
     def _train(self, chunks, units_per_epoch, counts, n_classes, epochs=None, alpha=None, min_alpha=None,
                on_epoch=None, desc=None, progress=None, run_args=None, fingerprint=None, min_chunk_per_thread=None):
