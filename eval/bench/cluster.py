@@ -7,7 +7,10 @@ corpus sits in object storage) which every trainer reads; ``--repeat-corpus K`` 
 ``--threads`` kernel threads (``workers``): the one-process run, and each worker process of the clusters (a
 Dask worker of as many threads).  For every run: training seconds and in-vocabulary words/s (the epochs
 alone: the vocabulary, and a cluster's replicas reading their shards, come before), end-to-end seconds
-(vocabulary, reading and training), reconciliations, mean bytes per reconciliation (changed rows up from
+(vocabulary, reading and training) and their CPU seconds (of this process, which holds a ``LocalCluster``'s
+scheduler and nannies, and of every worker: what a run costs where the cores are shared with other work;
+a cluster reads its corpus twice, to count it and to train, where one process encodes it as it counts),
+reconciliations, mean bytes per reconciliation (changed rows up from
 every replica plus reconciled rows down to every replica and the client), the replicas' kernel, pass and
 wait seconds and the client's, and unless ``--no-quality`` analogy accuracy (restrict_vocab 30000), WS-353
 and SimLex-999 Spearman.
@@ -29,6 +32,7 @@ import argparse
 import gzip
 import json
 import os
+import resource
 import shlex
 import sys
 import tempfile
@@ -67,10 +71,22 @@ def params(args, seed):
                 workers=args.threads, seed=seed, alpha=args.alpha)
 
 
+def _cpu_seconds():
+    """CPU seconds (user and system, every thread) this process has used."""
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return use.ru_utime + use.ru_stime
+
+
+def cpu_seconds(client=None):
+    """CPU seconds used so far by this process (with a ``LocalCluster``, also its scheduler and nannies) and
+    by every worker process of ``client``: what a run costs on a machine whose cores are shared."""
+    return _cpu_seconds() + (0.0 if client is None else sum(client.run(_cpu_seconds).values()))
+
+
 def run_one(args, label, seed, corpus, client=None, n_workers=0):
     """One run: training seconds (the epochs alone: a cluster's replicas have read their shards) and
     end-to-end seconds (vocabulary, reading, training), exchange statistics and quality."""
-    clock = time.perf_counter()
+    clock, cpu = time.perf_counter(), cpu_seconds(client)
     if client is None:
         model = Word2Vec(**params(args, seed))
     else:
@@ -78,10 +94,11 @@ def run_one(args, label, seed, corpus, client=None, n_workers=0):
                          exchange_share=args.exchange_share, **params(args, seed))
     model.build_vocab(corpus_file=corpus)
     model.train()
+    cpu = cpu_seconds(client) - cpu
     end_to_end = time.perf_counter() - clock
     report = model.last_report
     row = {"trainer": label, "workers": n_workers, "threads": args.threads, "seed": seed, "train_s": report.seconds,
-           "end_to_end_s": end_to_end, "words_per_s": report.words_per_second, "words": report.words}
+           "end_to_end_s": end_to_end, "cpu_s": cpu, "words_per_s": report.words_per_second, "words": report.words}
     stats = getattr(model, "last_cluster_stats", None) if client is not None else None
     if stats is not None:
         row.update(rounds=stats.rounds, bytes_per_round=stats.bytes_per_round,
@@ -94,8 +111,9 @@ def run_one(args, label, seed, corpus, client=None, n_workers=0):
     if args.quality:
         row.update({k: v for k, v in evaluate(model.wv, 30000, "embkit").items()
                     if k in ("analogy", "ws353", "simlex999")})
-    print("  %-22s seed %d: %6.1f s (end to end %.1f s), %9.0f words/s, analogy %.4f, WS-353 %.4f, SimLex %.4f%s"
-          % (label, seed, row["train_s"], end_to_end, row["words_per_s"], row["analogy"], row["ws353"],
+    print("  %-22s seed %d: %6.1f s (end to end %.1f s, CPU %.1f s), %9.0f words/s, analogy %.4f, WS-353 %.4f, "
+          "SimLex %.4f%s"
+          % (label, seed, row["train_s"], end_to_end, cpu, row["words_per_s"], row["analogy"], row["ws353"],
              row["simlex999"],
              "" if stats is None else ", %d rounds of %.1f MB, kernels %.1f s, replicas' passes %.1f s (finding "
              "rows %.1f s), waits %.1f s, calls %.1f s, client %.1f s"
@@ -114,26 +132,29 @@ def cell(values, fmt):
 
 
 def table(rows):
-    print("| trainer | runs | train s | end to end s | words/s | vs the first row | reconciliations | MB per "
+    print("| trainer | runs | train s | end to end s | CPU s end to end | words/s | vs the first row | reconciliations | MB per "
           "reconciliation | analogy | WS-353 | SimLex-999 |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     labels = list(dict.fromkeys(r["trainer"] for r in rows))
     base = np.mean([r["words_per_s"] for r in rows if r["trainer"] == labels[0]])
     for label in labels:
         sel = [r for r in rows if r["trainer"] == label]
         mb = "-" if "bytes_per_round" not in sel[0] else "%.1f" % np.mean([r["bytes_per_round"] / 1e6 for r in sel])
         rounds = "-" if "rounds" not in sel[0] else "%d" % sel[0]["rounds"]
-        print("| %s | %d | %s | %s | %s | %.2fx | %s | %s | %s | %s | %s |" % (
+        print("| %s | %d | %s | %s | %s | %s | %.2fx | %s | %s | %s | %s | %s |" % (
             label, len(sel), cell([r["train_s"] for r in sel], "%.1f"), cell([r["end_to_end_s"] for r in sel], "%.1f"),
-            cell([r["words_per_s"] for r in sel], "%.0f"), np.mean([r["words_per_s"] for r in sel]) / base, rounds, mb,
+            cell([r["cpu_s"] for r in sel], "%.1f"), cell([r["words_per_s"] for r in sel], "%.0f"), np.mean([r["words_per_s"] for r in sel]) / base, rounds, mb,
             cell([r["analogy"] for r in sel], "%.4f"),
             cell([r["ws353"] for r in sel], "%.4f"), cell([r["simlex999"] for r in sel], "%.4f")))
     single = [r["words_per_s"] for r in rows if r["trainer"] == "1 process"]
     for label in labels[1:]:
         sel = [r["words_per_s"] for r in rows if r["trainer"] == label]
         if single and len(sel) == len(single):      # runs of one repeat sat side by side
-            print("\n%s against 1 process, run by run: %s" % (label, ", ".join("%.2fx" % (b / a)
-                                                                              for a, b in zip(single, sel))))
+            cpu = [r["cpu_s"] for r in rows if r["trainer"] == label]
+            cpu1 = [r["cpu_s"] for r in rows if r["trainer"] == "1 process"]
+            print("\n%s against 1 process, run by run: words/s %s; CPU seconds end to end %s"
+                  % (label, ", ".join("%.2fx" % (b / a) for a, b in zip(single, sel)),
+                     ", ".join("%.2fx" % (b / a) for a, b in zip(cpu1, cpu))))
 
 
 def main(argv=None):
