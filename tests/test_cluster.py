@@ -266,6 +266,11 @@ def test_rounds_default_to_a_fixed_size_per_replica():
         max(1, round(cluster_mod.ROUND_UNITS * 32 / cluster_mod.LONE_ROUND_UNITS))
     assert cluster_mod.rounds_per_epoch(None, [cluster_mod.LONE_ROUND_UNITS * 7]) == 7
     assert cluster_mod.rounds_per_epoch(5, [cluster_mod.LONE_ROUND_UNITS * 7]) == 5
+    # ... and longer still for large tables, whose rows it sends the client every round
+    rows = 4 * cluster_mod.LONE_ROUND_UNITS // cluster_mod.LONE_UNITS_PER_ROW
+    assert cluster_mod.rounds_per_epoch(None, [cluster_mod.LONE_ROUND_UNITS * 8], rows) == 2
+    assert cluster_mod.rounds_per_epoch(None, [cluster_mod.LONE_ROUND_UNITS * 8, 1], rows) == \
+        round(cluster_mod.LONE_ROUND_UNITS * 8 / cluster_mod.ROUND_UNITS)
 
 
 def test_every_reconcile_mode_trains(client, planted_shards, purity):

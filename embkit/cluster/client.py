@@ -461,7 +461,8 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
     model.last_cluster_stats = job.stats
     try:
         units_per_epoch = sum(job.units.values())
-        rounds = run["rounds"] = rounds_per_epoch(model.syncs_per_epoch, job.units.values())
+        rounds = run["rounds"] = rounds_per_epoch(model.syncs_per_epoch, job.units.values(),
+                                                  len(model.W_in) + len(model.W_out))
         logger.info("%d replica%s, %d rounds an epoch (about %.0f %s per replica and round)", len(job.groups),
                     "" if len(job.groups) == 1 else "s", rounds, max(job.units.values()) / rounds, model.unit)
         record = checkpoint.run_record(epochs, alpha, min_alpha, units_per_epoch, run_args, fingerprint,

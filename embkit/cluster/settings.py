@@ -3,8 +3,9 @@ how many rounds an epoch has."""
 from embkit.cluster.reconcile import DEFAULT_MODE, MODES
 from embkit.core.checks import POSITIVE_INT, check_param
 
-__all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "LONE_ROUND_UNITS", "RECONCILE", "EXCHANGE_SHARE",
-           "WORKER_WAIT", "distributed_module", "check_cluster_params", "check_client", "rounds_per_epoch"]
+__all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "LONE_ROUND_UNITS", "LONE_UNITS_PER_ROW", "RECONCILE",
+           "EXCHANGE_SHARE", "WORKER_WAIT", "distributed_module", "check_cluster_params", "check_client",
+           "rounds_per_epoch"]
 
 #: model parameters of cluster training (runtime settings: not saved with a model)
 CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile", "exchange_share"})
@@ -18,6 +19,9 @@ ROUND_UNITS = 75_000
 #: falls back to), so they are long enough that a round's fixed costs (finding the changed rows, the call,
 #: the client's copy) stay a few percent of its training
 LONE_ROUND_UNITS = 1 << 20
+#: and at least this many units per row of its tables: a lone replica sends the client the rows it changed
+#: every round, so that a large vocabulary does not make those transfers a large part of a round
+LONE_UNITS_PER_ROW = 16
 #: the merge of a model that does not choose
 RECONCILE = DEFAULT_MODE
 #: ``exchange_share`` of a model that does not choose: every changed row goes to every reconciliation
@@ -65,12 +69,13 @@ def check_client(client, wait=None):
     return dict(workers)
 
 
-def rounds_per_epoch(syncs_per_epoch, units):
+def rounds_per_epoch(syncs_per_epoch, units, rows=0):
     """Rounds of an epoch: ``syncs_per_epoch``, or when it is None enough for the largest replica (``units``
-    per epoch of each) to train about :data:`ROUND_UNITS` per round (:data:`LONE_ROUND_UNITS` when there is
-    one replica)."""
+    per epoch of each) to train about :data:`ROUND_UNITS` per round; when there is one replica, about
+    :data:`LONE_ROUND_UNITS`, or :data:`LONE_UNITS_PER_ROW` per row of its tables (``rows``, both tables)
+    if that is more."""
     if syncs_per_epoch is not None:
         return int(syncs_per_epoch)
     units = list(units)
-    size = ROUND_UNITS if len(units) > 1 else LONE_ROUND_UNITS
+    size = ROUND_UNITS if len(units) > 1 else max(LONE_ROUND_UNITS, LONE_UNITS_PER_ROW * int(rows))
     return max(1, int(round(max(units, default=0) / size)))
