@@ -504,6 +504,7 @@ def _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progr
         job.reconcile(results)
         job.stats.round_seconds += time.perf_counter() - round_start
         job.stats.train_seconds += max(res["seconds"] for res in results)
+        job.stats.train_cpu_seconds += sum(res["cpu_seconds"] for res in results)
         job.stats.pass_seconds += max(res["pass_seconds"] for res in results)
         job.stats.wait_seconds += max(res["wait_seconds"] for res in results)
         job.stats.find_seconds += max(res["find_seconds"] for res in results)

@@ -17,10 +17,10 @@ that replica sent, which it knows), and back to the client when the run relays t
 adopts the merged rows of every owner: all hold the same reconciled tables again, bit for bit, which the
 client fetches (:meth:`Replica.tables`) when it needs them.  The parts travel as actor calls between the
 workers (:meth:`Replica.post`, run on the worker's event loop while its training thread waits in its
-:class:`~embkit.cluster.mailbox.Mailbox`), as plain tuples of arrays; every link carries about two row sets a round, whatever
-the number of replicas.  Two replicas need only one of the two steps: each sends the other its whole delta
-and merges every row itself (:meth:`Replica._swap`: the same steps as the owners' merges, bit for bit, and
-about the same bytes, with one wait for a peer a round instead of two).
+:class:`~embkit.cluster.mailbox.Mailbox`), as plain tuples of arrays; every link carries about two row sets
+a round, whatever the number of replicas.  Two replicas need only one of the two steps: each sends the
+other its whole delta and merges every row itself (:meth:`Replica._swap`: the same steps as the owners'
+merges, bit for bit, and about the same bytes, with one wait for a peer a round instead of two).
 
 A shard is an object with ``name`` (what an error names), ``open(model)`` (read it on the worker, return
 its units per epoch) and ``chunks(model, start, stop)`` (the chunks of its units ``[start, stop)``).
@@ -29,6 +29,7 @@ Learning rate: the replica's trainer runs over its own units (epochs x its units
 trains the same fraction of every replica's shards, so at each reconciliation a replica's progress is the
 global progress of the run.
 """
+import resource
 import time
 
 import numpy as np
@@ -189,12 +190,13 @@ class Replica:
         """Train round ``round_index`` of the ``rounds`` of ``epoch`` on every shard, with nothing exchanged.
 
         Returns a dict with the round's ``loss`` (sum), ``examples``, ``units``, ``raw_units``, ``trained``
-        (units), ``seconds`` (in the kernels) and ``progress`` (the run's fraction done after it).
+        (units), ``seconds`` (in the kernels; ``cpu_seconds``: the CPU time of the worker process meanwhile)
+        and ``progress`` (the run's fraction done after it).
         """
         model, run = self.model, self.run
         total_units = max(1, self.total * run["epochs"])
         done = epoch * self.total + sum(self.bounds(u, round_index, rounds) for u in self.units)
-        clock = time.perf_counter()
+        clock, cpu = time.perf_counter(), _cpu_seconds()
 
         def check(loss, fraction):
             check_finite(loss, epoch, fraction, run["alpha"])
@@ -220,7 +222,8 @@ class Replica:
             self.pipe = open_pipeline(self.trainer, self.pipe.n_threads)
             raise
         return {"loss": loss, "examples": examples, "units": units, "raw_units": raw, "trained": trained,
-                "seconds": time.perf_counter() - clock, "progress": (done + units) / total_units}
+                "seconds": time.perf_counter() - clock, "cpu_seconds": _cpu_seconds() - cpu,
+                "progress": (done + units) / total_units}
 
     def reconcile(self, key, sent, partial, relay=True):
         """Exchange the rows of ``sent`` (this replica's delta of each table) with the peers, merge this
@@ -320,6 +323,12 @@ class Replica:
         for shard in self.shards:
             getattr(shard, "close", lambda: None)()
         self.pipe.abort()
+
+
+def _cpu_seconds():
+    """CPU seconds (user and system, all threads) of this process."""
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return use.ru_utime + use.ru_stime
 
 
 def open_replica(data, shards, run, group=0):

@@ -25,6 +25,8 @@ class ClusterStats:
     train_seconds : float
         Time the slowest replica of each round spent in the kernels, summed over rounds (the rest of
         ``round_seconds`` is reconciling and the calls).
+    train_cpu_seconds : float
+        CPU time of the worker processes while their replicas trained, summed over replicas and rounds.
     pass_seconds, find_seconds, wait_seconds : float
         Time the slowest replica of each round spent finding, merging and adopting rows (of which finding the
         changed rows: ``find_seconds``), and waiting for the other replicas' rows (their lateness and the
@@ -42,7 +44,7 @@ class ClusterStats:
         self.bytes_up = self.bytes_down = 0
         self.rows_changed = []
         self.round_seconds = self.apply_seconds = self.train_seconds = self.pass_seconds = 0.0
-        self.wait_seconds = self.find_seconds = self.call_seconds = 0.0
+        self.wait_seconds = self.find_seconds = self.call_seconds = self.train_cpu_seconds = 0.0
         self.reopened = []
 
     @property
@@ -55,6 +57,7 @@ class ClusterStats:
                 "bytes_down": self.bytes_down, "bytes_per_round": self.bytes_per_round,
                 "rows_changed": list(self.rows_changed), "round_seconds": self.round_seconds,
                 "apply_seconds": self.apply_seconds, "train_seconds": self.train_seconds,
+                "train_cpu_seconds": self.train_cpu_seconds,
                 "pass_seconds": self.pass_seconds, "find_seconds": self.find_seconds,
                 "wait_seconds": self.wait_seconds, "call_seconds": self.call_seconds,
                 "reopened": list(self.reopened)}
