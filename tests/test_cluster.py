@@ -19,7 +19,7 @@ from distributed import Client, LocalCluster, fire_and_forget  # noqa: E402
 
 from _cases import pairings, refused  # noqa: E402
 from embkit import Word2Vec  # noqa: E402
-from embkit.cluster import settings as cluster_mod  # noqa: E402
+from embkit.cluster import client as client_mod, settings as cluster_mod  # noqa: E402
 from embkit.core.checkpoint import CheckpointError, list_checkpoints  # noqa: E402
 from embkit.core.interrupts import TrainingInterrupted  # noqa: E402
 from embkit.cluster.reconcile import MODES, RowDelta  # noqa: E402
@@ -329,6 +329,24 @@ def test_a_worker_lost_mid_epoch_does_not_lose_the_run(client, planted_shards, p
     assert killer.killed is not None
     stats = model.last_cluster_stats
     assert stats.reopened and stats.reopened[0].startswith(killer.killed)
+    assert stats.rounds == 4 * SMALL["epochs"]
+    assert model.last_report.words == SMALL["epochs"] * model.vocab.total_words
+    assert purity(model.wv, groups)[0] >= 0.8
+    client.wait_for_workers(2, timeout=60)      # the nanny restarts the worker for the next tests
+
+
+def test_a_worker_lost_in_a_run_without_relayed_rows_goes_on_from_a_survivors_tables(
+        client, planted_shards, purity, monkeypatch):
+    # a run without checkpoints or callbacks sends the client no rows during an epoch: after the loss the
+    # client fetches the reconciled tables from the surviving replica and opens both from them (the killer
+    # is a callback, so the run is told not to relay)
+    groups, _, pattern = planted_shards
+    monkeypatch.setattr(client_mod, "relays", lambda model, replicas, checkpointer: False)
+    killer = KillAWorker(client, wait_gone=True)
+    model = Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, callbacks=[killer], **SMALL)
+    stats = model.last_cluster_stats
+    assert killer.killed is not None and stats.reopened
+    assert stats.bytes_down == 0 and stats.fetches == 2        # after the loss, and at the end
     assert stats.rounds == 4 * SMALL["epochs"]
     assert model.last_report.words == SMALL["epochs"] * model.vocab.total_words
     assert purity(model.wv, groups)[0] >= 0.8

@@ -423,6 +423,13 @@ class _Run:
             self.drop(g)
 
 
+def relays(model, replicas, checkpointer):
+    """Whether a run has every round's merged rows sent to the client: checkpoints and callbacks may read the
+    tables after any round, and a lone replica's loss would lose the rounds since the client last fetched
+    them; other runs fetch the reconciled tables when they need them."""
+    return replicas == 1 or checkpointer is not None or bool(model.callbacks)
+
+
 def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=False, desc="cluster", run_args=None,
                      fingerprint=None, on_epoch=None):
     """Train ``model`` on the workers of ``client`` (see the module docstring).
@@ -473,9 +480,7 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
             model, record, {"merge": MomentumState(job), "tracker": on_epoch})
         if start is not None and start.finished:
             return report
-        # checkpoints and callbacks may read the tables after any round, and a lone replica's loss would
-        # lose the rounds since a fetch: those runs have every round's merged rows sent to the client
-        job.relay = len(job.groups) == 1 or checkpointer is not None or bool(model.callbacks)
+        job.relay = relays(model, len(job.groups), checkpointer)
         with checkpoint.interruption_hint(model):
             try:
                 _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progress, desc, on_epoch)
