@@ -297,17 +297,44 @@ class EmbeddingModel:
         """The driver's trainer for a run over ``total`` units (subclasses)."""
         raise NotImplementedError
 
-    def _cluster_spec(self):
-        """What a cluster replica is built from: class, parameters and ``CLUSTER_STATE`` (:mod:`.cluster`)."""
+    # ------------------------------------------------------------------ replicas (training elsewhere)
+    def replica_spec(self):
+        """What a copy of this model in another process is built from (:meth:`from_replica_spec`): its class,
+        parameters and ``CLUSTER_STATE`` (the vocabulary, the class counts)."""
         return type(self), self.get_params(), getattr(self, self.CLUSTER_STATE)
 
-    @classmethod
-    def _cluster_model(cls, params, state, W_in, W_out):
-        """A replica built from :meth:`_cluster_spec`'s parameters and state, and the tables."""
+    @staticmethod
+    def from_replica_spec(spec, W_in, W_out):
+        """The model of :meth:`replica_spec`'s ``spec``, holding the tables ``W_in`` and ``W_out``."""
+        cls, params, state = spec
         model = cls(**params, progress=False)
         setattr(model, cls.CLUSTER_STATE, state)
         model._set_tables(W_in, W_out)
         return model
+
+    def replica_trainer(self, alpha, min_alpha, total):
+        """``(loss, sampler, trainer)`` of a run over ``total`` units on the model's tables, built as this
+        process's own training builds them (the registry's loss and sampler, the driver's kernel trainer)."""
+        loss, sampler = self._objective(*self._cluster_classes())
+        return loss, sampler, self._kernel_trainer(loss, sampler, alpha, min_alpha, total)
+
+    def _cluster_classes(self):
+        """``(counts, n_classes)`` the loss and sampler are built from (subclasses)."""
+        raise NotImplementedError
+
+    def _train_on_cluster(self, run):
+        """Train the ``run`` (:meth:`_fit`) on the model's cluster (the cluster mixin's)."""
+        raise TypeError("%s does not train on a cluster" % type(self).__name__)
+
+    def _local_or_cluster(self, local, cluster):
+        """The one place where a model's work forks on where it runs: ``local()`` in this process, or
+        ``cluster()`` when the model has a cluster ``client``."""
+        return local() if getattr(self, "client", None) is None else cluster()
+
+    def _fit(self, local, run):
+        """Training: ``local()`` in this process, or the run that ``run()`` describes on the model's cluster
+        (:meth:`_train_on_cluster`); returns the :class:`TrainingReport`."""
+        return self._local_or_cluster(local, lambda: self._train_on_cluster(run()))
 
     def _train(self, chunks, units_per_epoch, counts, n_classes, epochs=None, alpha=None, min_alpha=None,
                on_epoch=None, desc=None, progress=None, run_args=None, fingerprint=None, min_chunk_per_thread=None):
@@ -340,7 +367,7 @@ class EmbeddingModel:
         TrainingReport
         """
         epochs, alpha, min_alpha = self._run_settings(epochs, alpha, min_alpha)
-        run = self._run_record(epochs, alpha, min_alpha, units_per_epoch, run_args, fingerprint)
+        run = checkpoint.run_record(epochs, alpha, min_alpha, units_per_epoch, run_args, fingerprint)
         loss, sampler = self._objective(counts, n_classes)
         states = {"sampler": sampler, "tracker": on_epoch}
         history_before, start, report, checkpointer = checkpoint.begin_run(self, run, states)
@@ -368,14 +395,6 @@ class EmbeddingModel:
         check_param("start_alpha", alpha, *POSITIVE_REAL)
         check_param("end_alpha", min_alpha, lambda v: 0 <= v <= alpha, "a number in [0, start_alpha]")
         return epochs, alpha, min_alpha
-
-    @staticmethod
-    def _run_record(epochs, alpha, min_alpha, units_per_epoch, run_args=None, fingerprint=None, **more):
-        """The record of a training run that its checkpoints keep and a resumed run must match (``more``:
-        further settings, e.g. a cluster run's)."""
-        return dict({"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha),
-                     "units_per_epoch": units_per_epoch, "args": dict(run_args or {}), "fingerprint": fingerprint},
-                    **more)
 
     def get_latest_training_loss(self):
         """Mean loss per example of the latest epoch trained (float64), or 0.0 before any training.

@@ -32,7 +32,7 @@ from embkit.core.training import Position, TrainingReport
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CHECKPOINT_VERSION", "CheckpointError", "parse_every", "check_section", "Checkpointer", "list_checkpoints",
+__all__ = ["CHECKPOINT_VERSION", "run_record", "CheckpointError", "parse_every", "check_section", "Checkpointer", "list_checkpoints",
            "read_latest", "fingerprint", "as_saved", "begin_run", "interruption_hint", "open_run"]
 
 #: version of the ``"checkpoint"`` section; a directory written by another version is refused
@@ -240,10 +240,18 @@ def as_saved(value):
     return json.loads(json.dumps(value))
 
 
+def run_record(epochs, alpha, min_alpha, units_per_epoch, run_args=None, fingerprint=None, **more):
+    """The record of a training run that its checkpoints keep and a resumed run must match (``more``:
+    further settings, e.g. a cluster run's)."""
+    return dict({"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha),
+                 "units_per_epoch": units_per_epoch, "args": dict(run_args or {}), "fingerprint": fingerprint},
+                **more)
+
+
 def begin_run(model, run, states):
     """Start a training run of ``model``, fresh or resumed from the checkpoint :func:`open_run` opened.
 
-    ``run`` is the run's record (``EmbeddingModel._run_record``); ``states`` maps a name to an object whose
+    ``run`` is the run's record (:func:`run_record`); ``states`` maps a name to an object whose
     ``get_state`` / ``set_state`` go into checkpoints (None entries are skipped).  Returns ``(loss history
     before the run, start position or None, report, checkpointer or None)``; a resumed run that had finished
     is complete already (``start.finished``).

@@ -25,8 +25,7 @@ import scipy.sparse as sp
 from embkit._kernels.pairs import PairTrainer
 from embkit._kernels.samplers import AliasSampler
 from embkit.core.base import EmbeddingModel
-from embkit.core.cluster import (CLUSTER_PARAMS, EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH, check_client,
-                                 check_cluster_params, train_on_cluster)
+from embkit.cluster import EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH, ClusterTraining
 from embkit.core.checkpoint import fingerprint
 from embkit.core.checks import POSITIVE_INT, check_param, optional
 from embkit.core.batched_softmax import check_batch_size
@@ -113,7 +112,7 @@ def as_pair_matrix(pairs, n_items=None):
     return m, names
 
 
-class ItemEmbedding(ItemQueries, EmbeddingModel):
+class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
     """Item vectors from an item -> item co-occurrence matrix, for next-item recommendation and similar items.
 
     The defaults (sampled softmax with unigram negatives, 30 epochs, ``recency=0.6``, with the pairs of
@@ -181,9 +180,9 @@ class ItemEmbedding(ItemQueries, EmbeddingModel):
     NAMED_ROWS = True
     unit = "pair"
     CLUSTER_STATE = "counts"
-    RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | CLUSTER_PARAMS
+    RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | ClusterTraining.CLUSTER_PARAMS
     #: a resumed run may move to (or between) clusters; the cluster settings are checked against its run
-    RESUMABLE_CHANGES = EmbeddingModel.RESUMABLE_CHANGES | CLUSTER_PARAMS
+    RESUMABLE_CHANGES = EmbeddingModel.RESUMABLE_CHANGES | ClusterTraining.CLUSTER_PARAMS
     #: the cluster client
     TRANSIENT = EmbeddingModel.TRANSIENT | {"client"}
     RUN_ARG_FIELDS = {"metric": ((lambda v: v in VALIDATION_METRICS, "one of " + ", ".join(VALIDATION_METRICS), str),
@@ -225,7 +224,6 @@ class ItemEmbedding(ItemQueries, EmbeddingModel):
         super().check_params()
         check_batch_size(self.batch_size, self.loss)
         check_param("recency", self.recency, lambda v: 0 <= v <= 1, "a number in [0, 1]")
-        check_cluster_params(self)
 
     # ------------------------------------------------------------------ training
     def _kernel_trainer(self, loss, sampler, alpha, min_alpha, total):
@@ -308,14 +306,12 @@ class ItemEmbedding(ItemQueries, EmbeddingModel):
                 return dict(loss=report.epoch_loss[-1], **_metrics_of(result))
             tracker = BestEpoch(self, score, metric, patience)
         try:
-            if self.client is not None:
-                shards = pair_shards(coo, len(check_client(self.client)))
-                train_on_cluster(self, self.client, shards, self.epochs, self.alpha, self.min_alpha,
-                                 progress=self.progress, desc="items %s on a cluster" % self.loss, run_args=run_args,
-                                 fingerprint=digest, on_epoch=tracker)
-            else:
-                self._train(chunks, pairs_per_epoch, self.counts, n, on_epoch=tracker, desc="items %s" % self.loss,
-                            run_args=run_args, fingerprint=digest)
+            self._fit(lambda: self._train(chunks, pairs_per_epoch, self.counts, n, on_epoch=tracker,
+                                          desc="items %s" % self.loss, run_args=run_args, fingerprint=digest),
+                      lambda: {"shards": pair_shards(coo, len(self.cluster_workers())), "epochs": self.epochs,
+                               "alpha": self.alpha, "min_alpha": self.min_alpha, "progress": self.progress,
+                               "desc": "items %s on a cluster" % self.loss, "run_args": run_args,
+                               "fingerprint": digest, "on_epoch": tracker})
         finally:
             self._pairs = None
         self.history = tracker.history if tracker else []
