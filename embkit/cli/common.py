@@ -311,6 +311,18 @@ def resumed_args(args):
     return merged
 
 
+def begin_run(args, out, save=None):
+    """The arguments a training command runs with (:func:`resumed_args`), its ``--output`` checked; None when
+    ``--resume`` names a finished run (:func:`finished_run` has said where its result is).  ``save(model,
+    args)`` writes a model to ``--output`` (default: the model's own ``save``)."""
+    args = resumed_args(args)
+    save = save or (lambda model, given: model.save(given.output, overwrite=given.overwrite))
+    if finished_run(args, lambda model: save(model, args), out):
+        return None
+    check_output(args)
+    return args
+
+
 def finished_run(args, save, out):
     """For ``--resume DIR`` of a run that had finished: write its model to ``--output`` unless the file is
     there already (``save(model)``; ``--overwrite`` writes it again), say where the result is and return

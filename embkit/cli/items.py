@@ -17,10 +17,9 @@ Examples
 """
 import json
 
-from embkit.cli.common import (UsageError, check_output, checkpoint_options, cluster_client, cluster_line,
-                               cluster_options, cluster_summary, finished_run, help_formatter, key_values,
-                               model_defaults, objective_options, output_options, record_command, resumed_args,
-                               sampler_params, train_logging, train_options)
+from embkit.cli.common import (UsageError, begin_run, checkpoint_options, cluster_client, cluster_line, cluster_options,
+                               cluster_summary, help_formatter, key_values, model_defaults, objective_options,
+                               output_options, record_command, sampler_params, train_logging, train_options)
 from embkit.items.cooccurrence import DEFAULT_DIRECTIONS, DEFAULT_WINDOW, DIRECTIONS
 from embkit.items.item_embedding import ItemEmbedding
 
@@ -113,10 +112,9 @@ def _load_data(args):
 
 def cmd_items(args, out):
     """``embkit items``: pairs, split, train with validation, test metrics, example recommendations."""
-    args = resumed_args(args)
-    if finished_run(args, lambda model: model.save(args.output, overwrite=args.overwrite), out):
+    args = begin_run(args, out)
+    if args is None:
         return 0
-    check_output(args)
     params = None
     if args.patience is not None and args.patience < 0:
         raise UsageError("--patience must be >= 0, got %d" % args.patience)

@@ -13,10 +13,9 @@ import json
 import logging
 import os
 
-from embkit.cli.common import (check_output, checkpoint_options, cluster_client, cluster_line, cluster_options,
-                               cluster_summary, count, finished_run, help_formatter, key_values, model_defaults,
-                               output_options, param_options, record_command, resumed_args, sampler_params,
-                               train_logging)
+from embkit.cli.common import (begin_run, checkpoint_options, cluster_client, cluster_line, cluster_options,
+                               cluster_summary, count, help_formatter, key_values, model_defaults, output_options,
+                               param_options, record_command, sampler_params, train_logging)
 from embkit.text.word2vec import Word2Vec
 
 logger = logging.getLogger(__name__)
@@ -101,10 +100,9 @@ def cmd_train(args, out):
     """``embkit train``: train, save, summarise, evaluate."""
     from embkit.text.corpora import resolve_corpus
 
-    args = resumed_args(args)
-    if finished_run(args, lambda model: _save(model, args), out):
+    args = begin_run(args, out, _save)
+    if args is None:
         return 0
-    check_output(args)
     if args.resume:
         with cluster_client(getattr(args, "scheduler", None)) as client, train_logging():
             cluster = {} if client is None else {"client": client}

@@ -18,9 +18,9 @@ import json
 import os
 import sys
 
-from embkit.cli.common import (PROG, UsageError, check_output, checkpoint_options, finished_run, help_formatter,
-                               key_values, objective_options, output_options, record_command, resumed_args,
-                               sampler_params, train_logging, train_options)
+from embkit.cli.common import (PROG, UsageError, begin_run, check_output, checkpoint_options, help_formatter,
+                               key_values, objective_options, output_options, record_command, sampler_params,
+                               train_logging, train_options)
 from embkit.xc.classifier import SOLVERS, ExtremeClassifier
 from embkit.xc.heads import HEADS
 
@@ -150,10 +150,9 @@ def _load_xc(args):
 
 def cmd_xc(args, out):
     """``embkit xc``: read, train, predict the test set, report the XC metrics."""
-    args = resumed_args(args)
-    if finished_run(args, lambda model: model.save(args.output, overwrite=args.overwrite), out):
+    args = begin_run(args, out)
+    if args is None:
         return 0
-    check_output(args)
     model = None
     if not args.resume:
         model = ExtremeClassifier(vector_size=args.vector_size, solver=args.solver, loss=args.loss,
