@@ -98,7 +98,7 @@ class ItemEmbeddingCase(ModelCase):
         return ItemEmbedding.resume(directory, self.pairs, **params)
 
     def outputs(self, model):
-        return model.context_vectors, model.target_vectors, model.recommend(2, topn=5)
+        return model.context_vectors, model.target_vectors, model.recommend(2, N=5)
 
 
 class ExtremeClassifierCase(ModelCase):

@@ -478,7 +478,7 @@ def _exercise(model):
         model.train([["a", "b", "c", "d", "a"]] * 3, total_examples=3, epochs=1)
         model.wv.most_similar(model.wv.index_to_key[0], topn=2)
     elif isinstance(model, ItemEmbedding):
-        model.recommend(0, topn=2)
+        model.recommend(model.items[0], N=2)
     elif isinstance(model, ExtremeClassifier):
         n_features = model.feature_vectors.shape[0]
         model.predict(sp.csr_matrix(np.ones((2, n_features), dtype=np.float32)), k=2)

@@ -15,11 +15,12 @@ ALLOWED = {
     "_kernels": set(),
     "data": set(),
     "core": {"_kernels"},
+    "cluster": {"core", "_kernels"},
     "evaluation": {"data"},
-    "text": {"core", "_kernels", "evaluation", "data"},
-    "items": {"core", "_kernels", "evaluation", "text", "data"},
+    "text": {"core", "cluster", "_kernels", "evaluation", "data"},
+    "items": {"core", "cluster", "_kernels", "evaluation", "text", "data"},
     "xc": {"core", "_kernels", "evaluation", "data"},
-    "cli": {"core", "_kernels", "evaluation", "text", "items", "xc", "data"},
+    "cli": {"core", "cluster", "_kernels", "evaluation", "text", "items", "xc", "data"},
 }
 
 

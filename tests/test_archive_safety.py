@@ -225,6 +225,9 @@ def test_vocabulary_that_cannot_be_used(tmp_path, saved, words, match):
     (lambda s: s["run"].update(alpha="fast"), r"checkpoint.run.alpha must be a finite number"),
     (lambda s: s["position"].update(epoch=99), r"position.epoch is 99, but the run has 1 epochs"),
     (lambda s: s.update(loss_history=[1, None]), r"checkpoint.loss_history must be a list"),
+    (lambda s: s["run"]["args"].update(total_word=3), r"checkpoint.run.args has fields no Word2Vec run writes: "
+                                                      r"total_word \(did you mean total_words\?\)"),  # was TypeError
+    (lambda s: s["run"]["args"].update(total_words="many"), r"checkpoint.run.args.total_words must be an integer"),
 ])
 def test_checkpoint_fields_are_checked(tmp_path, edit, match):
     from embkit.core.checkpoint import CheckpointError, list_checkpoints
@@ -238,6 +241,16 @@ def test_checkpoint_fields_are_checked(tmp_path, edit, match):
     with pytest.raises(CheckpointError, match=match) as info:
         Word2Vec.resume(str(folder), SENTENCES)
     assert "checkpoint-0000" in str(info.value)
+
+
+def test_a_vocabulary_that_cannot_draw_negatives_is_refused_at_load(tmp_path, saved):
+    # found by the fuzzer: these loaded, then training failed with an error that named no file
+    refused(tmp_path, edited(saved["sgns"], "counts.npy", npy(np.zeros(4, np.int64))),
+            r"cannot train: unigram: every class count is zero")
+    refused(tmp_path, edited_config(saved["sgns"], lambda c: c["params"].update(ns_exponent=1e6)),
+            r"cannot train: unigram: ns_exponent=1000000.0 raises the largest count \(\d+\) beyond a float")
+    with pytest.raises(ValueError, match=r"ns_exponent=1000000.0 raises the largest count"):
+        Word2Vec(SENTENCES, vector_size=4, min_count=1, epochs=1, workers=1, ns_exponent=1e6)
 
 
 def _deflated(data, member, body):

@@ -369,7 +369,12 @@ def test_train_takes_sampler_and_loss_parameters(tmp_path, corpus, capsys):
     assert Word2Vec.load(str(output)).sampler_params == {"ns_exponent": 0.5}
     status, _ = run(["train", "--corpus", corpus, "--output", str(tmp_path / "b.embkit"), "--no-eval",
                      "--loss-param", "bogus=1", *FAST])
-    assert status == 1 and "sgns got unknown parameters: bogus" in one_error_line(capsys.readouterr().err)
+    assert status == 1 and "sgns got unknown parameters: bogus; it takes no parameters" \
+        in one_error_line(capsys.readouterr().err)
+    status, _ = run(["train", "--corpus", corpus, "--output", str(tmp_path / "c.embkit"), "--no-eval",
+                     "--param", "ns_exponnt=0.5", *FAST])
+    assert status == 1 and "unigram got unknown parameters: ns_exponnt (did you mean ns_exponent?); its " \
+        "parameters: ns_exponent" in one_error_line(capsys.readouterr().err)
 
 
 def test_eval_suite_aliases(tmp_path, corpus, capsys):

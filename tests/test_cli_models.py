@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from embkit import cli
+from embkit.items.cooccurrence import DEFAULT_WINDOW
 
 
 def run(argv):
@@ -59,11 +60,24 @@ def test_items_json_report(triples):
 
 
 def test_items_on_movielens(shared_data):
-    status, out = run(["items", "--data", os.path.join(shared_data, "movielens", "ml-100k"), "--epochs", "1",
-                       "--vector-size", "8", "-q", "--format", "json"])
+    data = os.path.join(shared_data, "movielens", "ml-100k")
+    status, out = run(["items", "--data", data, "--epochs", "2", "--vector-size", "8", "-q", "--format", "json"])
     assert status == 0
     report = json.loads(out)
-    assert report["items"] == 1447 and report["window"] == 3
+    assert report["items"] == 1447 and report["window"] == DEFAULT_WINDOW and report["protocol"] == "leave-one-out"
+    assert report["directions"] == "both"
+    assert report["pairs"]["test users"] == report["test"]["n_users"] == 942 and len(report["validation"]) == 2
+    assert {"ndcg10", "hit10", "mpr"} <= set(report["validation"][0]) and "10" in report["test"]["hit_at"]
+    status, out = run(["items", "--data", data, "--epochs", "1", "--vector-size", "8", "-q", "--protocol", "pairs"])
+    assert status == 0 and "Prec@50" in out and "after Star Wars (1977): " in out
+    assert "window 3, forward pairs" in out          # the paper's protocol: next-item pairs only
+
+
+def test_items_leave_one_out_needs_timelines(triples, capsys):
+    status, _ = run(["items", "--pairs", triples, "--protocol", "leave-one-out", "-q"])
+    assert status == 2 and "needs user timelines" in capsys.readouterr().err
+    status, _ = run(["items", "--pairs", triples, "--directions", "both", "-q"])
+    assert status == 2 and "--directions needs user timelines" in capsys.readouterr().err
 
 
 def test_items_bad_input_is_one_line(triples, tmp_path, capsys):

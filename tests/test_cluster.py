@@ -19,11 +19,12 @@ from distributed import Client, LocalCluster, fire_and_forget  # noqa: E402
 
 from _cases import pairings, refused  # noqa: E402
 from embkit import Word2Vec  # noqa: E402
-from embkit.core import cluster as cluster_mod  # noqa: E402
+from embkit.cluster import client as client_mod, settings as cluster_mod  # noqa: E402
 from embkit.core.checkpoint import CheckpointError, list_checkpoints  # noqa: E402
 from embkit.core.interrupts import TrainingInterrupted  # noqa: E402
-from embkit.core.reconcile import MODES  # noqa: E402
-from embkit.core.replica import ShardReadError, open_replica  # noqa: E402
+from embkit.cluster.reconcile import MODES, RowDelta  # noqa: E402
+from embkit.cluster import ShardReadError  # noqa: E402
+from embkit.cluster.replica import open_replica  # noqa: E402
 from embkit.text import shards as shards_mod  # noqa: E402
 from embkit.text.shards import TextShard, resolve_files  # noqa: E402
 
@@ -86,7 +87,7 @@ def test_a_replica_trains_a_round_of_many_shards_as_chunks_its_threads_share(tmp
     params = dict(SMALL, workers=2, batch_words=100)
     model = Word2Vec(chunk_tokens=2000, **params).build_vocab(sentences)
     run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001, "mode": "momentum", "replicas": 1}
-    replica = open_replica((model._cluster_spec(), (model.W_in, model.W_out), None),
+    replica = open_replica((model.replica_spec(), (model.W_in, model.W_out), None),
                            [TextShard(p, os.path.getsize(p)) for p in paths], run)
     try:
         rounds = 3
@@ -116,7 +117,7 @@ def test_replica_refreshes_an_adaptive_sampler_after_a_reconciliation(tmp_path, 
     paths = write_shards(tmp_path, sentences, 2)
     model = Word2Vec(sampler="lsh", **SMALL).build_vocab(sentences)
     run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001, "mode": "momentum", "replicas": 1}
-    replica = open_replica((model._cluster_spec(), (model.W_in, model.W_out), None),
+    replica = open_replica((model.replica_spec(), (model.W_in, model.W_out), None),
                            [TextShard(p, 1) for p in paths], run)
     try:
         assert replica.units_per_epoch() == sum(len(s) for s in sentences)
@@ -131,22 +132,22 @@ def test_a_replica_sending_a_share_keeps_the_rest_until_the_last_round(tmp_path,
     # in-process: with exchange_share 0.3 a round sends some of the rows it changed and keeps the rest
     # ahead of its reconciled tables; the run's last round sends everything left, so the reconciled tables
     # end where the replica's are
-    from embkit.core.reconcile import changed_rows
+    from embkit.cluster.reconcile import changed_rows
     _, sentences = planted
     paths = write_shards(tmp_path, sentences, 2)
     model = Word2Vec(**SMALL).build_vocab(sentences)
     run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001, "share": 0.3, "mode": "momentum", "replicas": 1}
-    replica = open_replica((model._cluster_spec(), (model.W_in, model.W_out), None),
+    replica = open_replica((model.replica_spec(), (model.W_in, model.W_out), None),
                            [TextShard(p, 1) for p in paths], run)
     try:
         start = replica.base_out.copy()
-        first = replica.train_round(0, 0, 2)["merged"]
+        first = [RowDelta.from_wire(w) for w in replica.train_round(0, 0, 2)["merged"]]
         changed = changed_rows(replica.model.W_out, start)
         kept = changed_rows(replica.model.W_out, replica.base_out)
         assert 0 < len(first[1]) < len(changed) and len(kept)
         np.testing.assert_array_equal(replica.base_out[first[1].ids],
                                       start[first[1].ids] + first[1].values.astype(np.float32))
-        last = replica.train_round(0, 1, 2)["merged"]
+        last = [RowDelta.from_wire(w) for w in replica.train_round(0, 1, 2)["merged"]]
         for table, base in zip((replica.model.W_in, replica.model.W_out), (replica.base_in, replica.base_out)):
             np.testing.assert_array_equal(table, base)
         assert set(kept.ids) <= set(last[1].ids)        # what it kept went in the end
@@ -199,7 +200,8 @@ def test_cluster_training_learns_and_gives_a_normal_model(client, planted_shards
     model = Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, **dict(SMALL, syncs_per_epoch=None))
     stats = model.last_cluster_stats
     assert stats.replicas == 2 and stats.rounds == SMALL["epochs"]     # a small corpus: one round an epoch
-    assert stats.bytes_up > 0 and stats.bytes_down > 0
+    # two replicas swap their deltas; the client fetches the tables once, at the end
+    assert stats.bytes_up > 0 and stats.bytes_down == 0 and stats.fetches == 1
     assert model.last_report.words == SMALL["epochs"] * model.vocab.total_words
     assert purity(model.wv, groups)[0] >= 0.8
     # well below the untrained loss (6 log 2 with 5 negatives); it need not fall every epoch: with one round
@@ -210,6 +212,20 @@ def test_cluster_training_learns_and_gives_a_normal_model(client, planted_shards
     loaded = Word2Vec.load(path)
     assert loaded.client is None
     np.testing.assert_array_equal(loaded.wv.vectors, model.wv.vectors)
+
+
+@pytest.mark.parametrize("syncs", [4, None])
+def test_the_tables_fetched_at_the_end_are_those_relayed_every_round(client, planted_shards, tmp_path, syncs):
+    # without checkpoints the client fetches the reconciled tables from a replica when it needs them; with
+    # them every round's merged rows come to the client: the same tables, bit for bit
+    _, _, pattern = planted_shards
+    fetched = Word2Vec(corpus_file=pattern, client=client, seed=3, **dict(SMALL, syncs_per_epoch=syncs))
+    relayed = Word2Vec(corpus_file=pattern, client=client, seed=3, checkpoint_dir=str(tmp_path),
+                       **dict(SMALL, syncs_per_epoch=syncs))
+    assert fetched.last_cluster_stats.fetches == 1 and relayed.last_cluster_stats.fetches == 0
+    assert relayed.last_cluster_stats.bytes_down > 0
+    np.testing.assert_array_equal(fetched.W_in, relayed.W_in)
+    np.testing.assert_array_equal(fetched.W_out, relayed.W_out)
 
 
 def test_replicas_with_several_threads_train_on_the_cluster(client, planted_shards, purity):
@@ -244,6 +260,17 @@ def test_rounds_default_to_a_fixed_size_per_replica():
     assert cluster_mod.rounds_per_epoch(8, [10, 10**9]) == 8
     assert cluster_mod.rounds_per_epoch(None, [10, 1000]) == 1
     assert cluster_mod.rounds_per_epoch(None, [cluster_mod.ROUND_UNITS * 10, cluster_mod.ROUND_UNITS * 31.6]) == 32
+    # a lone replica has no peer to drift from: its rounds are long (they only set how often the client
+    # receives the tables)
+    assert cluster_mod.rounds_per_epoch(None, [cluster_mod.ROUND_UNITS * 32]) == \
+        max(1, round(cluster_mod.ROUND_UNITS * 32 / cluster_mod.LONE_ROUND_UNITS))
+    assert cluster_mod.rounds_per_epoch(None, [cluster_mod.LONE_ROUND_UNITS * 7]) == 7
+    assert cluster_mod.rounds_per_epoch(5, [cluster_mod.LONE_ROUND_UNITS * 7]) == 5
+    # ... and longer still for large tables, whose rows it sends the client every round
+    rows = 4 * cluster_mod.LONE_ROUND_UNITS // cluster_mod.LONE_UNITS_PER_ROW
+    assert cluster_mod.rounds_per_epoch(None, [cluster_mod.LONE_ROUND_UNITS * 8], rows) == 2
+    assert cluster_mod.rounds_per_epoch(None, [cluster_mod.LONE_ROUND_UNITS * 8, 1], rows) == \
+        round(cluster_mod.LONE_ROUND_UNITS * 8 / cluster_mod.ROUND_UNITS)
 
 
 def test_every_reconcile_mode_trains(client, planted_shards, purity):
@@ -302,6 +329,24 @@ def test_a_worker_lost_mid_epoch_does_not_lose_the_run(client, planted_shards, p
     assert killer.killed is not None
     stats = model.last_cluster_stats
     assert stats.reopened and stats.reopened[0].startswith(killer.killed)
+    assert stats.rounds == 4 * SMALL["epochs"]
+    assert model.last_report.words == SMALL["epochs"] * model.vocab.total_words
+    assert purity(model.wv, groups)[0] >= 0.8
+    client.wait_for_workers(2, timeout=60)      # the nanny restarts the worker for the next tests
+
+
+def test_a_worker_lost_in_a_run_without_relayed_rows_goes_on_from_a_survivors_tables(
+        client, planted_shards, purity, monkeypatch):
+    # a run without checkpoints or callbacks sends the client no rows during an epoch: after the loss the
+    # client fetches the reconciled tables from the surviving replica and opens both from them (the killer
+    # is a callback, so the run is told not to relay)
+    groups, _, pattern = planted_shards
+    monkeypatch.setattr(client_mod, "relays", lambda model, replicas, checkpointer: False)
+    killer = KillAWorker(client, wait_gone=True)
+    model = Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, callbacks=[killer], **SMALL)
+    stats = model.last_cluster_stats
+    assert killer.killed is not None and stats.reopened
+    assert stats.bytes_down == 0 and stats.fetches == 2        # after the loss, and at the end
     assert stats.rounds == 4 * SMALL["epochs"]
     assert model.last_report.words == SMALL["epochs"] * model.vocab.total_words
     assert purity(model.wv, groups)[0] >= 0.8
@@ -395,7 +440,7 @@ def test_fewer_shards_than_workers_are_named(client, planted, tmp_path, caplog):
     # one compressed file is one shard: one of the two workers trains, and the run says why
     _, sentences = planted
     path = write_shards(tmp_path, sentences, 1, ".txt.gz")[0]
-    with caplog.at_level(logging.WARNING, logger="embkit.core.cluster"):
+    with caplog.at_level(logging.WARNING, logger="embkit.cluster.client"):
         model = Word2Vec(corpus_file=path, client=client, **SMALL)
     assert model.last_cluster_stats.replicas == 1
     assert "1 shard for 2 workers: only 1 of them trains" in caplog.text

@@ -26,12 +26,14 @@ def _timelines(sequences, n_items=None):
     return Timelines(items, offsets, np.arange(len(sequences)), np.arange(n_items), counts)
 
 
-def _brute_force(sequences, window):
+def _brute_force(sequences, window, both=False):
     pairs = Counter()
     for seq in sequences:
         for a in range(len(seq)):
             for b in range(a + 1, len(seq) if window is None else min(len(seq), a + window + 1)):
                 pairs[seq[a], seq[b]] += 1
+                if both:
+                    pairs[seq[b], seq[a]] += 1
     return pairs
 
 
@@ -44,25 +46,32 @@ def _as_counter(counts):
 def test_window_semantics_by_hand():
     a, b, c, d, e = range(5)
     t = _timelines([[a, b, c, d, e], [c, a], [e]])
-    assert _as_counter(PairCounts.from_timelines(t, window=1)) == Counter(
+    assert _as_counter(PairCounts.from_timelines(t, window=1, directions="forward")) == Counter(
         {(a, b): 1, (b, c): 1, (c, d): 1, (d, e): 1, (c, a): 1})
-    two = _as_counter(PairCounts.from_timelines(t, window=2))
+    assert _as_counter(PairCounts.from_timelines(t, window=1)) == Counter(      # both ways by default
+        {(a, b): 1, (b, c): 1, (c, d): 1, (d, e): 1, (c, a): 1, (b, a): 1, (c, b): 1, (d, c): 1, (e, d): 1,
+         (a, c): 1})
+    two = _as_counter(PairCounts.from_timelines(t, window=2, directions="forward"))
     assert two[a, c] == 1 and two[b, d] == 1 and two[c, e] == 1 and two[a, d] == 0 and sum(two.values()) == 8
-    everything = PairCounts.from_timelines(t, window="all")
-    assert everything.total == 10 + 1 and everything.window == "all"
+    everything = PairCounts.from_timelines(t, window="all", directions="forward")
+    assert everything.total == 10 + 1 and everything.window == "all" and everything.directions == "forward"
     assert everything.matrix[a, b] == 1 and everything.matrix[b, a] == 0  # earlier -> later only
     assert everything.matrix[c, a] == 1 and everything.matrix[a, c] == 1
-    assert PairCounts.from_timelines(t, window=None).total == everything.total
+    assert PairCounts.from_timelines(t, window=None, directions="forward").total == everything.total
+    both = PairCounts.from_timelines(t, window="all")
+    assert both.directions == "both" and both.total == 2 * everything.total
+    assert both.matrix[a, c] == 2 and both.matrix[b, a] == 1 and "both ways" in repr(both)
 
 
 @pytest.mark.parametrize("window", [1, 2, 3, 7, None])
-def test_windows_match_brute_force(window):
+@pytest.mark.parametrize("directions", ["forward", "both"])
+def test_windows_match_brute_force(window, directions):
     rng = np.random.default_rng(window or 0)
     sequences = [rng.integers(0, 12, rng.integers(1, 30)).tolist() for _ in range(60)]
     t = _timelines(sequences, 12)
-    counts = PairCounts.from_timelines(t, window=window)
-    assert _as_counter(counts) == _brute_force(sequences, window)
-    assert counts.total == t.n_pairs(window)
+    counts = PairCounts.from_timelines(t, window=window, directions=directions)
+    assert _as_counter(counts) == _brute_force(sequences, window, both=directions == "both")
+    assert counts.total == t.n_pairs(window) * (2 if directions == "both" else 1)
 
 
 def test_sparse_and_dense_accumulation_agree(monkeypatch):
@@ -83,6 +92,12 @@ def test_bad_window(window):
         PairCounts.from_timelines(_timelines([[0, 1]]), window=window)
 
 
+@pytest.mark.parametrize("directions", ["backward", None, "Both"])
+def test_bad_directions(directions):
+    with pytest.raises(ValueError, match="directions must be one of 'forward', 'both', got %r" % (directions,)):
+        PairCounts.from_timelines(_timelines([[0, 1]]), directions=directions)
+
+
 def test_ml100k_pairs_against_plain_python(shared_data):
     path = os.path.join(shared_data, "movielens", "ml-100k", "u.data")
     by_user = defaultdict(list)
@@ -97,7 +112,7 @@ def test_ml100k_pairs_against_plain_python(shared_data):
         for a in range(len(items)):
             for b in range(a + 1, min(len(items), a + 4)):
                 expected[items[a], items[b]] += 1
-    counts = PairCounts.from_timelines(load_timelines(os.path.dirname(path)))  # default window 3
+    counts = PairCounts.from_timelines(load_timelines(os.path.dirname(path)), directions="forward")  # window 3
     assert counts.window == 3 and counts.total == sum(expected.values()) == 160473
     raw = [int(x) for x in counts.names]
     assert Counter({(raw[i], raw[j]): c for (i, j), c in _as_counter(counts).items()}) == expected
@@ -170,7 +185,8 @@ def test_from_text_drops_out_of_vocabulary_words_first(tmp_path):
 # ------------------------------------------------------------------------------------------ splits
 @pytest.fixture(scope="module")
 def ml100k_counts(shared_data):
-    return PairCounts.from_timelines(load_timelines(os.path.join(shared_data, "movielens", "ml-100k")))
+    return PairCounts.from_timelines(load_timelines(os.path.join(shared_data, "movielens", "ml-100k")),
+                                     directions="forward")
 
 
 def test_split_totals_and_reproducibility(ml100k_counts):

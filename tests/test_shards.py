@@ -106,7 +106,7 @@ def test_a_sharded_corpus_splits_large_plain_files_and_counts_each_range(tmp_pat
 
 
 def test_an_unreadable_byte_range_names_the_file_and_the_range(tmp_path, monkeypatch):
-    from embkit.core.replica import ShardReadError
+    from embkit.cluster import ShardReadError
     path = tmp_path / "gone.txt"
     path.write_text(awkward_text(), encoding="utf-8")
     monkeypatch.setattr(shards_mod, "SPLIT_BYTES", 300)

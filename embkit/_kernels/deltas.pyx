@@ -1,4 +1,4 @@
-"""Row deltas of table replicas, each in one pass over the rows (used by :mod:`embkit.core.reconcile`).
+"""Row deltas of table replicas, each in one pass over the rows (used by :mod:`embkit.cluster.reconcile`).
 
 Deltas are float16 on the wire; here they are ``uint16`` arrays holding the float16 bits (``half.h``
 converts a row at a time, with the CPU's F16C instructions where it has them, rounding to nearest even as

@@ -11,7 +11,7 @@ import sys
 
 from embkit.core.base import EmbeddingModel
 from embkit.core.checkpoint import as_saved
-from embkit.core.cluster import CLUSTER_PARAMS
+from embkit.cluster import CLUSTER_PARAMS
 
 PROG = "embkit"
 
@@ -339,8 +339,8 @@ def finished_run(args, save, out):
 def cluster_options(p):
     """Add ``--scheduler``, ``--syncs-per-epoch``, ``--reconcile`` and ``--exchange-share`` (training on a Dask
     cluster)."""
-    from embkit.core.cluster import EXCHANGE_SHARE, RECONCILE, ROUND_UNITS
-    from embkit.core.reconcile import MODES
+    from embkit.cluster import EXCHANGE_SHARE, RECONCILE, ROUND_UNITS
+    from embkit.cluster.reconcile import MODES
     g = p.add_argument_group("cluster (needs the [cluster] extra)")
     g.add_argument("--scheduler", metavar="ADDRESS",
                    help="train on the Dask cluster of this scheduler (tcp://host:8786), or on a local one of N "

@@ -11,7 +11,6 @@ Examples
 """
 import json
 import os
-import zipfile
 
 from embkit.cli.common import UsageError, count, help_formatter, report_format_option
 
@@ -155,13 +154,13 @@ def load_model_tables(path):
     one row per word (hierarchical softmax).
     """
     from embkit.core import persist
+    from embkit.core.file_kinds import identify, wrong_file
 
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError("model file %r does not exist" % path)
-    if not zipfile.is_zipfile(path):
-        raise ValueError("the ranking suite needs an embkit model file (both the input and the output "
-                         "table); %r is a vectors-only file" % path)
+    if identify(path).name != "archive":
+        raise wrong_file(path, "an embkit model file (the ranking suite needs its input and output tables)")
     model = persist.load(path)
     W, O = model.wv.vectors, getattr(model, "syn1neg", None)
     if O is None or O.shape[0] != W.shape[0]:

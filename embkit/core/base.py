@@ -24,7 +24,8 @@ import numpy as np
 
 from embkit.core import checkpoint, persist, registry
 from embkit.core.checks import (MAX_NEGATIVE, MAX_VECTOR_SIZE, MAX_WORKERS, POSITIVE_INT, POSITIVE_REAL, SEED,
-                                check_fields, check_flag, check_mapping, check_param, int_in, is_finite)
+                                check_fields, check_flag, check_mapping, check_param, int_in, is_finite,
+                                unknown_names)
 from embkit.core.training import CALLBACK_EVENTS, run_epochs
 
 logger = logging.getLogger(__name__)
@@ -114,10 +115,23 @@ class EmbeddingModel:
     #: the fields of what :meth:`_state` saves, checked when a file is loaded: ``{field: (rule, required)}``
     #: (:func:`embkit.core.checks.check_fields`)
     STATE_FIELDS = {}
+    #: the arguments of a training call that its checkpoints keep for ``resume``: ``{field: (rule, required)}``
+    #: (a checkpoint with any other is refused, naming the file)
+    RUN_ARG_FIELDS = {}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         persist.register_model(cls)
+
+    def __new__(cls, *args, **kwargs):
+        # before __init__, so that a misspelt keyword gets the nearest valid name, not Python's bare TypeError
+        accepted = inspect.signature(cls.__init__).parameters
+        if not any(p.kind == p.VAR_KEYWORD for p in accepted.values()):
+            unknown = [name for name in kwargs if name not in accepted or name == "self"]
+            if unknown:
+                raise TypeError("%s() got unexpected keyword arguments: %s"
+                                % (cls.__name__, unknown_names(unknown, [n for n in accepted if n != "self"])))
+        return super().__new__(cls)
 
     def __init__(self, *, vector_size, loss, sampler, negative, alpha, min_alpha, epochs, workers, seed,
                  loss_params=None, sampler_params=None, callbacks=(), checkpoint_dir=None, checkpoint_every=600,
@@ -283,17 +297,44 @@ class EmbeddingModel:
         """The driver's trainer for a run over ``total`` units (subclasses)."""
         raise NotImplementedError
 
-    def _cluster_spec(self):
-        """What a cluster replica is built from: class, parameters and ``CLUSTER_STATE`` (:mod:`.cluster`)."""
+    # ------------------------------------------------------------------ replicas (training elsewhere)
+    def replica_spec(self):
+        """What a copy of this model in another process is built from (:meth:`from_replica_spec`): its class,
+        parameters and ``CLUSTER_STATE`` (the vocabulary, the class counts)."""
         return type(self), self.get_params(), getattr(self, self.CLUSTER_STATE)
 
-    @classmethod
-    def _cluster_model(cls, params, state, W_in, W_out):
-        """A replica built from :meth:`_cluster_spec`'s parameters and state, and the tables."""
+    @staticmethod
+    def from_replica_spec(spec, W_in, W_out):
+        """The model of :meth:`replica_spec`'s ``spec``, holding the tables ``W_in`` and ``W_out``."""
+        cls, params, state = spec
         model = cls(**params, progress=False)
         setattr(model, cls.CLUSTER_STATE, state)
         model._set_tables(W_in, W_out)
         return model
+
+    def replica_trainer(self, alpha, min_alpha, total):
+        """``(loss, sampler, trainer)`` of a run over ``total`` units on the model's tables, built as this
+        process's own training builds them (the registry's loss and sampler, the driver's kernel trainer)."""
+        loss, sampler = self._objective(*self._cluster_classes())
+        return loss, sampler, self._kernel_trainer(loss, sampler, alpha, min_alpha, total)
+
+    def _cluster_classes(self):
+        """``(counts, n_classes)`` the loss and sampler are built from (subclasses)."""
+        raise NotImplementedError
+
+    def _train_on_cluster(self, run):
+        """Train the ``run`` (:meth:`_fit`) on the model's cluster (the cluster mixin's)."""
+        raise TypeError("%s does not train on a cluster" % type(self).__name__)
+
+    def _local_or_cluster(self, local, cluster):
+        """The one place where a model's work forks on where it runs: ``local()`` in this process, or
+        ``cluster()`` when the model has a cluster ``client``."""
+        return local() if getattr(self, "client", None) is None else cluster()
+
+    def _fit(self, local, run):
+        """Training: ``local()`` in this process, or the run that ``run()`` describes on the model's cluster
+        (:meth:`_train_on_cluster`); returns the :class:`TrainingReport`."""
+        return self._local_or_cluster(local, lambda: self._train_on_cluster(run()))
 
     def _train(self, chunks, units_per_epoch, counts, n_classes, epochs=None, alpha=None, min_alpha=None,
                on_epoch=None, desc=None, progress=None, run_args=None, fingerprint=None, min_chunk_per_thread=None):
@@ -326,7 +367,7 @@ class EmbeddingModel:
         TrainingReport
         """
         epochs, alpha, min_alpha = self._run_settings(epochs, alpha, min_alpha)
-        run = self._run_record(epochs, alpha, min_alpha, units_per_epoch, run_args, fingerprint)
+        run = checkpoint.run_record(epochs, alpha, min_alpha, units_per_epoch, run_args, fingerprint)
         loss, sampler = self._objective(counts, n_classes)
         states = {"sampler": sampler, "tracker": on_epoch}
         history_before, start, report, checkpointer = checkpoint.begin_run(self, run, states)
@@ -354,14 +395,6 @@ class EmbeddingModel:
         check_param("start_alpha", alpha, *POSITIVE_REAL)
         check_param("end_alpha", min_alpha, lambda v: 0 <= v <= alpha, "a number in [0, start_alpha]")
         return epochs, alpha, min_alpha
-
-    @staticmethod
-    def _run_record(epochs, alpha, min_alpha, units_per_epoch, run_args=None, fingerprint=None, **more):
-        """The record of a training run that its checkpoints keep and a resumed run must match (``more``:
-        further settings, e.g. a cluster run's)."""
-        return dict({"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha),
-                     "units_per_epoch": units_per_epoch, "args": dict(run_args or {}), "fingerprint": fingerprint},
-                    **more)
 
     def get_latest_training_loss(self):
         """Mean loss per example of the latest epoch trained (float64), or 0.0 before any training.
@@ -425,7 +458,8 @@ class EmbeddingModel:
         arrays = {k: v for k, v in arrays.items() if not k.startswith(("sampler.", "tracker."))}
         kind = persist.model_class(config.get("model"), path)
         if not issubclass(kind, cls):
-            raise ValueError("%r holds a %s model, not %s" % (str(path), kind.__name__, cls.__name__))
+            raise ValueError("%r holds a %s model, not %s: %s.load reads it"
+                             % (str(path), kind.__name__, cls.__name__, kind.__name__))
         params = config.get("params") or {}
         names = set(kind._param_names())
         try:
@@ -469,8 +503,8 @@ class EmbeddingModel:
 
 
 def _check_loaded_tables(path, model, counts):
-    """ValueError naming ``path`` unless the tables are ``vector_size`` wide and ``W_out`` has the rows the
-    model's loss trains for its classes (``len(counts)``)."""
+    """ValueError naming ``path`` unless the tables are ``vector_size`` wide, ``W_out`` has the rows the
+    model's loss trains for its classes (``len(counts)``) and a sampler drawn from the counts can be built."""
     if model.W_in.shape[1] != model.vector_size:
         raise ValueError("%r: vector_size is %d but the tables have %d columns"
                          % (str(path), model.vector_size, model.W_in.shape[1]))
@@ -478,8 +512,12 @@ def _check_loaded_tables(path, model, counts):
         return
     try:
         loss = model._build_loss(counts, len(counts))
+        sampler = model.sampler_name
+        if sampler is not None and registry.SAMPLERS[sampler].kernel.QUERY_FREE:
+            # a table of the counts, cheap to build: the counts and the sampler's parameters can train
+            registry.make_sampler(sampler, counts, len(counts), **model._sampler_params())
     except (TypeError, ValueError) as exc:
-        raise ValueError("%r holds bad %s parameters: %s" % (str(path), type(model).__name__, exc)) from None
+        raise ValueError("%r holds a %s that cannot train: %s" % (str(path), type(model).__name__, exc)) from None
     caps = model._loss_class()
     if caps.TREE_ROWS and not caps.STACKED and model.W_out.shape[0] == loss.output_rows(len(counts)) - 1:
         # files written before the hs table had a (never used) row per class, as word2vec's

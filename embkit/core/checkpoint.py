@@ -26,13 +26,13 @@ import numpy as np
 from embkit.core import persist
 from embkit.core.atomic import remove_stale_temps
 from embkit.core.checks import (BOOL, COUNT, FINITE_REAL, MAPPING, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL,
-                                TEXT, check_fields, list_of, optional)
+                                TEXT, check_fields, list_of, optional, unknown_names)
 from embkit.core.interrupts import TrainingInterrupted
 from embkit.core.training import Position, TrainingReport
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CHECKPOINT_VERSION", "CheckpointError", "parse_every", "check_section", "Checkpointer", "list_checkpoints",
+__all__ = ["CHECKPOINT_VERSION", "run_record", "CheckpointError", "parse_every", "check_section", "Checkpointer", "list_checkpoints",
            "read_latest", "fingerprint", "as_saved", "begin_run", "interruption_hint", "open_run"]
 
 #: version of the ``"checkpoint"`` section; a directory written by another version is refused
@@ -240,10 +240,18 @@ def as_saved(value):
     return json.loads(json.dumps(value))
 
 
+def run_record(epochs, alpha, min_alpha, units_per_epoch, run_args=None, fingerprint=None, **more):
+    """The record of a training run that its checkpoints keep and a resumed run must match (``more``:
+    further settings, e.g. a cluster run's)."""
+    return dict({"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha),
+                 "units_per_epoch": units_per_epoch, "args": dict(run_args or {}), "fingerprint": fingerprint},
+                **more)
+
+
 def begin_run(model, run, states):
     """Start a training run of ``model``, fresh or resumed from the checkpoint :func:`open_run` opened.
 
-    ``run`` is the run's record (``EmbeddingModel._run_record``); ``states`` maps a name to an object whose
+    ``run`` is the run's record (:func:`run_record`); ``states`` maps a name to an object whose
     ``get_state`` / ``set_state`` go into checkpoints (None entries are skipped).  Returns ``(loss history
     before the run, start position or None, report, checkpointer or None)``; a resumed run that had finished
     is complete already (``start.finished``).
@@ -324,6 +332,15 @@ def open_run(cls, directory, params, callbacks=(), progress=None):
     """
     path, config, words, arrays = read_latest(directory, kind=cls.__name__)
     model = cls._from_archive(config, words, arrays, path)
+    args = config["checkpoint"]["run"]["args"]
+    unknown = sorted(set(args) - set(cls.RUN_ARG_FIELDS))
+    if unknown:
+        raise CheckpointError("%s: checkpoint.run.args has fields no %s run writes: %s"
+                              % (path, cls.__name__, unknown_names(unknown, cls.RUN_ARG_FIELDS)))
+    try:
+        check_fields(path, "checkpoint.run.args", args, cls.RUN_ARG_FIELDS)
+    except ValueError as exc:
+        raise CheckpointError(str(exc)) from None
     saved = cls._current_params(config.get("params") or {})
     differing = ["%s=%r here, %r in the checkpoint" % (k, v, saved.get(k))
                  for k, v in sorted(cls._current_params(params).items())

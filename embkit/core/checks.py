@@ -6,13 +6,14 @@ sizes the kernels allocate per thread or per step (:data:`MAX_VECTOR_SIZE`, :dat
 :data:`MAX_NEGATIVE`, :data:`MAX_WORKERS`) are bounded so that a product of two of them still fits, so
 a value that passes here cannot overflow where it is used.
 """
+import difflib
 import math
 import numbers
 
 __all__ = ["INT32_MAX", "INT64_MAX", "MAX_VECTOR_SIZE", "MAX_WINDOW", "MAX_NEGATIVE", "MAX_WORKERS", "int_in",
            "POSITIVE_INT", "NON_NEGATIVE_INT", "COUNT", "SEED", "POSITIVE_REAL", "NON_NEGATIVE_REAL",
-           "FINITE_REAL", "BOOL", "TEXT", "MAPPING", "optional", "list_of", "is_finite", "check_param", "check_flag",
-           "check_mapping", "check_name", "check_fields"]
+           "FINITE_REAL", "BOOL", "TEXT", "MAPPING", "PATHS", "optional", "list_of", "is_finite", "check_param",
+           "check_flag", "check_mapping", "check_name", "check_fields", "nearest", "unknown_names"]
 
 INT32_MAX = 2 ** 31 - 1
 INT64_MAX = 2 ** 63 - 1
@@ -75,6 +76,8 @@ def list_of(rule):
 BOOL = (None, "true or false", bool)
 TEXT = (lambda v: True, "a string", str)
 MAPPING = (lambda v: all(isinstance(k, str) for k in v), "a mapping", dict)
+PATHS = (lambda v: v is None or isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
+         "a path, a list of paths or null", object)
 
 
 def check_fields(path, where, value, spec):
@@ -114,6 +117,22 @@ def check_name(name, value, known, optional=False):
         return
     if not isinstance(value, str) or value not in known:
         raise ValueError("%s must be one of %s, got %s" % (name, ", ".join(sorted(known)), _shown(value)))
+
+
+def nearest(name, valid):
+    """The name of ``valid`` nearest the misspelt ``name`` (difflib's similarity >= 0.6), or None."""
+    found = difflib.get_close_matches(name, sorted(valid), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def unknown_names(unknown, valid):
+    """The ``unknown`` names for an error message, each with the nearest of ``valid`` where one is near:
+    ``"vectorsize (did you mean vector_size?), foo"``."""
+    shown = []
+    for name in unknown:
+        near = nearest(name, valid) if isinstance(name, str) else None
+        shown.append("%s (did you mean %s?)" % (name, near) if near else str(name))
+    return ", ".join(shown)
 
 
 def _shown(value):

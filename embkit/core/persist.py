@@ -14,6 +14,7 @@ import numpy as np
 
 from embkit.core import safe_zip
 from embkit.core.atomic import atomic_path
+from embkit.core.file_kinds import wrong_file
 
 FORMAT = "embkit-model"
 FORMAT_VERSION = 1
@@ -82,8 +83,8 @@ def load_archive(path, arrays=True):
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError("model file %r does not exist" % path)
-    if not zipfile.is_zipfile(path):
-        raise ValueError("%r is not an embkit model file (for word2vec files use load_vectors)" % path)
+    if os.path.isdir(path) or not zipfile.is_zipfile(path):
+        raise wrong_file(path, "an embkit model file")
     try:
         with zipfile.ZipFile(path) as zf:
             return _read_archive(zf, path, arrays)
@@ -102,7 +103,7 @@ def _read_archive(zf, path, arrays):
         raise ValueError("%r is not an embkit model file: no config.json or vocab.json" % path)
     config = safe_zip.read_json(zf, "config.json", path)
     if not isinstance(config, dict) or config.get("format") != FORMAT:
-        raise ValueError("%r is not an embkit model file" % path)
+        raise ValueError("%r is not an embkit model file: its config.json is not an embkit model's" % path)
     version = config.get("format_version", 0)
     if not isinstance(version, int) or isinstance(version, bool):
         raise ValueError("%r: format_version %r is not an integer" % (path, version))
@@ -118,34 +119,24 @@ def _read_archive(zf, path, arrays):
     if not arrays:
         return config, words, {}
     headers = {name: safe_zip.read_npy_header(zf, name + ".npy", path) for name in listed}
-    check_shapes(path, config, words, headers, named_rows=bool(words) or _names_rows(config.get("model")),
-                 table_shaped=_kind_attribute(config.get("model"), "TABLE_SHAPED_ARRAYS"),
-                 bounded=_kind_attribute(config.get("model"), "BOUNDED_ARRAYS"))
+    kind = config.get("model")
+    check_shapes(path, config, words, headers, named_rows=bool(words) or _kind_attribute(kind, "NAMED_ROWS", False),
+                 table_shaped=_kind_attribute(kind, "TABLE_SHAPED_ARRAYS", {}),
+                 bounded=_kind_attribute(kind, "BOUNDED_ARRAYS", {}))
     tables = {name: safe_zip.read_npy(zf, header, path) for name, header in headers.items()}
     _check_tables(path, config, words, tables)
     return config, words, tables
 
 
-def _kind_attribute(kind, name):
-    """The dict attribute ``name`` of the class of models of ``kind`` (``TABLE_SHAPED_ARRAYS``,
-    ``BOUNDED_ARRAYS``), or ``{}``."""
+def _kind_attribute(kind, name, default):
+    """The class attribute ``name`` of models of ``kind`` (``NAMED_ROWS``, ``TABLE_SHAPED_ARRAYS``, ...), or
+    ``default`` for a kind no class registers (a generic archive)."""
     if not isinstance(kind, str):
-        return {}
+        return default
     try:
-        return getattr(model_class(kind), name, {})
+        return getattr(model_class(kind), name, default)
     except ValueError:
-        return {}
-
-
-def _names_rows(kind):
-    """Whether models of ``kind`` name their input rows (False for a kind no class registers: a generic
-    archive)."""
-    if not isinstance(kind, str):
-        return False
-    try:
-        return model_class(kind).NAMED_ROWS
-    except ValueError:
-        return False
+        return default
 
 
 def check_shapes(path, config, words, headers, named_rows=True, table_shaped=None, bounded=None):

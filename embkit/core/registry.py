@@ -11,6 +11,7 @@ registries, so an entry added here is tested without a new test file.
 Adding a loss or a sampler takes its kernel class (a ``.pyx`` in ``embkit/_kernels/``, found by the build)
 and one :func:`register_loss` / :func:`register_sampler` line in this module.
 """
+import inspect
 import math
 import numbers
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from embkit._kernels import kernel_sampler as _kernel_sampler
 from embkit._kernels import losses as _losses
 from embkit._kernels import lsh as _lsh
 from embkit._kernels import samplers as _samplers
+from embkit.core.checks import unknown_names
 
 __all__ = ["LOSSES", "SAMPLERS", "Entry", "register_loss", "register_sampler", "loss_class", "most_frequent",
            "uses_sampler", "make_loss", "make_sampler", "check_pairing", "build_objective"]
@@ -38,13 +40,28 @@ class Entry:
     kernel : type
         The kernel class; its capability constants describe every object ``build`` returns.
     build : callable
-        ``build(counts=..., n_classes=..., **params)`` -> kernel object.  Unknown parameters raise TypeError
-        naming them.
+        ``build(counts=..., n_classes=..., **params)`` -> kernel object; :meth:`check_params` refuses the
+        parameters it does not take.
     """
 
     name: str
     kernel: type
     build: Callable
+
+    @property
+    def params(self):
+        """The names of the parameters ``build`` takes besides ``counts`` and ``n_classes``."""
+        return tuple(name for name, p in inspect.signature(self.build).parameters.items()
+                     if name not in ("counts", "n_classes") and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
+
+    def check_params(self, params):
+        """TypeError naming the parameters of ``params`` that ``build`` does not take, each with the nearest
+        valid name, and listing the valid ones."""
+        unknown = sorted(set(params) - set(self.params))
+        if unknown:
+            valid = ("its parameters: %s" % ", ".join(self.params)) if self.params else "it takes no parameters"
+            raise TypeError("%s got unknown parameters: %s; %s" % (self.name, unknown_names(unknown, self.params),
+                                                                  valid))
 
     @property
     def doc(self):
@@ -59,15 +76,9 @@ LOSSES = {}
 SAMPLERS = {}
 
 
-def _reject(params, name):
-    if params:
-        raise TypeError("%s got unknown parameters: %s" % (name, ", ".join(sorted(params))))
-
-
-def _plain(name, cls):
+def _plain(cls):
     """A builder that takes no parameters."""
-    def build(counts=None, n_classes=None, **params):
-        _reject(params, name)
+    def build(counts=None, n_classes=None):
         return cls()
     build.__doc__ = cls.__doc__
     return build
@@ -75,7 +86,7 @@ def _plain(name, cls):
 
 def register_loss(name, kernel, build=None):
     """Register the loss ``name`` of kernel class ``kernel`` (built without parameters unless ``build``)."""
-    LOSSES[name] = Entry(name, kernel, build or _plain(name, kernel))
+    LOSSES[name] = Entry(name, kernel, build or _plain(kernel))
 
 
 def register_sampler(name, kernel, build):
@@ -84,27 +95,25 @@ def register_sampler(name, kernel, build):
 
 
 # ------------------------------------------------------------------------------------------ losses
-def _sampled_softmax(counts=None, n_classes=None, remove_accidental_hits=True, **params):
+def _sampled_softmax(counts=None, n_classes=None, remove_accidental_hits=True):
     """Softmax over target + negatives with the logQ correction, accidental hits removed (optional)."""
-    _reject(params, "sampled_softmax")
     return _losses.SampledSoftmax(remove_accidental_hits=remove_accidental_hits)
 
 
-def _tree_loss(name, kernel, counts, params):
-    _reject(params, name)
+def _tree_loss(name, kernel, counts):
     if counts is None:
         raise ValueError("the %s loss needs the class counts to build its Huffman tree" % name)
     return kernel(counts)
 
 
-def _hs(counts=None, n_classes=None, **params):
+def _hs(counts=None, n_classes=None):
     """Hierarchical softmax on a Huffman tree of the class counts."""
-    return _tree_loss("hs", _losses.HierarchicalSoftmax, counts, params)
+    return _tree_loss("hs", _losses.HierarchicalSoftmax, counts)
 
 
-def _hs_sgns(counts=None, n_classes=None, **params):
+def _hs_sgns(counts=None, n_classes=None):
     """Hierarchical softmax and negative sampling together (gensim's hs=1 with negative > 0)."""
-    return _tree_loss("hs_sgns", _losses.HsNegative, counts, params)
+    return _tree_loss("hs_sgns", _losses.HsNegative, counts)
 
 
 register_loss("sgns", _losses.SGNS)
@@ -117,28 +126,32 @@ register_loss("hs_sgns", _losses.HsNegative, _hs_sgns)
 
 
 # ------------------------------------------------------------------------------------------ samplers
-def _unigram(counts=None, n_classes=None, ns_exponent=0.75, **params):
+def _unigram(counts=None, n_classes=None, ns_exponent=0.75):
     """Class counts raised to ``ns_exponent`` (0.75 as word2vec, 1 popularity, 0 uniform), alias table."""
-    _reject(params, "unigram")
     if counts is None:
         raise ValueError("the unigram sampler needs the class counts")
+    counts = np.asarray(counts, dtype=np.float64)
+    if counts.size and not np.any(counts > 0):
+        raise ValueError("unigram: every class count is zero: there is no distribution to draw from")
+    with np.errstate(over="ignore"):
+        if counts.size and not np.isfinite(np.power(counts.max(), ns_exponent)):
+            raise ValueError("unigram: ns_exponent=%r raises the largest count (%d) beyond a float"
+                             % (ns_exponent, counts.max()))
     return _samplers.unigram(counts, ns_exponent)
 
 
-def _uniform(counts=None, n_classes=None, **params):
+def _uniform(counts=None, n_classes=None):
     """Uniform over the classes."""
-    _reject(params, "uniform")
     return _samplers.uniform(n_classes)
 
 
-def _log_uniform(counts=None, n_classes=None, **params):
+def _log_uniform(counts=None, n_classes=None):
     """Log-uniform (Zipfian) over ids sorted by decreasing frequency."""
-    _reject(params, "log_uniform")
     return _samplers.log_uniform(n_classes)
 
 
 def _boltzmann_sampler(counts=None, n_classes=None, T=1.0, degeneracy="uniform", alpha=None, method="exact",
-               mh_steps=None, burn_in=None, **params):
+               mh_steps=None, burn_in=None):
     """Boltzmann negative sampling, ``Q(j) ∝ D(j) exp(<h, W_out[j]> / T)`` (Tanielian et al. 2019, Eq. 8).
 
     Parameters
@@ -162,7 +175,6 @@ def _boltzmann_sampler(counts=None, n_classes=None, T=1.0, degeneracy="uniform",
     Parameters that do not apply to the chosen ``degeneracy`` or ``method`` raise ValueError rather than being
     ignored.
     """
-    _reject(params, "boltzmann")
     if isinstance(T, bool) or not isinstance(T, numbers.Real) or not T > 0:
         raise ValueError("boltzmann: T (temperature) must be a number > 0 (float('inf') for the degeneracy "
                          "distribution itself), got %r" % (T,))
@@ -194,41 +206,37 @@ def _boltzmann_sampler(counts=None, n_classes=None, T=1.0, degeneracy="uniform",
     return _boltzmann.ExactBoltzmann(n_classes, T, weights)
 
 
-def _softmax_exact(counts=None, n_classes=None, **params):
+def _softmax_exact(counts=None, n_classes=None):
     """The model's full softmax over the classes, ``Q(j) ∝ exp(<h, W_out[j]>)``, drawn exactly.
 
     Boltzmann sampling with ``T = 1`` and uniform ``D`` (``O(n d)`` per call); the "Exp" baseline of Rawat et
     al. 2019.  Takes no parameters.
     """
-    _reject(params, "softmax_exact")
     return _boltzmann.ExactBoltzmann(n_classes, 1.0)
 
 
-def _topk(counts=None, n_classes=None, **params):
+def _topk(counts=None, n_classes=None):
     """The ``negative`` highest-scoring wrong classes for each example (hard negatives).
 
     Deterministic, so only losses that do not correct by ``log Q`` accept it (sgns, relaxed_softmax).  Takes
     no parameters.
     """
-    _reject(params, "topk")
     return _boltzmann.TopK(n_classes)
 
 
-def _kernel(counts=None, n_classes=None, kernel="rff", D=None, nu=None, alpha=None, bucket=16, seed=1, **params):
+def _kernel(counts=None, n_classes=None, kernel="rff", D=None, nu=None, alpha=None, bucket=16, seed=1):
     """Kernel-based sampling through a sum tree: RF-softmax or Quadratic-softmax.
 
     ``kernel='rff'`` (RF-softmax) is covered by US patent 12,205,005; ``kernel='quadratic'`` is the quadratic
     kernel baseline.  See :class:`~embkit._kernels.kernel_sampler.KernelSampler`.
     """
-    _reject(params, "the kernel sampler")
     return _kernel_sampler.KernelSampler(n_classes, kernel=kernel, D=D, nu=nu, alpha=alpha, bucket=bucket,
                                          seed=seed)
 
 
 def _lsh_sampler(counts=None, n_classes=None, family="simhash", K=None, L=None, query="label", bin_size=8,
-                 rebuild_initial=0.01, rebuild_decay=1.5, seed=1, **params):
+                 rebuild_initial=0.01, rebuild_decay=1.5, seed=1):
     """LSH negative sampling (Daghaghi et al. 2021); see :class:`~embkit._kernels.lsh.LSHSampler`."""
-    _reject(params, "lsh")
     return _lsh.LSHSampler(n_classes, family=family, K=K, L=L, query=query, bin_size=bin_size,
                            rebuild_initial=rebuild_initial, rebuild_decay=rebuild_decay, seed=seed)
 
@@ -273,12 +281,16 @@ def uses_sampler(loss):
 
 def make_loss(name, counts=None, n_classes=None, **params):
     """Build the loss registered as ``name``."""
-    return _entry(LOSSES, "loss", name).build(counts=counts, n_classes=n_classes, **params)
+    entry = _entry(LOSSES, "loss", name)
+    entry.check_params(params)
+    return entry.build(counts=counts, n_classes=n_classes, **params)
 
 
 def make_sampler(name, counts, n_classes, **params):
     """Build the sampler registered as ``name`` over ``n_classes`` classes with popularity ``counts``."""
-    return _entry(SAMPLERS, "sampler", name).build(counts=counts, n_classes=n_classes, **params)
+    entry = _entry(SAMPLERS, "sampler", name)
+    entry.check_params(params)
+    return entry.build(counts=counts, n_classes=n_classes, **params)
 
 
 def _caps(obj, table, kind):

@@ -3,6 +3,8 @@
 The similarity and analogy functions take a gensim 4
 :class:`~gensim.models.KeyedVectors`; :func:`evaluate_ranking` takes the
 context (input) and target (output) tables of a model and held-out pairs;
+:func:`evaluate_next_items` ranks one held-out item per user against every
+unseen item (leave-one-out Hit@k, NDCG@k, MPR);
 :func:`xc_metrics` takes sparse label matrices and scores or top-k predictions.
 
 Examples
@@ -17,8 +19,9 @@ Examples
 from .analogy import METHODS, evaluate_analogies
 from .datasets import bundled_data, load_analogies, load_similarity, resolve_path
 from .pairs import PairDataset, evaluate_ranking_pairs, read_pairs
+from .next_item import evaluate_next_items
 from .ranking import draw_negatives, evaluate_ranking
-from .ranking_results import RankingResult, XCResult
+from .ranking_results import NextItemResult, RankingResult, XCResult
 from .readers import (
     AnalogyDataset, AnalogyQuestion, SimilarityDataset, read_analogies, read_msr_analogies,
     read_similarity,
@@ -35,7 +38,7 @@ __all__ = [
     'load_similarity', 'load_analogies', 'resolve_path', 'bundled_data',
     'DEFAULT_SIMILARITY_SETS', 'DEFAULT_ANALOGY_SET',
     'evaluate_ranking', 'draw_negatives', 'RankingResult', 'PairDataset', 'read_pairs',
-    'evaluate_ranking_pairs',
+    'evaluate_ranking_pairs', 'evaluate_next_items', 'NextItemResult',
     'xc_metrics', 'propensity_scores', 'inverse_propensities', 'PROPENSITY_PARAMETERS', 'XCResult',
 ]
 

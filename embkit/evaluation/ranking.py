@@ -41,6 +41,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from ._ties import top_k_credit
 from .ranking_scan import scan_pairs
 from .ranking_results import RankingResult
 
@@ -308,7 +309,6 @@ def evaluate_ranking(context_vectors, target_vectors, pairs, ks=(5, 15, 50), n_n
         if negatives is not None:
             result.mpr_approx = float(beaten[ranked].mean() / n_negatives)
     for k in ks:
-        credit = np.clip((k - greater) / (ties + 1.0), 0.0, 1.0)
-        result.precision[k] = float(credit.mean())
+        result.precision[k] = float(top_k_credit(greater, ties, k).mean())
     result.n_ties = int((ties > 0).sum())
     return result

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from .tables import clean as _clean, format_table, number as _num, percent as _pct
 
-__all__ = ['RankingResult', 'XCResult']
+__all__ = ['RankingResult', 'NextItemResult', 'XCResult']
 
 
 @dataclass
@@ -115,6 +115,62 @@ class RankingResult:
         if notes:
             rows.append(None)
             rows += [['(%s)' % n] for n in notes]
+        return title + '\n' + format_table(['metric', 'value'], rows)
+
+
+@dataclass
+class NextItemResult:
+    """Leave-one-out metrics: one held-out item per user, ranked against every item the user has not seen.
+
+    Attributes
+    ----------
+    name : str
+        Name of the held-out set.
+    n_users : int
+        Users evaluated (one held-out item each).
+    n_items : int
+        Items of the catalogue (the candidates before the user's seen items are filtered).
+    hit : dict of {int: float}
+        Hit@k: fraction of users whose held-out item ranks in the top k.
+    ndcg : dict of {int: float}
+        NDCG@k: mean ``1 / log2(rank + 1)`` of the held-out item (rank 1 is the best; 0 beyond k).
+    precision : dict of {int: float}
+        Prec@k: ``Hit@k / k`` (one relevant item per user).
+    mpr : float or None
+        Mean percentile rank: the fraction of the user's candidates (unseen items other than the
+        held-out one) scored below the held-out item, averaged over users; 1 is best, 0.5 chance.
+    n_filtered : int
+        Seen items filtered from the rankings, over all users.
+    n_ties : int
+        Users whose held-out item ties with at least one candidate (ties get their expected credit
+        under uniformly random tie-breaking).
+    """
+
+    name: str
+    n_users: int
+    n_items: int
+    hit: dict = field(default_factory=dict)
+    ndcg: dict = field(default_factory=dict)
+    precision: dict = field(default_factory=dict)
+    mpr: float = None
+    n_filtered: int = 0
+    n_ties: int = 0
+
+    def to_dict(self):
+        """Plain dict for JSON (keys of the per-k dicts are strings)."""
+        def per_k(values):
+            return {str(k): _clean(v) for k, v in sorted(values.items())}
+        return {'name': self.name, 'n_users': self.n_users, 'n_items': self.n_items, 'hit_at': per_k(self.hit),
+                'ndcg_at': per_k(self.ndcg), 'precision_at': per_k(self.precision), 'mpr': _clean(self.mpr),
+                'n_filtered': self.n_filtered, 'n_ties': self.n_ties}
+
+    def __str__(self):
+        title = 'leave-one-out: %s (%d users, %d items, seen items filtered)' % (self.name, self.n_users,
+                                                                                self.n_items)
+        rows = [['Hit@%d' % k, _pct(self.hit[k])] for k in sorted(self.hit)]
+        rows += [['NDCG@%d' % k, _pct(self.ndcg[k])] for k in sorted(self.ndcg)]
+        rows += [['Prec@%d' % k, _pct(self.precision[k])] for k in sorted(self.precision)]
+        rows.append(['MPR (all unseen items)', _pct(self.mpr)])
         return title + '\n' + format_table(['metric', 'value'], rows)
 
 

@@ -1,12 +1,12 @@
 """Item -> next-item co-occurrence counts, the training data of implicit matrix factorisation.
 
 :class:`PairCounts` holds a sparse ``n_items x n_items`` matrix of counts: row ``i`` is a context item,
-column ``j`` an item that came after it, and the entry is how often it did.  The matrix is asymmetric
-(earlier -> later), as in the next-item experiments of Tanielian & Vasile, "Relaxed Softmax for PU
-Learning" (RecSys 2019, section 3.2.3).  Counts come from
+column ``j`` an item that came after it, and the entry is how often it did.  With forward pairs the matrix
+is asymmetric (earlier -> later), as in the next-item experiments of Tanielian & Vasile, "Relaxed Softmax for
+PU Learning" (RecSys 2019, section 3.2.3).  Counts come from
 
 * user timelines (:meth:`PairCounts.from_timelines`): each item with the items that follow it within a
-  forward window;
+  forward window, counted both ways by default (``directions="forward"``: earlier -> later only);
 * a token stream (:meth:`PairCounts.from_text`): the top-N words, forward window 3, as the paper's text
   experiment;
 * any scipy.sparse matrix (:meth:`PairCounts.from_matrix`) or an ``i j count`` text file
@@ -33,21 +33,28 @@ Examples
 import logging
 import os
 import re
-from collections import Counter
 
 import numpy as np
 import scipy.sparse as sp
 
 from embkit.core.atomic import atomic_path
 from embkit.core.sparse_checks import check_sparse
+from embkit.items.item_ids import ItemIds
 from embkit.items.pair_split import split_pairs
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PairCounts", "split_pairs", "DEFAULT_WINDOW", "DEFAULT_VOCAB_SIZE", "forward_pair_counts"]
+__all__ = ["PairCounts", "split_pairs", "DEFAULT_WINDOW", "DIRECTIONS", "DEFAULT_DIRECTIONS", "DEFAULT_VOCAB_SIZE",
+           "forward_pair_counts"]
 
 #: Default forward window: an item and the next 3 items of its timeline (see :meth:`PairCounts.from_timelines`).
 DEFAULT_WINDOW = 3
+#: How :meth:`PairCounts.from_timelines` counts a pair of items of a timeline: earlier -> later only
+#: (``"forward"``, the paper's next-item pairs), or both ways (``"both"``).
+DIRECTIONS = ("forward", "both")
+#: Both ways: the recommender's default (it ranks next items better on held-out users; see RESULTS.md,
+#: "Recommendation").
+DEFAULT_DIRECTIONS = "both"
 #: Vocabulary of :meth:`PairCounts.from_text`: the 15,000 most frequent words, as in the paper.
 DEFAULT_VOCAB_SIZE = 15000
 #: Matrices of at most this many cells are summed in a dense array.
@@ -64,6 +71,12 @@ def _check_window(window):
     if isinstance(window, (bool, float, str)) or int(window) != window or window < 1:
         raise ValueError("window must be an integer >= 1, or None / 'all' for every later item, got %r" % (window,))
     return int(window)
+
+
+def _check_directions(directions):
+    if directions not in DIRECTIONS:
+        raise ValueError("directions must be one of %s, got %r" % (", ".join(map(repr, DIRECTIONS)), directions))
+    return directions
 
 
 def _forward_pairs(tokens, lengths, window):
@@ -181,8 +194,9 @@ class PairCounts:
     ----------
     matrix : scipy.sparse matrix or 2-D array
         ``n_items x n_items`` non-negative integer counts; row = context item, column = next item.
-    names : sequence of str, optional
-        Distinct name of each item (default ``'0'``, ``'1'``, ...).
+    names : sequence of int or sequence of str, optional
+        Distinct id of each item, all integers or all strings (default ``0, 1, ...``); they keep their type
+        in ``ids`` and are spelt as strings in ``names``.
     item_counts : array-like of int, optional
         Occurrences of each item (default: the row sums, how often each item is a context).
     titles : sequence of (str or None), optional
@@ -191,22 +205,31 @@ class PairCounts:
         The forward window the pairs were counted with (None: not known).
     source : str, optional
         Where the pairs came from.
+    directions : {"forward", "both"}
+        Whether each pair was counted earlier -> later only, or both ways (see :meth:`from_timelines`).
 
     Attributes
     ----------
     matrix : scipy.sparse.csr_matrix
         Canonical int64 CSR matrix (sorted indices, no duplicates, no stored zeros).
+    ids : list of int or list of str
+        The item ids as given (the ids an :class:`~embkit.ItemEmbedding` trained on these counts answers with).
+    names : list of str
+        The ids as strings.
     """
 
-    def __init__(self, matrix, names=None, item_counts=None, titles=None, window=None, source=""):
+    def __init__(self, matrix, names=None, item_counts=None, titles=None, window=None, source="",
+                 directions="forward"):
         self.matrix = _count_matrix(matrix)
         n = self.matrix.shape[0]
-        self.names = [str(i) for i in range(n)] if names is None else [str(x) for x in names]
-        if len(self.names) != n:
-            raise ValueError("names has %d entries for %d items" % (len(self.names), n))
-        if len(set(self.names)) != n:
-            duplicate = next(x for x, k in Counter(self.names).items() if k > 1)
-            raise ValueError("item names must be distinct; %r appears more than once" % duplicate)
+        ids = list(range(n)) if names is None else list(names)
+        if len(ids) != n:
+            raise ValueError("names has %d entries for %d items" % (len(ids), n))
+        try:
+            self.ids = ItemIds(ids).values
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("item ids", "item names")) from None
+        self.names = [str(x) for x in self.ids]
         if item_counts is None:
             item_counts = np.asarray(self.matrix.sum(axis=1)).ravel()
         self.item_counts = np.asarray(item_counts, dtype=np.int64)
@@ -218,12 +241,13 @@ class PairCounts:
             raise ValueError("titles has %d entries for %d items" % (len(self.titles), n))
         self.window = window
         self.source = source
+        self.directions = _check_directions(directions)
         self._index = None
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_timelines(cls, timelines, window=DEFAULT_WINDOW):
-        """Count each item of each timeline with the items that follow it.
+    def from_timelines(cls, timelines, window=DEFAULT_WINDOW, directions=DEFAULT_DIRECTIONS):
+        """Count each item of each timeline with the items that follow it (and, by default, the other way).
 
         Parameters
         ----------
@@ -236,18 +260,26 @@ class PairCounts:
             per rating: about 30M for ml-20m at >= 4 stars), where whole timelines give ``L(L-1)/2``
             pairs per user of ``L`` items -- of the order of billions for ml-20m, dominated by the
             heaviest users, whose ratings are often entered in bulk with near-identical timestamps.
+        directions : {"both", "forward"}
+            ``"both"`` (the default) counts each pair ``(earlier, later)`` also as ``(later, earlier)``, so
+            the matrix is symmetric: the recommender learns from what came before an item as well as from
+            what came after it.  ``"forward"`` keeps the earlier -> later pairs only (the paper's setting,
+            and the one whose held-out pairs are next items).
 
         Returns
         -------
         PairCounts
-            Item names are the raw item ids (as strings), item counts the ratings of each item.
+            Item ids are the raw (integer) item ids, item counts the ratings of each item.
         """
         window = _check_window(window)
+        directions = _check_directions(directions)
         matrix = forward_pair_counts(timelines.items, timelines.lengths, timelines.n_items, window)
-        counts = cls(matrix, timelines.names, timelines.item_counts, timelines.titles,
-                     "all" if window is None else window, timelines.source)
-        logger.info("%s: %d pair occurrences, %d distinct pairs of %d items (window %s)", timelines.source,
-                    counts.total, counts.nnz, counts.n_items, counts.window)
+        if directions == "both":
+            matrix = matrix + matrix.T
+        counts = cls(matrix, timelines.item_ids, timelines.item_counts, timelines.titles,
+                     "all" if window is None else window, timelines.source, directions)
+        logger.info("%s: %d pair occurrences, %d distinct pairs of %d items (window %s, %s)", timelines.source,
+                    counts.total, counts.nnz, counts.n_items, counts.window, counts.directions)
         return counts
 
     @classmethod
@@ -310,13 +342,15 @@ class PairCounts:
         ----------
         path : str or os.PathLike
             The file (``.gz`` and ``.bz2`` are decompressed).
-        names : sequence of str, optional
-            The item index: every id must be one of these names.
+        names : sequence of int or sequence of str, optional
+            The item index (e.g. another count's ``ids``): every id of the file must be one of these, spelt
+            as a string; the counts' ids are these, with their type.
         ids : {'auto', 'index', 'name'}
-            Without ``names``: 'index' takes ids as integer indices ``0..n-1`` (``n`` = largest + 1);
-            'name' takes them as names, numbered by first appearance; 'auto' is 'index' when every id is
-            a non-negative integer and the indices are dense (the largest below 16 times the number of
-            distinct ids plus 2**20), else 'name'; 'index' refuses indices that sparse.
+            Without ``names``: 'index' takes ids as integer indices ``0..n-1`` (``n`` = largest + 1; the
+            counts' ids are these integers); 'name' takes them as string names, numbered by first
+            appearance; 'auto' is 'index' when every id is a non-negative integer and the indices are dense
+            (the largest below 16 times the number of distinct ids plus 2**20), else 'name'; 'index' refuses
+            indices that sparse.
 
         Raises
         ------
@@ -335,8 +369,8 @@ class PairCounts:
         m = self.matrix
         matrix = sp.csr_matrix((np.asarray(data, dtype=np.int64), m.indices.copy(), m.indptr.copy()),
                                shape=m.shape)
-        return PairCounts(matrix, self.names, self.item_counts, self.titles, self.window,
-                          self.source if source is None else source)
+        return PairCounts(matrix, self.ids, self.item_counts, self.titles, self.window,
+                          self.source if source is None else source, self.directions)
 
     # ------------------------------------------------------------------ views
     @property
@@ -354,8 +388,9 @@ class PairCounts:
         return int(self.matrix.data.sum())
 
     def __repr__(self):
-        return "PairCounts(%d items, %d pair occurrences, %d distinct pairs, window %s, from %r)" % (
-            self.n_items, self.total, self.nnz, self.window, self.source)
+        return "PairCounts(%d items, %d pair occurrences, %d distinct pairs, window %s%s, from %r)" % (
+            self.n_items, self.total, self.nnz, self.window,
+            " both ways" if self.directions == "both" else "", self.source)
 
     def index(self, name):
         """Dense id of an item name (KeyError if unknown)."""
@@ -413,7 +448,7 @@ class PairCounts:
     def to_triples(self, path):
         """Write ``context<TAB>target<TAB>count`` lines with the item names.
 
-        ``PairCounts.from_triples(path, names=counts.names)`` reads them back into the same item index.
+        ``PairCounts.from_triples(path, names=counts.ids)`` reads them back into the same item index.
         """
         bad = next((x for x in self.names if not x or re.search(r"[\s,#]", x)), None)
         if bad is not None:

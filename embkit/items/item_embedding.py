@@ -3,7 +3,9 @@
 The model scores a target item ``j`` after a context item ``i`` by ``<W_in[i], W_out[j]>`` and is trained on
 the ``pairs`` driver with any loss and sampler of the registry: pairs ``(i, j)`` are drawn in proportion to
 their co-occurrence counts.  This is the setting of the relaxed-softmax paper's next-item experiments
-(MovieLens, Netflix, text pairs).
+(MovieLens, Netflix, text pairs).  A user's history is scored by the recency-weighted sum of its items'
+context vectors (:mod:`embkit.items.histories`); the queries, by item id, are in
+:mod:`embkit.items.recommender`.
 
 Examples
 --------
@@ -11,8 +13,9 @@ Examples
 >>> from embkit import ItemEmbedding
 >>> counts = sp.random(50, 50, density=0.2, format="csr", random_state=0) * 10
 >>> model = ItemEmbedding(vector_size=16, epochs=2, progress=False).fit(counts)
->>> model.recommend(3, topn=5).shape
-(5,)
+>>> ids, scores = model.recommend([3, 7], N=5)      # next items after item 3, then item 7
+>>> ids.shape, scores.shape
+((5,), (5,))
 """
 import logging
 
@@ -22,22 +25,29 @@ import scipy.sparse as sp
 from embkit._kernels.pairs import PairTrainer
 from embkit._kernels.samplers import AliasSampler
 from embkit.core.base import EmbeddingModel
-from embkit.core.cluster import (CLUSTER_PARAMS, EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH, check_client,
-                                 check_cluster_params, train_on_cluster)
+from embkit.cluster import EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH, ClusterTraining
 from embkit.core.checkpoint import fingerprint
-from embkit.core.checks import POSITIVE_INT, check_param
+from embkit.core.checks import POSITIVE_INT, check_param, optional
 from embkit.core.batched_softmax import check_batch_size
 from embkit.core.sparse_checks import MAX_ROWS, check_sparse
 from embkit.core.validation import BestEpoch
+from embkit.items.histories import history_matrix
+from embkit.items.item_ids import ItemIds
+from embkit.items.leave_one_out import HeldOut
 from embkit.items.pair_batches import PairBatches
 from embkit.items.pair_shards import PairChunk, pair_shards
+from embkit.items.recommender import ItemQueries
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["ItemEmbedding", "as_pair_matrix"]
 
-#: ``ItemEmbedding.evaluate`` metric names that ``fit(validation=...)`` can select the best epoch by.
+#: ``ItemEmbedding.evaluate`` metric names that ``fit(validation=pairs)`` can select the best epoch by.
 VALIDATION_METRICS = ("mpr_approx", "mpr", "likelihood", "log_likelihood", "prec5", "prec15", "prec50")
+#: The metric names of ``fit(validation=HeldOut)`` (leave-one-out: NDCG@k, Hit@k, MPR over unseen items).
+NEXT_ITEM_METRICS = ("ndcg10", "hit10", "mpr", "ndcg20", "hit20", "ndcg5", "hit5")
+#: Cut-offs of the leave-one-out metrics ``evaluate`` reports.
+NEXT_ITEM_KS = (5, 10, 20)
 
 
 #: Most pairs one epoch draws (the counts' sum): beyond 2**53 a float64 count no longer counts one by one.
@@ -45,25 +55,24 @@ MAX_PAIRS = 2 ** 53
 
 
 def as_pair_matrix(pairs, n_items=None):
-    """Turn co-occurrence data into ``(csr counts, item names or None)``.
+    """Turn co-occurrence data into ``(csr counts, item ids or None)``.
 
     Parameters
     ----------
-    pairs : scipy.sparse matrix, object with ``matrix`` (and ``items``), or array-like (n, 2) / (n, 3)
-        Square count matrix (rows: context items, columns: next items), a ``PairCounts`` (its
-        ``names`` become the item names), or
-        ``(context, target[, count])`` rows.
+    pairs : scipy.sparse matrix, object with ``matrix`` (and ``ids``), or array-like (n, 2) / (n, 3)
+        Square count matrix (rows: context items, columns: next items), a ``PairCounts`` (its ``ids``
+        become the item ids), or ``(context, target[, count])`` rows of indices ``0..n-1``.
     n_items : int, optional
-        Number of items for array input (default: the largest id + 1).
+        Number of items for array input (default: the largest index + 1).
 
     Returns
     -------
-    (scipy.sparse.csr_matrix of float64, list of str or None)
+    (scipy.sparse.csr_matrix of float64, list of ids or None)
     """
     names = None
     if hasattr(pairs, "matrix"):
-        names = getattr(pairs, "names", None)
-        names = None if names is None else [str(x) for x in names]
+        names = getattr(pairs, "ids", None)
+        names = None if names is None else list(names)
         pairs = pairs.matrix
     if sp.issparse(pairs):
         check_sparse(pairs, "the co-occurrence matrix")
@@ -99,19 +108,24 @@ def as_pair_matrix(pairs, n_items=None):
     if m.nnz == 0:
         raise ValueError("the co-occurrence matrix has no pairs")
     if names is not None and len(names) != m.shape[0]:
-        raise ValueError("%d item names for %d items" % (len(names), m.shape[0]))
+        raise ValueError("%d item ids for %d items" % (len(names), m.shape[0]))
     return m, names
 
 
-class ItemEmbedding(EmbeddingModel):
-    """Item vectors from an item -> item co-occurrence matrix, for similar items and next-item prediction.
+class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
+    """Item vectors from an item -> item co-occurrence matrix, for next-item recommendation and similar items.
+
+    The defaults (sampled softmax with unigram negatives, 30 epochs, ``recency=0.6``, with the pairs of
+    ``PairCounts.from_timelines``'s defaults) are the configuration that ranked held-out next items best on
+    validation users (``eval/studies/item_defaults.py``; RESULTS.md, "Recommendation").
 
     Parameters
     ----------
     vector_size : int
         Dimension of the item vectors.
     loss : str
-        Registry loss: ``sgns``, ``nce``, ``sampled_softmax``, ``relaxed_softmax``, ``full_softmax``, ``hs``.
+        Registry loss: ``sampled_softmax`` (the default: softmax over the negatives with the log-probability
+        correction of the sampler), ``sgns``, ``nce``, ``relaxed_softmax``, ``full_softmax``, ``hs``.
     sampler : str, optional
         Registry sampler for the negatives (default ``unigram``: target popularity ** 0.75; ``uniform``,
         ``boltzmann`` with ``T`` and ``degeneracy``, ``lsh``, ``kernel``, ...).
@@ -125,6 +139,10 @@ class ItemEmbedding(EmbeddingModel):
         Threads.
     seed : int
         Initialisation and sampling seed (``workers=1`` runs are reproducible).
+    recency : float
+        Weight ratio, in ``[0, 1]``, between an item of a user's history and the item after it when the
+        history is scored (:mod:`embkit.items.histories`): the most recent item weighs 1, the one before
+        ``recency``, and so on.
     loss_params, sampler_params : dict, optional
         Extra parameters of the loss and sampler (e.g. ``{"T": 3, "degeneracy": "popularity"}``).
     chunk_pairs : int
@@ -148,11 +166,12 @@ class ItemEmbedding(EmbeddingModel):
     ----------
     context_vectors, target_vectors : numpy.ndarray (n_items, vector_size)
         Input (context) and output (target) tables.
-    items : list of str
-        Item names (ids as strings when none were given).
+    items : list of int or list of str
+        The item ids, in row order: those of the data (``PairCounts.ids``, ``items=``), ints for row
+        numbers when the data had none.
     last_report : TrainingReport
     history : list of dict
-        Validation metrics per epoch when ``fit`` had ``validation``.
+        Validation metrics per epoch when ``fit`` had ``validation`` (this is not a user history).
     best_epoch : int or None
         The epoch whose tables were kept (by validation), None without validation.
     """
@@ -161,22 +180,26 @@ class ItemEmbedding(EmbeddingModel):
     NAMED_ROWS = True
     unit = "pair"
     CLUSTER_STATE = "counts"
-    RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | CLUSTER_PARAMS
+    RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | ClusterTraining.CLUSTER_PARAMS
     #: a resumed run may move to (or between) clusters; the cluster settings are checked against its run
-    RESUMABLE_CHANGES = EmbeddingModel.RESUMABLE_CHANGES | CLUSTER_PARAMS
-    #: the cluster client and the name -> row lookup (made again when needed)
-    TRANSIENT = EmbeddingModel.TRANSIENT | {"client", "_lookup"}
+    RESUMABLE_CHANGES = EmbeddingModel.RESUMABLE_CHANGES | ClusterTraining.CLUSTER_PARAMS
+    #: the cluster client
+    TRANSIENT = EmbeddingModel.TRANSIENT | {"client"}
+    RUN_ARG_FIELDS = {"metric": ((lambda v: v in VALIDATION_METRICS, "one of " + ", ".join(VALIDATION_METRICS), str),
+                                 False),
+                      "patience": (optional(POSITIVE_INT), False), "n_negatives": (POSITIVE_INT, False)}
 
-    def __init__(self, vector_size=100, loss="sgns", sampler=None, negative=5, alpha=0.025, min_alpha=None,
-                 epochs=5, workers=2, seed=1, loss_params=None, sampler_params=None, chunk_pairs=1 << 16,
-                 batch_size=None, callbacks=(), checkpoint_dir=None, checkpoint_every=600, progress=True,
-                 client=None, syncs_per_epoch=SYNCS_PER_EPOCH, reconcile=RECONCILE,
-                 exchange_share=EXCHANGE_SHARE):
+    def __init__(self, vector_size=100, loss="sampled_softmax", sampler=None, negative=5, alpha=0.025,
+                 min_alpha=None, epochs=30, workers=2, seed=1, loss_params=None, sampler_params=None,
+                 chunk_pairs=1 << 16, batch_size=None, recency=0.6, callbacks=(), checkpoint_dir=None,
+                 checkpoint_every=600, progress=True, client=None, syncs_per_epoch=SYNCS_PER_EPOCH,
+                 reconcile=RECONCILE, exchange_share=EXCHANGE_SHARE):
         self.chunk_pairs = chunk_pairs
         self.batch_size = batch_size
+        self.recency = recency
         self.client, self.syncs_per_epoch, self.reconcile = client, syncs_per_epoch, reconcile
         self.exchange_share = exchange_share
-        self.items = None
+        self._ids = None
         self.counts = None
         self.history = []
         self.best_epoch = None
@@ -200,7 +223,7 @@ class ItemEmbedding(EmbeddingModel):
         """Raise ValueError naming the first invalid parameter."""
         super().check_params()
         check_batch_size(self.batch_size, self.loss)
-        check_cluster_params(self)
+        check_param("recency", self.recency, lambda v: 0 <= v <= 1, "a number in [0, 1]")
 
     # ------------------------------------------------------------------ training
     def _kernel_trainer(self, loss, sampler, alpha, min_alpha, total):
@@ -211,22 +234,24 @@ class ItemEmbedding(EmbeddingModel):
         return PairTrainer(self.W_in, self.W_out, contexts, targets, entries, loss, sampler, self.negative, alpha,
                            min_alpha, total, self.seed)
 
-    def fit(self, pairs, validation=None, metric="mpr_approx", patience=None, items=None, n_negatives=100):
+    def fit(self, pairs, validation=None, metric=None, patience=None, items=None, n_negatives=100):
         """Train on a co-occurrence matrix; optionally track a validation split and stop early.
 
         Parameters
         ----------
         pairs : scipy.sparse matrix, PairCounts or array-like
             Training co-occurrences (see :func:`as_pair_matrix`).
-        validation : same kinds as `pairs`, optional
-            Held-out pairs scored after every epoch (``history``); the tables of the best epoch by
-            `metric` are kept.
-        metric : str
-            One of :data:`VALIDATION_METRICS` (higher is better).
+        validation : HeldOut, or the same kinds as `pairs`, optional
+            Scored after every epoch (``history``); the tables of the best epoch by `metric` are kept.  A
+            :class:`~embkit.items.leave_one_out.HeldOut` set (users' histories and next items) is scored
+            with the leave-one-out metrics, held-out pairs with the pair metrics (see :meth:`evaluate`).
+        metric : str, optional
+            For held-out pairs one of :data:`VALIDATION_METRICS` (default ``"mpr_approx"``), for a
+            ``HeldOut`` set one of :data:`NEXT_ITEM_METRICS` (default ``"ndcg10"``); higher is better.
         patience : int, optional
             Stop after this many epochs without improvement of `metric` (None: run all epochs).
-        items : list of str, optional
-            Item names (default: from `pairs` if it has them, else ``"0"``, ``"1"``, ...).
+        items : sequence of int or str, optional
+            Item ids (default: from `pairs` if it has them, else the rows ``0, 1, ...``).
         n_negatives : int
             Uniform negatives per validation pair for the approximate MPR.
 
@@ -237,20 +262,27 @@ class ItemEmbedding(EmbeddingModel):
         matrix, names = as_pair_matrix(pairs)
         n = matrix.shape[0]
         if items is not None:
-            names = [str(x) for x in items]
+            names = list(items)
             if len(names) != n:
-                raise ValueError("%d item names for %d items" % (len(names), n))
-        self.items = names if names is not None else [str(i) for i in range(n)]
-        if metric not in VALIDATION_METRICS:
-            raise ValueError("metric must be one of %s, got %r" % (", ".join(VALIDATION_METRICS), metric))
+                raise ValueError("%d item ids for %d items" % (len(names), n))
+        self._ids = ItemIds(names if names is not None else range(n))
+        next_items = isinstance(validation, HeldOut)
+        metric = metric or ("ndcg10" if next_items else "mpr_approx")
+        allowed = NEXT_ITEM_METRICS if next_items else VALIDATION_METRICS
+        if metric not in allowed:
+            raise ValueError("metric must be one of %s, got %r" % (", ".join(allowed), metric))
         if patience is not None:
             check_param("patience", patience, *POSITIVE_INT)
-        val = None
-        if validation is not None:
+        val, val_arrays = None, (None,)
+        if next_items:
+            val = self._held_out_queries(validation)     # refuses ids the model does not know before training
+            val_arrays = (validation.items, validation.offsets, validation.targets)
+        elif validation is not None:
             vm, _ = as_pair_matrix(validation, n_items=n)
             if vm.shape[0] != n:
                 raise ValueError("the validation matrix has %d items, the training matrix %d" % (vm.shape[0], n))
             val = _pairs_of(vm)
+            val_arrays = (val,)
         self.counts = np.rint(np.asarray(matrix.sum(axis=0)).ravel()).astype(np.int64)   # target popularity
         self._init_tables(n, n, self.counts)
         coo = matrix.tocoo()
@@ -265,21 +297,21 @@ class ItemEmbedding(EmbeddingModel):
                 yield PairChunk(n_pairs)
 
         run_args = {"metric": metric, "patience": patience, "n_negatives": n_negatives}
-        digest = fingerprint(coo.row, coo.col, coo.data, None if val is None else val)
+        digest = fingerprint(coo.row, coo.col, coo.data, *val_arrays)
         tracker = None
         if val is not None:
             def score(epoch, report):
-                return dict(loss=report.epoch_loss[-1], **_metrics_of(self.evaluate(val, n_negatives=n_negatives)))
+                result = (self._evaluate_held_out(*val, NEXT_ITEM_KS, validation.name) if next_items else
+                          self._evaluate_pair_rows(val, (5, 15, 50), n_negatives, 0, None, None))
+                return dict(loss=report.epoch_loss[-1], **_metrics_of(result))
             tracker = BestEpoch(self, score, metric, patience)
         try:
-            if self.client is not None:
-                shards = pair_shards(coo, len(check_client(self.client)))
-                train_on_cluster(self, self.client, shards, self.epochs, self.alpha, self.min_alpha,
-                                 progress=self.progress, desc="items %s on a cluster" % self.loss, run_args=run_args,
-                                 fingerprint=digest, on_epoch=tracker)
-            else:
-                self._train(chunks, pairs_per_epoch, self.counts, n, on_epoch=tracker, desc="items %s" % self.loss,
-                            run_args=run_args, fingerprint=digest)
+            self._fit(lambda: self._train(chunks, pairs_per_epoch, self.counts, n, on_epoch=tracker,
+                                          desc="items %s" % self.loss, run_args=run_args, fingerprint=digest),
+                      lambda: {"shards": pair_shards(coo, len(self.cluster_workers())), "epochs": self.epochs,
+                               "alpha": self.alpha, "min_alpha": self.min_alpha, "progress": self.progress,
+                               "desc": "items %s on a cluster" % self.loss, "run_args": run_args,
+                               "fingerprint": digest, "on_epoch": tracker})
         finally:
             self._pairs = None
         self.history = tracker.history if tracker else []
@@ -307,122 +339,104 @@ class ItemEmbedding(EmbeddingModel):
         if self.W_in is None:
             raise RuntimeError("the model is not trained yet: call fit() first")
 
-    def _index(self, item):
-        self._check_fitted()
-        if isinstance(item, (int, np.integer)) and not isinstance(item, bool):
-            if not 0 <= item < len(self.items):
-                raise KeyError("item id %d is out of range [0, %d)" % (item, len(self.items)))
-            return int(item)
-        lookup = getattr(self, "_lookup", None)
-        if lookup is None or len(lookup) != len(self.items):
-            lookup = self._lookup = {name: i for i, name in enumerate(self.items)}
-        try:
-            return lookup[str(item)]
-        except KeyError:
-            raise KeyError("unknown item %r" % (item,)) from None
-
     def _check_target_vectors(self):
         if not self._loss_class().CLASS_ROWS:
             raise NotImplementedError("ranking targets needs one output vector per item; the %s loss trains "
                                       "tree nodes instead -- use the context vectors (similar_items) or "
                                       "another loss" % self.loss)
 
-    def scores(self, item):
-        """Scores ``<W_in[item], W_out[j]>`` of every target ``j`` after context ``item`` (name or id)."""
-        i = self._index(item)
-        self._check_target_vectors()
-        return self.target_vectors[:len(self.items)] @ self.context_vectors[i]
-
-    def recommend(self, item, topn=10, exclude=(), return_scores=False):
-        """The ``topn`` most likely next items after ``item``, best first (ids).
+    def evaluate(self, data, ks=None, n_negatives=100, seed=0, exclude=None, workers=None, filter_seen=True):
+        """Score held-out data: leave-one-out next items, or held-out pairs.
 
         Parameters
         ----------
-        item : int or str
-        topn : int
-        exclude : iterable of int or str
-            Items to leave out (e.g. those already seen).
-        return_scores : bool
-            Also return the scores.
-        """
-        check_param("topn", topn, *POSITIVE_INT)
-        s = self.scores(item)
-        drop = [self._index(x) for x in exclude]
-        if drop:
-            s = s.copy()
-            s[drop] = -np.inf
-        topn = min(topn, len(s) - len(set(drop)))
-        top = np.argpartition(-s, topn - 1)[:topn] if topn < len(s) else np.arange(len(s))
-        top = top[np.lexsort((top, -s[top]))]
-        return (top, s[top]) if return_scores else top
-
-    def similar_items(self, item, topn=10, space="context"):
-        """Items whose vectors are closest to ``item``'s by cosine: ``[(name, similarity), ...]``.
-
-        ``space`` is ``"context"`` (input vectors), ``"target"`` (output vectors) or ``"both"`` (their sum).
-        """
-        return self.keyed_vectors(space).most_similar(self.items[self._index(item)], topn=topn)
-
-    def keyed_vectors(self, space="context"):
-        """The item vectors of ``space`` as a gensim ``KeyedVectors`` keyed by item name."""
-        from gensim.models import KeyedVectors
-        self._check_fitted()
-        n = len(self.items)
-        if space not in ("context", "target", "both"):
-            raise ValueError("space must be 'context', 'target' or 'both', got %r" % (space,))
-        if space != "context":
-            self._check_target_vectors()
-        vectors = {"context": lambda: self.context_vectors, "target": lambda: self.target_vectors[:n],
-                   "both": lambda: self.context_vectors + self.target_vectors[:n]}[space]()
-        kv = KeyedVectors(self.vector_size, count=0, dtype=np.float32)
-        kv.add_vectors(self.items, vectors)
-        return kv
-
-    @property
-    def wv(self):
-        """Context vectors as a gensim ``KeyedVectors`` (as ``Word2Vec.wv``)."""
-        return self.keyed_vectors("context")
-
-    def evaluate(self, pairs, ks=(5, 15, 50), n_negatives=100, seed=0, exclude=None, workers=None):
-        """Likelihood, MPR (exact and approximate) and Prec@k of held-out pairs.
-
-        Parameters
-        ----------
-        pairs : scipy.sparse matrix, PairCounts or array-like (n, 2) / (n, 3)
-            Test co-occurrences over this model's item ids (counts become repeated rows).
+        data : HeldOut, PairCounts, scipy.sparse matrix or array-like (n, 2) / (n, 3)
+            A :class:`~embkit.items.leave_one_out.HeldOut` set (each user's history and next item, by id):
+            Hit@k, NDCG@k, Prec@k and MPR of the next item ranked against every item the user has not
+            seen (:func:`embkit.evaluation.evaluate_next_items`).  Otherwise test co-occurrences: a
+            ``PairCounts`` (matched to the model by its ids), a count matrix over the model's items in row
+            order, or ``(context, target[, count])`` rows of item ids (counts become repeated rows):
+            likelihood, MPR (exact and approximate) and Prec@k (:func:`embkit.evaluation.evaluate_ranking`).
+        ks : sequence of int, optional
+            Cut-offs (default ``(5, 10, 20)`` for next items, ``(5, 15, 50)`` for pairs).
+        n_negatives, seed, exclude, workers :
+            Pairs only: see :func:`embkit.evaluation.evaluate_ranking`.
+        filter_seen : bool
+            Next items only: filter each user's history from its ranking (the protocol people report).
 
         Returns
         -------
-        embkit.evaluation.RankingResult
+        embkit.evaluation.NextItemResult or embkit.evaluation.RankingResult
         """
-        from embkit.evaluation.ranking import evaluate_ranking
         self._check_fitted()
         self._check_target_vectors()
-        n = len(self.items)
+        if isinstance(data, HeldOut):
+            weights, seen, targets = self._held_out_queries(data)
+            return self._evaluate_held_out(weights, seen if filter_seen else None, targets, ks or NEXT_ITEM_KS,
+                                           data.name)
+        return self._evaluate_pair_rows(self._pair_rows(data), ks or (5, 15, 50), n_negatives, seed, exclude,
+                                        workers)
+
+    def _evaluate_pair_rows(self, pairs, ks, n_negatives, seed, exclude, workers):
+        """Pair metrics of ``(n, 2)`` (context row, target row) pairs."""
+        from embkit.evaluation.ranking import evaluate_ranking
+        return evaluate_ranking(self.context_vectors, self.target_vectors[:len(self._ids)], pairs, ks=ks,
+                                n_negatives=n_negatives, seed=seed, exclude=exclude, workers=workers)
+
+    def _held_out_queries(self, held_out):
+        """History weights and seen items (users x the model's items) and next-item rows of a ``HeldOut`` set,
+        matched by id."""
+        used = np.unique(np.concatenate([held_out.items, held_out.targets]))
+        remap = np.zeros(len(held_out.item_ids), dtype=np.int64)
+        remap[used] = self._ids.rows(held_out.item_ids[used])
+        weights, seen = history_matrix([remap[h] for h in held_out.histories()], len(self._ids), self.recency)
+        return weights, seen, remap[held_out.targets]
+
+    def _evaluate_held_out(self, weights, seen, targets, ks, name):
+        """Leave-one-out metrics of history weights (users x items) and next-item rows."""
+        from embkit.evaluation.next_item import evaluate_next_items
+        users = np.asarray(weights @ self.context_vectors, dtype=np.float32)
+        return evaluate_next_items((users, self.target_vectors[:len(self._ids)]), targets, seen, ks=ks, name=name)
+
+    def _pair_rows(self, pairs):
+        """``(n, 2)`` (context, target) rows of test pairs: ids of a PairCounts or of rows mapped to the model's
+        rows, a matrix taken in the model's row order."""
+        n = len(self._ids)
+        ids = getattr(pairs, "ids", None)
+        if ids is not None and hasattr(pairs, "matrix") and list(ids) != self._ids.values:
+            coo = pairs.matrix.tocoo()
+            remap = self.item_index(np.asarray(ids))
+            pairs = sp.csr_matrix((coo.data, (remap[coo.row], remap[coo.col])), shape=(n, n))
         if sp.issparse(pairs) or hasattr(pairs, "matrix"):
             m, _ = as_pair_matrix(pairs)
             if m.shape[0] != n:
                 raise ValueError("the evaluation matrix has %d items, the model %d" % (m.shape[0], n))
-            pairs = _pairs_of(m)
-        elif not isinstance(pairs, np.ndarray) or pairs.ndim != 2 or pairs.shape[1] != 2:
-            m, _ = as_pair_matrix(pairs, n_items=n)
-            pairs = _pairs_of(m)
-        return evaluate_ranking(self.context_vectors, self.target_vectors[:n], pairs, ks=ks,
-                                n_negatives=n_negatives, seed=seed, exclude=exclude, workers=workers)
+            return _pairs_of(m)
+        arr = np.asarray(pairs)
+        if arr.ndim != 2 or arr.shape[1] not in (2, 3) or arr.shape[0] == 0:
+            raise ValueError("pairs must be a non-empty (n, 2) or (n, 3) array of (context, target[, count]) "
+                             "rows, got shape %s" % (arr.shape,))
+        ids = arr[:, :2]
+        if ids.dtype.kind == "f" and np.isfinite(ids).all() and (ids == np.round(ids)).all():
+            ids = ids.astype(np.int64)
+        rows = self.item_index(ids.ravel()).reshape(-1, 2)
+        counts = arr[:, 2] if arr.shape[1] == 3 else np.ones(len(arr))
+        m, _ = as_pair_matrix(np.column_stack([rows, counts]), n_items=n)
+        return _pairs_of(m)
 
     # ------------------------------------------------------------------ persistence
     def _words(self):
-        return self.items
+        return self._ids.words()
 
     def _arrays(self):
-        return {"counts": self.counts}
+        return dict(self._ids.saved_arrays(), counts=self.counts)
 
     def _restore(self, state, words, arrays):
-        self.items = list(words)
+        self._ids = ItemIds.from_saved(words, arrays)
         self.counts = arrays["counts"]
 
     def _repr_fields(self):
-        return ["items=%d" % (len(self.items) if self.items is not None else 0)]
+        return ["items=%d" % (len(self._ids) if self._ids is not None else 0)]
 
 
 def _pairs_of(matrix):
@@ -433,7 +447,12 @@ def _pairs_of(matrix):
 
 
 def _metrics_of(result):
-    """Flat dict of the ranking metrics that validation can select by."""
+    """Flat dict of the metrics that validation can select by (next-item or pair metrics)."""
+    if hasattr(result, "hit"):
+        out = {"mpr": result.mpr}
+        for k in result.hit:
+            out["hit%d" % k], out["ndcg%d" % k] = result.hit[k], result.ndcg[k]
+        return {k: (float("nan") if v is None else float(v)) for k, v in out.items()}
     out = {"mpr_approx": result.mpr_approx, "mpr": result.mpr, "likelihood": result.likelihood,
            "log_likelihood": result.log_likelihood}
     for k, v in result.precision.items():

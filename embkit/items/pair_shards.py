@@ -2,7 +2,7 @@
 
 The client holds the co-occurrence matrix; its entries are dealt into one shard per worker, of about equal
 pair counts, and each worker's replica draws pairs from its own entries only (the ``pairs`` driver's
-alias table over them).  See :mod:`embkit.core.cluster` for the rounds and the reconciliation.
+alias table over them).  See :mod:`embkit.cluster` for the rounds and the reconciliation.
 """
 import numpy as np
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from embkit.core.binary_files import open_binary
 from embkit.core.read_errors import reading
-from embkit.items import rating_formats as formats
+import embkit.items.rating_formats as formats
 from embkit.items.delimited_numbers import BLOCK_BYTES
 from embkit.items.titles import find_titles, load_titles
 

@@ -52,8 +52,9 @@ def read_triples(path, names=None, ids="auto"):
     -------
     rows, cols, counts : numpy.ndarray
         One entry per line (int64).
-    names : list of str
-        The item index.
+    names : list of int or list of str
+        The item index: the given names as given, the indices ``0..n-1`` (``ids='index'``), or the names
+        in the file.
     """
     if ids not in ID_MODES:
         raise ValueError("ids must be one of %s, got %r" % (", ".join(ID_MODES), ids))
@@ -64,8 +65,8 @@ def read_triples(path, names=None, ids="auto"):
     if not lines:
         raise ValueError("%s holds no 'context target count' line" % path)
     if names is not None:
-        names = [str(x) for x in names]
-        index = {x: k for k, x in enumerate(names)}
+        names = list(names)
+        index = {str(x): k for k, x in enumerate(names)}
         mode = "given"
     else:
         all_int = all(i.isascii() and i.isdigit() and j.isascii() and j.isdigit() for _, i, j, _, _ in lines)
@@ -93,7 +94,7 @@ def read_triples(path, names=None, ids="auto"):
         if n > _max_index_items(len(np.union1d(rows, cols))):
             raise ValueError("%s: ids='index' makes %d items (the largest index + 1) of only %d distinct ids; "
                              "read the ids as names with ids='name'" % (path, n, len(np.union1d(rows, cols))))
-        names = [str(k) for k in range(n)]
+        names = list(range(n))
     elif mode == "name":
         names = list(index)
     counts = np.array([c for _, _, _, c, _ in lines], dtype=np.int64)

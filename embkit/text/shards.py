@@ -26,7 +26,7 @@ from collections import Counter
 import numpy as np
 
 from embkit.core.checkpoint import fingerprint
-from embkit.core.replica import ShardReadError, worker_name
+from embkit.cluster import ShardReadError, check_client, worker_name
 from embkit.text.chunk_cache import ChunkCache
 from embkit.text.corpus import MAX_SENTENCE_LENGTH, ReadStats, TextCorpus
 from embkit.text.vocab import EncodedChunk, Vocab, keep_word
@@ -34,7 +34,7 @@ from embkit.text.vocab import EncodedChunk, Vocab, keep_word
 logger = logging.getLogger(__name__)
 
 __all__ = ["ShardedCorpus", "TextShard", "ShardCorpus", "resolve_files", "split_ranges", "count_shard",
-           "merge_counts", "cluster_vocab", "SPLIT_BYTES"]
+           "merge_counts", "cluster_vocab", "sharded_run", "SPLIT_BYTES"]
 
 #: plain-text files larger than this many bytes are read as several shards (byte ranges of about this size)
 SPLIT_BYTES = 32 << 20
@@ -231,7 +231,6 @@ class ShardedCorpus:
 def cluster_vocab(client, corpus, model, trim_rule=None):
     """The vocabulary of ``corpus`` counted on the workers (see the module docstring); returns a
     :class:`Vocab` chosen with the model's ``min_count``, ``max_final_vocab`` and ``sorted_vocab``."""
-    from embkit.core.cluster import check_client
     check_client(client)
     futures = [client.submit(count_shard, shard, model.max_vocab_size, trim_rule, corpus.max_sentence_length,
                              pure=False) for shard in corpus.shards()]
@@ -305,10 +304,10 @@ class TextShard:
             self.cache = None
 
 
-def train_corpus_on_cluster(model, corpus_iterable, corpus_file, epochs, start_alpha, end_alpha, progress):
-    """``Word2Vec.train`` with ``client=``: the vocabulary's sharded corpus (or another one given as
-    ``corpus_file``) trained on the workers; returns the TrainingReport."""
-    from embkit.core.cluster import train_on_cluster
+def sharded_run(model, corpus_iterable, corpus_file, epochs, start_alpha, end_alpha, progress):
+    """``Word2Vec.train`` with ``client=``: the run on the workers (the keyword arguments of
+    :func:`embkit.cluster.client.train_on_cluster`) of the vocabulary's sharded corpus, or of another one
+    given as ``corpus_file``."""
     corpus = model.corpus
     if corpus_iterable is not None:
         raise ValueError("a cluster run (client=) reads its corpus on the workers: give corpus_file, not an "
@@ -321,17 +320,9 @@ def train_corpus_on_cluster(model, corpus_iterable, corpus_file, epochs, start_a
     epochs, alpha, min_alpha = model._run_settings(epochs, start_alpha, end_alpha)
     run_args = {"corpus_file": corpus.source, "vocab_corpus": corpus is model.corpus, "epochs": epochs,
                 "start_alpha": start_alpha, "end_alpha": end_alpha}
-    digest = model._vocab_digest() + "-" + corpus.digest()
-    model._forget_norms()
-    try:
-        report = train_on_cluster(model, model.client, corpus.shards(), epochs, alpha, min_alpha,
-                                  progress=model.progress if progress is None else progress,
-                                  desc="%s %dd on a cluster" % ("skip-gram" if model.sg else "cbow",
-                                                                model.vector_size),
-                                  run_args=run_args, fingerprint=digest)
-    finally:
-        model._forget_norms()
+    model._forget_norms()       # the tables change: the normed vectors are made again when asked for
     model.min_alpha_yet_reached = min_alpha
-    logger.info("trained %d epochs on a cluster: %d words in %.1fs (%.0f words/s)", report.epochs, report.units,
-                report.seconds, report.units_per_second)
-    return report
+    return {"shards": corpus.shards(), "epochs": epochs, "alpha": alpha, "min_alpha": min_alpha,
+            "progress": model.progress if progress is None else progress,
+            "desc": "%s %dd on a cluster" % ("skip-gram" if model.sg else "cbow", model.vector_size),
+            "run_args": run_args, "fingerprint": model._vocab_digest() + "-" + corpus.digest()}

@@ -1,13 +1,13 @@
 """Word vectors in the formats other tools read: word2vec text/binary export, and loading any vectors file
 (embkit models, word2vec files, and gensim pickles when told)."""
 import os
-import zipfile
 
 import numpy as np
 
 from embkit.core import persist
 from embkit.core.atomic import atomic_path
-from embkit.core.pickles import check_consent, is_pickle
+from embkit.core.file_kinds import identify, wrong_file
+from embkit.core.pickles import check_consent
 from embkit.text.word2vec_format import read_word2vec_format
 
 __all__ = ["save_word2vec_format", "load_vectors"]
@@ -49,14 +49,18 @@ def load_vectors(path, binary=None, allow_pickle=False, unicode_errors="strict",
     path = os.fspath(path)
     if not os.path.exists(path) and "://" not in path:
         raise FileNotFoundError("vectors file %r does not exist" % path)
-    if "://" not in path and zipfile.is_zipfile(path):
+    kind = identify(path) if "://" not in path else None
+    if kind is not None and kind.name == "archive":
         model = persist.load(path)
         if not hasattr(model, "wv"):
-            raise ValueError("%r holds an embkit %s, which has no word vectors" % (path, type(model).__name__))
+            raise ValueError("%r holds an embkit %s, which has no word vectors: %s.load reads it"
+                             % (path, type(model).__name__, type(model).__name__))
         return model.wv
-    if "://" not in path and is_pickle(path):
-        check_consent(path, allow_pickle, "pass allow_pickle=True (embkit eval --allow-pickle)")
+    if kind is not None and kind.name == "pickle":
+        check_consent(path, allow_pickle, "pass allow_pickle=True")
         return _load_keyed_vectors(path)
+    if kind is not None and kind.name in ("directory", "zip", "npy"):
+        raise wrong_file(path, "a vectors file")
     words, vectors, _ = read_word2vec_format(path, binary, unicode_errors, duplicates)
     return keyed_vectors(words, vectors, count=len(words))
 

@@ -45,8 +45,14 @@ class VocabularyMethods:
             gensim's trim rule for this call (else the model's).
         """
         trim_rule = trim_rule if trim_rule is not None else self.trim_rule
-        if getattr(self, "client", None) is not None and not update:
-            return self._build_cluster_vocab(corpus_iterable, corpus_file, trim_rule)
+        if update:      # the words of a new corpus, read here (an online update)
+            return self._build_vocab_here(corpus_iterable, corpus_file, True, keep_raw_vocab, trim_rule)
+        return self._local_or_cluster(
+            lambda: self._build_vocab_here(corpus_iterable, corpus_file, False, keep_raw_vocab, trim_rule),
+            lambda: self._build_cluster_vocab(corpus_iterable, corpus_file, trim_rule))
+
+    def _build_vocab_here(self, corpus_iterable, corpus_file, update, keep_raw_vocab, trim_rule):
+        """build_vocab in this process."""
         corpus = as_corpus(corpus_iterable, corpus_file, self.max_sentence_length)
         if update:
             self._check_vocab("an online vocabulary update (update=True)")

@@ -5,12 +5,12 @@ import os
 import numpy as np
 
 from embkit._kernels.windows import WindowTrainer
+from embkit.cluster import EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH, ClusterTraining
 from embkit.core.base import EmbeddingModel, class_only
-from embkit.core.cluster import (CLUSTER_PARAMS, EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH,
-                                 check_cluster_params)
 from embkit.core.checkpoint import CheckpointError, fingerprint
-from embkit.core.checks import (COUNT, FINITE_REAL, INT64_MAX, MAX_WINDOW, NON_NEGATIVE_INT, NON_NEGATIVE_REAL,
-                                POSITIVE_INT, POSITIVE_REAL, check_flag, check_param, int_in, optional)
+from embkit.core.checks import (BOOL, COUNT, FINITE_REAL, INT64_MAX, MAX_WINDOW, NON_NEGATIVE_INT, NON_NEGATIVE_REAL,
+                                PATHS, POSITIVE_INT, POSITIVE_REAL, check_flag, check_param, int_in,
+                                optional)
 from embkit.core.batched_softmax import check_batch_size
 from embkit.core.pickles import check_consent, is_pickle
 from embkit.core.registry import most_frequent
@@ -20,7 +20,7 @@ from embkit.text.corpus import MAX_SENTENCE_LENGTH, as_corpus
 from embkit.text.gensim_models import cum_table, load_gensim_model
 from embkit.text.predict import predict_output_word, score_sentences
 from embkit.text.prefetch import prefetch
-from embkit.text.shards import train_corpus_on_cluster
+from embkit.text.shards import sharded_run
 from embkit.text.vectors import save_word2vec_format
 from embkit.text.vocab import Vocab, check_trainable
 from embkit.text.vocab_methods import VocabularyMethods
@@ -43,7 +43,7 @@ def _output_table(name, flag, first, doc):
     return property(read, write, doc=doc)
 
 
-class Word2Vec(VocabularyMethods, EmbeddingModel):
+class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
     """Word embeddings by skip-gram or CBOW, trained by Hogwild Cython kernels.
 
     gensim's ``Word2Vec`` API with gensim's semantics: the constructor's arguments (in gensim's order),
@@ -149,13 +149,13 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
         Train on the workers of this Dask cluster (the ``[cluster]`` extra): ``corpus_file`` is then a path,
         glob or list of files on any fsspec filesystem, every file (every 32 MiB of a plain-text one) a shard
         read by one worker (:mod:`embkit.text.shards`); each worker trains a replica of the tables with
-        ``workers`` threads (see :mod:`embkit.core.cluster`).  Not saved.
+        ``workers`` threads (see :mod:`embkit.cluster`).  Not saved.
     syncs_per_epoch : int or None
         With ``client``: reconciliations of the replicas per epoch.  None (the default): as many as make each
-        replica train about 75,000 words per round (:data:`embkit.core.cluster.ROUND_UNITS`), rounds short
+        replica train about 75,000 words per round (:data:`embkit.cluster.ROUND_UNITS`), rounds short
         enough to keep one process's quality; fewer cost less exchange and lose quality (CLUSTER.md).
     reconcile : {"momentum", "sum", "average"}
-        With ``client``: how the replicas' changed rows are merged (see :mod:`embkit.core.reconcile`).
+        With ``client``: how the replicas' changed rows are merged (see :mod:`embkit.cluster.reconcile`).
     exchange_share : float
         With ``client``: the share of each round's squared step a replica sends: 1 (the default) sends every
         row it changed; below 1, only the rows that moved farthest, holding that share, and the rest stays in
@@ -171,11 +171,14 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
     STATE_FIELDS = dict({name: (optional(COUNT), False) for name in ("raw_words", "corpus_count", "corpus_total_words",
                                                                      "effective_min_count")},
                         min_alpha_yet_reached=(optional(NON_NEGATIVE_REAL), False))
+    RUN_ARG_FIELDS = {"corpus_file": (PATHS, False), "vocab_corpus": (BOOL, False),
+                      "total_words": (optional(COUNT), False), "epochs": (optional(POSITIVE_INT), False),
+                      "start_alpha": (optional(POSITIVE_REAL), False), "end_alpha": (optional(NON_NEGATIVE_REAL), False)}
     STACKED_OUTPUTS = True
     CLUSTER_STATE = "vocab"
-    RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | {"sentences", "corpus_file", "hashfxn", "trim_rule"} | CLUSTER_PARAMS
+    RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | {"sentences", "corpus_file", "hashfxn", "trim_rule"} | ClusterTraining.CLUSTER_PARAMS
     #: a resumed run may move to (or between) clusters; the cluster settings are checked against its run
-    RESUMABLE_CHANGES = EmbeddingModel.RESUMABLE_CHANGES | CLUSTER_PARAMS
+    RESUMABLE_CHANGES = EmbeddingModel.RESUMABLE_CHANGES | ClusterTraining.CLUSTER_PARAMS
     #: the encoded corpus (a temporary file: encoded again by the next train), gensim's view of the tables
     #: (made again when read) and the cluster client (a restored model trains in its own process)
     TRANSIENT = EmbeddingModel.TRANSIENT | {"_cache", "_wv", "client"}
@@ -262,7 +265,6 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
             raise ValueError("comment must be a string or None, got %r" % (self.comment,))
         if not callable(self.hashfxn):
             raise ValueError("hashfxn must be callable, got %r" % (self.hashfxn,))
-        check_cluster_params(self)
         if self.trim_rule is not None and not callable(self.trim_rule):
             raise ValueError("trim_rule must be callable as trim_rule(word, count, min_count), got %r"
                              % (self.trim_rule,))
@@ -439,9 +441,14 @@ class Word2Vec(VocabularyMethods, EmbeddingModel):
 
     def _train_corpus(self, corpus_iterable, corpus_file, epochs, start_alpha, end_alpha, progress):
         check_trainable(len(self.vocab))
-        if self.client is not None:
-            return train_corpus_on_cluster(self, corpus_iterable, corpus_file, epochs, start_alpha, end_alpha,
-                                           progress)
+        args = corpus_iterable, corpus_file, epochs, start_alpha, end_alpha, progress
+        try:
+            return self._fit(lambda: self._train_here(*args), lambda: sharded_run(self, *args))
+        finally:
+            self._forget_norms()
+
+    def _train_here(self, corpus_iterable, corpus_file, epochs, start_alpha, end_alpha, progress):
+        """:meth:`train` in this process (the vocabulary's chunk cache, or the corpus given)."""
         corpus = self.corpus
         if corpus_iterable is not None or corpus_file is not None:
             corpus = as_corpus(corpus_iterable, corpus_file, self.max_sentence_length)

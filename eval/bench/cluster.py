@@ -1,54 +1,69 @@
-"""Cluster training on one machine: one process against a Dask LocalCluster of 1 and 2 worker processes.
+"""Cluster training on one machine: one process against Dask LocalClusters of 1 and 2 worker processes.
 
 Skip-gram (dim 100, window 5, 5 negatives, sample 1e-3, min_count 5, ``--epochs``), by default on the shared
-data folder's ``corpora/gcide.txt.gz``, cut into ``--shards`` files of consecutive lines (as a corpus sits in
-object storage).  Every trainer has single-threaded kernels (``workers=1``; ``--threads N`` for N): the
-one-process run, and each worker process of the clusters (a Dask worker of as many threads).  For every run:
-training seconds and in-vocabulary words/s (vocabulary excluded; a cluster run's time includes its rounds'
-exchanges and merges), reconciliations, mean bytes per reconciliation (changed rows up from every replica plus
-reconciled rows down to every replica), seconds of merging on the client, and analogy accuracy
-(restrict_vocab 30000), WS-353 and SimLex-999 Spearman.
+data folder's ``corpora/gcide.txt.gz``, cut into ``--shards`` plain-text files of consecutive lines (as a
+corpus sits in object storage) which every trainer reads; ``--repeat-corpus K`` makes it K times as large
+(its lines K times over, shuffled: for timing, as the vocabulary stays gcide's).  Every trainer has
+``--threads`` kernel threads (``workers``): the one-process run, and each worker process of the clusters (a
+Dask worker of as many threads).  For every run: training seconds and in-vocabulary words/s (the epochs
+alone: the vocabulary, and a cluster's replicas reading their shards, come before), end-to-end seconds
+(vocabulary, reading and training) and their CPU seconds (of this process, which holds a ``LocalCluster``'s
+scheduler and nannies, and of every worker: what a run costs where the cores are shared with other work;
+a cluster reads its corpus twice, to count it and to train, where one process encodes it as it counts),
+reconciliations, mean bytes per reconciliation (changed rows up from
+every replica plus reconciled rows down to every replica and the client), the replicas' kernel, pass and
+wait seconds and the client's, and unless ``--no-quality`` analogy accuracy (restrict_vocab 30000), WS-353
+and SimLex-999 Spearman.
 
 Usage::
 
     python -m eval.bench.cluster [--corpus FILE] [--epochs 5] [--alpha 0.05] [--seeds 1 2 3] [--clusters 1 2]
                                  [--syncs N] [--reconcile momentum] [--exchange-share 1] [--interleave]
-                                 [--repeat 1] [--threads 1] [--json out.json]
+                                 [--repeat-corpus K] [--no-quality] [--repeat 1] [--threads 1] [--json out.json]
 
 ``--repeat N`` runs every seed's trainers N times, one after the other (1 process, 1 worker, 2 workers, 1
-process, ...), so that the speed of each is a mean over runs spread across the sitting.
+process, ...), so that the speed of each is a mean over runs spread across the sitting, and each cluster's
+runs are also compared with the one-process run of the same repeat.
 
-Nothing is asserted: it prints one line per run, a markdown table (mean ± spread over seeds) and the
-command line.  Timings need the machine's cores to itself.
+Nothing is asserted: it prints one line per run, a markdown table (mean ± spread over runs) and the
+command line.
 """
 import argparse
 import gzip
 import json
 import os
+import resource
 import shlex
 import sys
 import tempfile
+import time
 
 import numpy as np
 
 from embkit import Word2Vec
-from embkit.core.cluster import EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH
-from embkit.core.reconcile import MODES
+from embkit.cluster import EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH
+from embkit.cluster.reconcile import MODES
 from eval.bench.word2vec import default_corpus, evaluate
 
 
-def write_shards(corpus, directory, n, interleave=False):
+def write_shards(corpus, directory, n, interleave=False, repeat=1, seed=0):
     """``corpus`` cut into ``n`` plain-text files of consecutive lines (about equal sizes), or dealt line by
-    line with ``interleave``; their glob."""
+    line with ``interleave``; with ``repeat`` above 1, its lines ``repeat`` times over in a shuffled order
+    (a corpus of that many tokens for timing: the vocabulary stays the corpus's).  Returns their folder."""
     opener = gzip.open if corpus.endswith(".gz") else open
     with opener(corpus, "rt", encoding="utf-8") as fh:
         lines = fh.read().splitlines()
-    step = -(-len(lines) // n)
+    order = np.arange(len(lines))
+    if repeat > 1:
+        order = np.random.default_rng(seed).permutation(np.tile(order, repeat))
+    step = -(-len(order) // n)
     for k in range(n):
-        part = lines[k::n] if interleave else lines[k * step:(k + 1) * step]
+        part = order[k::n] if interleave else order[k * step:(k + 1) * step]
         with open(os.path.join(directory, "shard-%03d.txt" % k), "w", encoding="utf-8") as out:
-            out.write("\n".join(part) + "\n")
-    return os.path.join(directory, "shard-*.txt")
+            for i in part:
+                out.write(lines[i])
+                out.write("\n")
+    return directory
 
 
 def params(args, seed):
@@ -56,58 +71,97 @@ def params(args, seed):
                 workers=args.threads, seed=seed, alpha=args.alpha)
 
 
+def _cpu_seconds():
+    """CPU seconds (user and system, every thread) this process has used."""
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return use.ru_utime + use.ru_stime
+
+
+def cpu_seconds(client=None):
+    """CPU seconds used so far by this process (with a ``LocalCluster``, also its scheduler and nannies) and
+    by every worker process of ``client``: what a run costs on a machine whose cores are shared."""
+    return _cpu_seconds() + (0.0 if client is None else sum(client.run(_cpu_seconds).values()))
+
+
 def run_one(args, label, seed, corpus, client=None, n_workers=0):
+    """One run: training seconds (the epochs alone: a cluster's replicas have read their shards) and
+    end-to-end seconds (vocabulary, reading, training), exchange statistics and quality."""
+    clock, cpu = time.perf_counter(), cpu_seconds(client)
     if client is None:
         model = Word2Vec(**params(args, seed))
-        model.build_vocab(corpus_file=corpus)
     else:
         model = Word2Vec(client=client, syncs_per_epoch=args.syncs, reconcile=args.reconcile,
                          exchange_share=args.exchange_share, **params(args, seed))
-        model.build_vocab(corpus_file=corpus)
+    model.build_vocab(corpus_file=corpus)
+    own = _cpu_seconds()
     model.train()
+    own = _cpu_seconds() - own
+    cpu = cpu_seconds(client) - cpu
+    end_to_end = time.perf_counter() - clock
     report = model.last_report
-    row = {"trainer": label, "workers": n_workers, "seed": seed, "train_s": report.seconds,
-           "words_per_s": report.words_per_second, "words": report.words}
+    row = {"trainer": label, "workers": n_workers, "threads": args.threads, "seed": seed, "train_s": report.seconds,
+           "end_to_end_s": end_to_end, "cpu_s": cpu, "words_per_s": report.words_per_second, "words": report.words}
+    if client is None:      # the CPU time of training in this process (a cluster's replicas report their own)
+        row["kernel_cpu_s"] = own
     stats = getattr(model, "last_cluster_stats", None) if client is not None else None
     if stats is not None:
         row.update(rounds=stats.rounds, bytes_per_round=stats.bytes_per_round,
                    rows_per_round=float(np.mean(stats.rows_changed)), apply_s=stats.apply_seconds,
-                   kernel_s=stats.train_seconds, pass_s=stats.pass_seconds, wait_s=stats.wait_seconds,
+                   kernel_s=stats.train_seconds, kernel_cpu_s=stats.train_cpu_seconds, pass_s=stats.pass_seconds,
+                   find_s=stats.find_seconds, wait_s=stats.wait_seconds, call_s=stats.call_seconds,
                    vocabulary=len(model.vocab))
-    row.update({k: v for k, v in evaluate(model.wv, 30000, "embkit").items()
-                if k in ("analogy", "ws353", "simlex999")})
-    print("  %-22s seed %d: %6.1f s, %9.0f words/s, analogy %.4f, WS-353 %.4f, SimLex %.4f%s"
-          % (label, seed, row["train_s"], row["words_per_s"], row["analogy"], row["ws353"], row["simlex999"],
-             "" if stats is None else ", %.1f MB per reconciliation, kernels %.1f s, replicas' passes %.1f s, "
-             "waits %.1f s, client %.1f s" % (row["bytes_per_round"] / 1e6, row["kernel_s"], row["pass_s"],
-                                              row["wait_s"], row["apply_s"])),
+    nan = float("nan")
+    row.update(analogy=nan, ws353=nan, simlex999=nan)
+    if args.quality:
+        row.update({k: v for k, v in evaluate(model.wv, 30000, "embkit").items()
+                    if k in ("analogy", "ws353", "simlex999")})
+    print("  %-22s seed %d: %6.1f s (end to end %.1f s, CPU %.1f s), %9.0f words/s, analogy %.4f, WS-353 %.4f, "
+          "SimLex %.4f%s"
+          % (label, seed, row["train_s"], end_to_end, cpu, row["words_per_s"], row["analogy"], row["ws353"],
+             row["simlex999"],
+             ", training CPU %.1f s" % own if stats is None else
+             ", %d rounds of %.1f MB, kernels %.1f s (CPU %.1f s), replicas' passes %.1f s (finding rows %.1f s), "
+             "waits %.1f s, calls %.1f s, client %.1f s"
+             % (row["rounds"], row["bytes_per_round"] / 1e6, row["kernel_s"], row["kernel_cpu_s"], row["pass_s"],
+                row["find_s"],
+                row["wait_s"], row["call_s"], row["apply_s"])),
           flush=True)
     return row
 
 
 def cell(values, fmt):
     values = np.asarray(values, dtype=float)
+    if np.isnan(values).all():
+        return "-"
     spread = values.std(ddof=1) if len(values) > 1 else 0.0
     return (fmt + " ± " + fmt) % (values.mean(), spread)
 
 
 def table(rows):
-    print("| trainer | runs | train s | words/s | vs the first row | MB per reconciliation | analogy | WS-353 "
-          "| SimLex-999 |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| trainer | runs | train s | end to end s | CPU s end to end | words/s | vs the first row | "
+          "reconciliations | MB per reconciliation | analogy | WS-353 | SimLex-999 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     labels = list(dict.fromkeys(r["trainer"] for r in rows))
     base = np.mean([r["words_per_s"] for r in rows if r["trainer"] == labels[0]])
     for label in labels:
         sel = [r for r in rows if r["trainer"] == label]
         mb = "-" if "bytes_per_round" not in sel[0] else "%.1f" % np.mean([r["bytes_per_round"] / 1e6 for r in sel])
-        print("| %s | %d | %s | %s | %.2fx | %s | %s | %s | %s |" % (
-            label, len(sel), cell([r["train_s"] for r in sel], "%.1f"), cell([r["words_per_s"] for r in sel], "%.0f"),
-            np.mean([r["words_per_s"] for r in sel]) / base, mb, cell([r["analogy"] for r in sel], "%.4f"),
+        rounds = "-" if "rounds" not in sel[0] else "%d" % sel[0]["rounds"]
+        print("| %s | %d | %s | %s | %s | %s | %.2fx | %s | %s | %s | %s | %s |" % (
+            label, len(sel), cell([r["train_s"] for r in sel], "%.1f"), cell([r["end_to_end_s"] for r in sel], "%.1f"),
+            cell([r["cpu_s"] for r in sel], "%.1f"), cell([r["words_per_s"] for r in sel], "%.0f"),
+            np.mean([r["words_per_s"] for r in sel]) / base, rounds, mb,
+            cell([r["analogy"] for r in sel], "%.4f"),
             cell([r["ws353"] for r in sel], "%.4f"), cell([r["simlex999"] for r in sel], "%.4f")))
-    one = [r["words_per_s"] for r in rows if r["trainer"] == "cluster, 1 worker"]
-    two = [r["words_per_s"] for r in rows if r["trainer"] == "cluster, 2 workers"]
-    if one and len(one) == len(two):
-        print("\n2 workers against 1, run by run: " + ", ".join("%.2fx" % (b / a) for a, b in zip(one, two)))
+    single = [r["words_per_s"] for r in rows if r["trainer"] == "1 process"]
+    for label in labels[1:]:
+        sel = [r["words_per_s"] for r in rows if r["trainer"] == label]
+        if single and len(sel) == len(single):      # runs of one repeat sat side by side
+            cpu = [r["cpu_s"] for r in rows if r["trainer"] == label]
+            cpu1 = [r["cpu_s"] for r in rows if r["trainer"] == "1 process"]
+            print("\n%s against 1 process, run by run: words/s %s; CPU seconds end to end %s"
+                  % (label, ", ".join("%.2fx" % (b / a) for a, b in zip(single, sel)),
+                     ", ".join("%.2fx" % (b / a) for a, b in zip(cpu1, cpu))))
 
 
 def main(argv=None):
@@ -120,6 +174,9 @@ def main(argv=None):
     p.add_argument("--no-single", action="store_true", help="skip the one-process run")
     p.add_argument("--shards", type=int, default=8)
     p.add_argument("--interleave", action="store_true", help="deal the lines into the shards one by one")
+    p.add_argument("--repeat-corpus", type=int, default=1, metavar="K",
+                   help="train on the corpus's lines K times over, shuffled (a corpus K times as large, for timing)")
+    p.add_argument("--no-quality", dest="quality", action="store_false", help="skip the analogy and similarity scores")
     p.add_argument("--syncs", type=int, default=SYNCS_PER_EPOCH,
                    help="reconciliations per epoch (default: rounds of about 75,000 words per replica)")
     p.add_argument("--reconcile", default=RECONCILE, choices=MODES)
@@ -133,10 +190,10 @@ def main(argv=None):
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        pattern = write_shards(args.corpus, tmp, args.shards, args.interleave)
+        pattern = write_shards(args.corpus, tmp, args.shards, args.interleave, args.repeat_corpus)
         for seed in [s for s in args.seeds for _ in range(args.repeat)]:
             if not args.no_single:
-                rows.append(run_one(args, "1 process", seed, args.corpus))
+                rows.append(run_one(args, "1 process", seed, pattern))
             for n in args.clusters:
                 with LocalCluster(n_workers=n, threads_per_worker=args.threads, processes=True,
                                   dashboard_address=None) as lc, Client(lc) as client:

@@ -65,7 +65,7 @@ def load_split(name, window):
     from embkit.items.timelines import load_timelines
     path = shared_data("movielens", name)
     timelines = load_timelines(path if os.path.exists(path) else name, min_rating=4.0)
-    counts = PairCounts.from_timelines(timelines, window=window)
+    counts = PairCounts.from_timelines(timelines, window=window, directions="forward")
     return counts, counts.split((0.7, 0.1, 0.2), seed=0)
 
 
@@ -150,8 +150,8 @@ def per_pair_speed(args):
                    progress=False)
     r = w2v.last_report
     counts, (train, _, _) = load_split(args.data[0], args.window)
-    model = ItemEmbedding(vector_size=args.dim, negative=5, epochs=3, workers=args.workers, seed=args.seed,
-                          progress=False).fit(train)
+    model = ItemEmbedding(vector_size=args.dim, loss="sgns", negative=5, epochs=3, workers=args.workers,
+                          seed=args.seed, progress=False).fit(train)
     pairs = model.last_report.words / sum(model.last_report.epoch_seconds)
     words = r.examples / r.seconds
     print("\nper-pair speed (dim %d, 5 negatives, %d workers): pairs driver %.0f pairs/s, word2vec skip-gram "

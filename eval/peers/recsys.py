@@ -190,7 +190,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     timelines = load_timelines(args.ratings, min_rating=args.min_rating)
-    counts = PairCounts.from_timelines(timelines, window=args.window)
+    counts = PairCounts.from_timelines(timelines, window=args.window, directions="forward")
     train, valid, test = split_pairs(counts, args.fractions, seed=args.seed)
     print(timelines.stats())
     print(counts)

@@ -4,7 +4,7 @@ Two measurements bound the speed-up of cluster training before a byte moves:
 
 1. **Replicas without an exchange.** gcide cut into ``--shards`` files (as ``eval.bench.cluster``); the
    one-worker replica (every shard) runs alone in a process, the two replicas of a two-worker run (half the
-   shards each) run at once in two processes.  Each is embkit's own replica (``embkit.core.replica``)
+   shards each) run at once in two processes.  Each is embkit's own replica (``embkit.cluster.replica``)
    running ``--rounds`` rounds an epoch for ``--epochs`` epochs, and doing in each round only what every
    design that reconciles rows does on a replica: train, find the rows it changed, take in the merged
    rows (here its own, as one replica's merge is), with ``--share`` as ``exchange_share``.  The two-worker run
@@ -53,7 +53,8 @@ def replica_rounds(spec, files, rounds, epochs, start, share=1.0, in_step=False)
     """Run one replica over ``files``: ``(seconds, kernel seconds, words)`` after ``start`` (a barrier);
     ``in_step``: every replica waits at ``start`` after each round for the others (rounds in step, as
     synchronous rounds are, with nothing exchanged)."""
-    from embkit.core.replica import Replica, worker_name
+    from embkit.cluster import worker_name
+    from embkit.cluster.replica import Replica
     from embkit.text.shards import TextShard
     worker_name()       # imports what a replica's result names, before the clock
     W_in, W_out = spec[3]
@@ -191,7 +192,7 @@ def main(argv=None):
         files = sorted(glob.glob(write_shards(corpus, tmp, args.shards)))
         model = Word2Vec(**dict(params(argparse.Namespace(epochs=args.epochs, alpha=0.05), 1), progress=False))
         model.build_vocab(corpus_file=corpus)
-        spec = model._cluster_spec() + ((model.W_in, model.W_out),)
+        spec = model.replica_spec() + ((model.W_in, model.W_out),)
         half = len(files) // 2
         for rounds in args.rounds:
             for rep in range(args.repeat):

@@ -1,6 +1,6 @@
 """A model of cluster training throughput at 1-128 workers, from the numbers eval.bench.cluster measured.
 
-One round of a replica (see embkit/core/replica.py) = train ``w = N / (n R)`` words, send the rows it changed
+One round of a replica (see embkit/cluster/replica.py) = train ``w = N / (n R)`` words, send the rows it changed
 to the owners of their ranges, merge its own range, send the merged rows to the others and the client,
 adopt the merged rows of every range.  Its time::
 

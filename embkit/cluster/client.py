@@ -1,21 +1,25 @@
-"""Training on a Dask cluster: the client side (the workers' side is :mod:`embkit.core.replica`).
+"""Training on a Dask cluster: the client side (the workers' side is :mod:`embkit.cluster.replica`).
 
 A model given ``client=`` (a ``dask.distributed.Client``) trains like this:
 
 1. its shards (files, or parts of an in-memory data set) are grouped, one group per worker, balanced by
-   size; each worker opens a **replica**, a Dask actor: the model built from the client's parameters and
-   state, a copy of the tables, its own loss, sampler and kernel trainer, and its shards, which it reads
-   itself; the replicas are given each other's actors;
-2. each epoch runs in **rounds** (``syncs_per_epoch``, or rounds of about :data:`ROUND_UNITS` units per
-   replica): the client calls every replica at once (an actor call goes straight to its worker: no task,
-   no scheduler on the way), which trains the same fraction of its shards with embkit's nogil kernel on
-   its own threads (``workers``), then reconciles with the other replicas directly: each merges every
-   n-th row of the tables (:mod:`embkit.core.reconcile`; two replicas each merge every row) from the
-   changed rows the others send it (with ``exchange_share`` below 1, the farthest moved of them, the rest
-   kept for later rounds) and sends the merged rows to the others and back to the client, which adds them
-   to its tables (they are the model's ``W_in`` / ``W_out`` after every round);
-3. when a worker is lost mid-round, the client calls the round off on the others, opens every replica
-   again (the lost one on a live worker) from its reconciled tables, and trains the same round again: the
+   size (:mod:`embkit.cluster.plan`); each worker opens a **replica**, a Dask actor: the model built from the
+   client's parameters and state, a copy of the tables, its own loss, sampler and kernel trainer, and its
+   shards, which it reads itself; the replicas are given each other's actors;
+2. each epoch runs in **rounds** (``syncs_per_epoch``, or rounds of about
+   :data:`~embkit.cluster.settings.ROUND_UNITS` units per replica; a lone replica's are longer): the client
+   calls every replica at once (an actor call goes straight to its worker: no task, no scheduler on the
+   way), which trains the same fraction of its shards with embkit's nogil kernel on its own threads
+   (``workers``), then reconciles with the other replicas directly: each merges every n-th row of the
+   tables (:mod:`embkit.cluster.reconcile`; two replicas each merge every row) from the changed rows the
+   others send it (with ``exchange_share`` below 1, the farthest moved of them, the rest kept for later
+   rounds) and sends the merged rows to the others;
+3. the client's tables (the model's ``W_in`` / ``W_out``) are the reconciled ones when it needs them: a run
+   with checkpoints or callbacks, or of one replica, has every round's merged rows sent to the client;
+   another fetches the reconciled tables from a replica at an epoch's end when ``on_epoch`` reads them,
+   after a lost worker, and at the end (every replica holds them, bit for bit);
+4. when a worker is lost mid-round, the client calls the round off on the others, opens every replica
+   again (the lost one on a live worker) from the reconciled tables, and trains the same round again: the
    run goes on, and the result is the same kind of model.
 
 Every loss and sampler works: a replica builds them from the registry as a single-process run does, and
@@ -30,31 +34,20 @@ import uuid
 
 import numpy as np
 
+from embkit.cluster.mailbox import RoundAborted
+from embkit.cluster.plan import group_shards
+from embkit.cluster.reconcile import BLOCK_RATE, RowDelta, apply_update
+from embkit.cluster.replica import open_replica
+from embkit.cluster.settings import EXCHANGE_SHARE, check_client, distributed_module, rounds_per_epoch
+from embkit.cluster.stats import ClusterStats
+from embkit.cluster.worker import ShardReadError
 from embkit.core import checkpoint
-from embkit.core.checks import POSITIVE_INT, check_param
-from embkit.core.reconcile import BLOCK_RATE, DEFAULT_MODE, MODES, apply_update
-from embkit.core.replica import RoundAborted, ShardReadError, open_replica
 from embkit.core.training import run_steps
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "RECONCILE", "EXCHANGE_SHARE",
-           "check_cluster_params", "check_client", "distributed_module", "group_shards", "rounds_per_epoch",
-           "train_on_cluster", "ClusterStats", "MomentumState"]
+__all__ = ["train_on_cluster", "MomentumState"]
 
-#: model parameters of cluster training (runtime settings: not saved with a model)
-CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile", "exchange_share"})
-#: ``syncs_per_epoch`` of a model that does not choose: None, rounds of about :data:`ROUND_UNITS` units
-SYNCS_PER_EPOCH = None
-#: units (words, pairs) a replica trains per round when ``syncs_per_epoch`` is None: about the longest rounds
-#: that keep one process's quality (longer rounds let the replicas drift apart; CLUSTER.md)
-ROUND_UNITS = 75_000
-#: the merge of a model that does not choose
-RECONCILE = DEFAULT_MODE
-#: ``exchange_share`` of a model that does not choose: every changed row goes to every reconciliation
-EXCHANGE_SHARE = 1.0
-#: seconds a run waits for a first worker before it calls the cluster empty
-WORKER_WAIT = 10.0
 #: seconds between checks of the workers while a round runs
 POLL_SECONDS = 0.25
 #: times one shard group may be reopened within one round before the run gives up
@@ -62,56 +55,6 @@ MAX_REOPEN = 3
 #: deadline of sending data to the workers: this many seconds plus its bytes at SHARE_BYTES_PER_SECOND
 SHARE_SECONDS = 10.0
 SHARE_BYTES_PER_SECOND = 20e6
-
-
-def distributed_module():
-    """``dask.distributed``, or an ImportError saying how to install it."""
-    try:
-        import distributed
-    except ImportError:
-        raise ImportError("training on a cluster (client=) needs dask.distributed: pip install 'embkit[cluster]'") \
-            from None
-    return distributed
-
-
-def check_cluster_params(model):
-    """ValueError naming a bad ``syncs_per_epoch`` / ``reconcile`` / ``exchange_share``; TypeError for a
-    ``client`` that is not a ``dask.distributed.Client``."""
-    if model.syncs_per_epoch is not None:
-        check_param("syncs_per_epoch", model.syncs_per_epoch, *POSITIVE_INT)
-    if model.reconcile not in MODES:
-        raise ValueError("reconcile must be one of %s, got %r" % (", ".join(MODES), model.reconcile))
-    check_param("exchange_share", model.exchange_share, lambda v: 0 < v <= 1, "a number in (0, 1]")
-    if model.client is not None:
-        distributed = distributed_module()
-        if not isinstance(model.client, distributed.Client):
-            raise TypeError("client must be a dask.distributed.Client, got %r" % (model.client,))
-
-
-def check_client(client, wait=WORKER_WAIT):
-    """The client's workers as ``{address: threads}``; ValueError when it has none after ``wait`` seconds."""
-    workers = client.nthreads()
-    if not workers:
-        try:
-            client.wait_for_workers(1, timeout=wait)
-        except Exception:   # dask raises its own TimeoutError (asyncio's or distributed's by version)
-            raise ValueError("the Dask cluster of %r has no workers (waited %gs): start some with `dask worker %s` "
-                             "or scale the cluster up" % (client, wait, client.scheduler.address)) from None
-        workers = client.nthreads()
-    return dict(workers)
-
-
-def group_shards(shards, n_groups):
-    """Shards in ``n_groups`` lists of about equal total size (largest first onto the lightest group)."""
-    groups = [[] for _ in range(max(1, min(n_groups, len(shards))))]
-    load = [0] * len(groups)
-    for shard in sorted(shards, key=lambda s: -s.size):
-        g = load.index(min(load))
-        groups[g].append(shard)
-        load[g] += shard.size
-    for group in groups:    # keep the corpus's order inside a group
-        group.sort(key=shards.index)
-    return groups
 
 
 def _arrays(data):
@@ -124,55 +67,6 @@ def _arrays(data):
     elif hasattr(data, "values") and hasattr(data, "ids"):
         yield data.values
         yield data.ids
-
-
-class ClusterStats:
-    """What a cluster run exchanged and how long it took.
-
-    Attributes
-    ----------
-    replicas : int
-    rounds : int
-        Reconciliations done.
-    bytes_up, bytes_down : int
-        Bytes of changed rows the replicas sent to the owners of those rows, and of merged rows the
-        owners sent to the other replicas and to the client, over the run.
-    rows_changed : list of int
-        Rows (both tables) changed per reconciliation.
-    round_seconds, apply_seconds : float
-        Wall time of the rounds (training and reconciling) and of the client adding the merged rows to
-        its tables.
-    train_seconds : float
-        Time the slowest replica of each round spent in the kernels, summed over rounds (the rest of
-        ``round_seconds`` is reconciling and the calls).
-    pass_seconds, wait_seconds : float
-        Time the slowest replica of each round spent finding, merging and adopting rows, and waiting for the
-        other replicas' rows (their lateness and the transfer), summed over rounds.
-    reopened : list of str
-        One entry per replica opened again after its worker was lost.
-    """
-
-    def __init__(self, replicas):
-        self.replicas = replicas
-        self.rounds = 0
-        self.bytes_up = self.bytes_down = 0
-        self.rows_changed = []
-        self.round_seconds = self.apply_seconds = self.train_seconds = self.pass_seconds = 0.0
-        self.wait_seconds = 0.0
-        self.reopened = []
-
-    @property
-    def bytes_per_round(self):
-        """Mean bytes (up and down) of one reconciliation."""
-        return (self.bytes_up + self.bytes_down) / max(1, self.rounds)
-
-    def to_dict(self):
-        return {"replicas": self.replicas, "rounds": self.rounds, "bytes_up": self.bytes_up,
-                "bytes_down": self.bytes_down, "bytes_per_round": self.bytes_per_round,
-                "rows_changed": list(self.rows_changed), "round_seconds": self.round_seconds,
-                "apply_seconds": self.apply_seconds, "train_seconds": self.train_seconds,
-                "pass_seconds": self.pass_seconds, "wait_seconds": self.wait_seconds,
-                "reopened": list(self.reopened)}
 
 
 def _with_deadline(call, seconds):
@@ -225,7 +119,7 @@ class _Run:
                            "the corpus into at least as many files as workers)", len(shards),
                            "" if len(shards) == 1 else "s", len(workers), len(self.groups),
                            "s" if len(self.groups) == 1 else "")
-        self.spec = model._cluster_spec()
+        self.spec = model.replica_spec()
         self.address = {}
         self.actors = {}        # group -> (future of its open task, Actor)
         self.units = {}         # group -> units per epoch
@@ -235,6 +129,10 @@ class _Run:
         if run["mode"] == "momentum" and len(self.groups) > BLOCK_RATE:
             self.momentum = (np.zeros_like(model.W_in), np.zeros_like(model.W_out))
         self.connected = False
+        # the replicas send the client every round's merged rows (relay), or the client fetches the reconciled
+        # tables when it needs them (fetch): at an epoch's end for on_epoch, after a lost worker, at the end
+        self.relay = True
+        self.stale = False      # the model's tables are behind the replicas' (rounds not relayed)
         self.open([(g, workers[g % len(workers)]) for g in range(len(self.groups))])
 
     def _lost(self, future):
@@ -361,7 +259,7 @@ class _Run:
             raise RuntimeError("the replica of shards %s was lost %d times; giving up (the model holds the tables "
                                "of the last reconciliation)" % (", ".join(s.name for s in self.groups[group]),
                                                                  attempt))
-        live = sorted(check_client(self.client, WORKER_WAIT))
+        live = sorted(check_client(self.client))
         held = {addr: 0 for addr in live}
         for g, addr in self.address.items():
             if g != group and addr in held:
@@ -425,7 +323,7 @@ class _Run:
         while True:
             lost = [] if self.connected else self.connect()
             if not lost:
-                calls = {g: self.ask(g, "train_round", epoch, r, self.run["rounds"]) for g in range(n)}
+                calls = {g: self.ask(g, "train_round", epoch, r, self.run["rounds"], self.relay) for g in range(n)}
                 results = {}
                 try:
                     for g, call in calls.items():
@@ -445,20 +343,54 @@ class _Run:
             placements = [(g, self.replacement(g, attempt) if g in lost else self.address[g]) for g in range(n)]
             if self.momentum is not None:   # the replicas' momentum is a round ahead of the tables, or lost
                 self.momentum = (np.zeros_like(self.model.W_in), np.zeros_like(self.model.W_out))
+            if self.stale and not self.fetch(exclude=lost):
+                logger.warning("no replica is left to give the tables: the run goes on from the tables the client "
+                               "fetched last")
+                self.stale = False
             self.open(placements)
 
     def reconcile(self, results):
-        """Add the merged rows of the round (each replica's own rows) to the model's tables."""
+        """Add the merged rows of the round (each replica's own rows) to the model's tables (relayed), or
+        note that they are behind the replicas' (fetched when needed: :meth:`fetch`)."""
         clock = time.perf_counter()
         tables = (self.model.W_in, self.model.W_out)
         for res in results:
+            if res["merged"] is None:
+                self.stale = True
+                continue
+            res["merged"] = tuple(RowDelta.from_wire(w) for w in res["merged"])
             for update, table in zip(res["merged"], tables):
                 apply_update(update, table)
         self.stats.rounds += 1
-        self.stats.rows_changed.append(sum(len(u) for res in results for u in res["merged"]))
+        self.stats.rows_changed.append(sum(res["rows"] for res in results))
         self.stats.bytes_up += sum(res["bytes_up"] for res in results)
         self.stats.bytes_down += sum(res["bytes_down"] for res in results)
         self.stats.apply_seconds += time.perf_counter() - clock
+
+    def fetch(self, exclude=()):
+        """Copy the reconciled tables of a live replica (but those of ``exclude``) into the model's, if they
+        are behind; whether they are current.  After a lost worker, a replica's tables may hold the round
+        that failed (it had every part when the other was lost): that round is then trained again."""
+        if not self.stale:
+            return True
+        clock = time.perf_counter()
+        for g in sorted(self.actors):
+            if g in exclude or self.gone([g]):
+                continue
+            try:
+                value = self.answer(g, self.ask(g, "tables"))
+            except Exception as exc:    # a replica that cannot answer: another may
+                logger.debug("fetching the tables from %s failed: %s", self.address[g], exc)
+                continue
+            if value is not None:
+                _, W_in, W_out = value
+                np.copyto(self.model.W_in, W_in)
+                np.copyto(self.model.W_out, W_out)
+                self.stale = False
+                self.stats.fetches += 1
+                break
+        self.stats.apply_seconds += time.perf_counter() - clock
+        return not self.stale
 
     def gather_momentum(self):
         """The replicas' block momentum of both tables, whole (None without momentum)."""
@@ -491,12 +423,11 @@ class _Run:
             self.drop(g)
 
 
-def rounds_per_epoch(syncs_per_epoch, units):
-    """Rounds of an epoch: ``syncs_per_epoch``, or when it is None enough for the largest replica (``units``
-    per epoch of each) to train about :data:`ROUND_UNITS` per round."""
-    if syncs_per_epoch is not None:
-        return int(syncs_per_epoch)
-    return max(1, int(round(max(units, default=0) / ROUND_UNITS)))
+def relays(model, replicas, checkpointer):
+    """Whether a run has every round's merged rows sent to the client: checkpoints and callbacks may read the
+    tables after any round, and a lone replica's loss would lose the rounds since the client last fetched
+    them; other runs fetch the reconciled tables when they need them."""
+    return replicas == 1 or checkpointer is not None or bool(model.callbacks)
 
 
 def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=False, desc="cluster", run_args=None,
@@ -506,9 +437,8 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
     Parameters
     ----------
     model : EmbeddingModel
-        With its tables initialised, its ``CLUSTER_STATE`` and the hooks ``_cluster_spec()`` (what a replica is built from),
-        ``_cluster_model(params, state, W_in, W_out)`` (a classmethod building it) and
-        ``_cluster_classes()`` (counts and number of classes of the loss); ``syncs_per_epoch`` and
+        With its tables initialised and ``CLUSTER_STATE`` set; replicas are built from its ``replica_spec()``
+        (:meth:`~embkit.core.base.EmbeddingModel.replica_spec`); ``syncs_per_epoch`` and
         ``reconcile`` settings.  With ``checkpoint_dir``, the client writes checkpoints of the reconciled
         tables between rounds (and on Ctrl-C); a model :meth:`resume` opened continues from its round.
     client : dask.distributed.Client
@@ -538,23 +468,30 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
     model.last_cluster_stats = job.stats
     try:
         units_per_epoch = sum(job.units.values())
-        rounds = run["rounds"] = rounds_per_epoch(model.syncs_per_epoch, job.units.values())
+        rounds = run["rounds"] = rounds_per_epoch(model.syncs_per_epoch, job.units.values(),
+                                                  len(model.W_in) + len(model.W_out))
         logger.info("%d replica%s, %d rounds an epoch (about %.0f %s per replica and round)", len(job.groups),
                     "" if len(job.groups) == 1 else "s", rounds, max(job.units.values()) / rounds, model.unit)
-        record = model._run_record(epochs, alpha, min_alpha, units_per_epoch, run_args, fingerprint,
-                                   cluster={"syncs_per_epoch": rounds, "reconcile": model.reconcile})
+        record = checkpoint.run_record(epochs, alpha, min_alpha, units_per_epoch, run_args, fingerprint,
+                                          cluster={"syncs_per_epoch": rounds, "reconcile": model.reconcile})
         if run["share"] != EXCHANGE_SHARE:      # kept (and restored on resume) only when not the default
             record["cluster"]["exchange_share"] = run["share"]
         history_before, start, report, checkpointer = checkpoint.begin_run(
             model, record, {"merge": MomentumState(job), "tracker": on_epoch})
         if start is not None and start.finished:
             return report
+        job.relay = relays(model, len(job.groups), checkpointer)
         with checkpoint.interruption_hint(model):
             try:
                 _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progress, desc, on_epoch)
             finally:
                 model.loss_history = history_before + report.epoch_loss
     finally:
+        try:
+            job.fetch()
+        except Exception as exc:    # the run's own error (or the lost cluster) comes first
+            logger.warning("the model holds the tables the client fetched last: fetching the run's last ones "
+                           "failed (%s)", exc)
         job.close()
     return report
 
@@ -568,11 +505,17 @@ def _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progr
     def one_round(epoch, r):
         round_start = time.perf_counter()
         results = job.round(epoch, r)
+        round_seconds = time.perf_counter() - round_start
         job.reconcile(results)
         job.stats.round_seconds += time.perf_counter() - round_start
         job.stats.train_seconds += max(res["seconds"] for res in results)
+        job.stats.train_cpu_seconds += sum(res["cpu_seconds"] for res in results)
         job.stats.pass_seconds += max(res["pass_seconds"] for res in results)
         job.stats.wait_seconds += max(res["wait_seconds"] for res in results)
+        job.stats.find_seconds += max(res["find_seconds"] for res in results)
+        job.stats.call_seconds += round_seconds - max(res["round_seconds"] for res in results)
+        if r == run["rounds"] - 1 and on_epoch is not None:
+            job.fetch()     # on_epoch reads the reconciled tables
         return tuple(sum(res[key] for res in results) for key in ("loss", "examples", "units", "raw_units", "trained"))
 
     run_steps(round_steps, units_per_epoch, run["epochs"], progress=progress, desc=desc, unit=model.unit,

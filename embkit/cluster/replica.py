@@ -1,7 +1,7 @@
 """The worker side of cluster training: a replica of the tables training on its own shards, reconciling
 with its peers directly.
 
-A replica is a Dask actor (see :mod:`embkit.core.cluster`, the client side): :func:`open_replica` runs as
+A replica is a Dask actor (see :mod:`embkit.cluster.client`, the client side): :func:`open_replica` runs as
 a task with ``actor=True`` on one worker, and the :class:`Replica` it builds stays in that worker process,
 where the client calls its :meth:`Replica.train_round` once a round, straight to the worker (no task, no
 scheduler on the way).  It is a model of the client's class built from the client's parameters and state
@@ -9,17 +9,18 @@ scheduler on the way).  It is a model of the client's class built from the clien
 trainer (the same objects as a single-process run), and the shards it reads itself.
 
 Reconciliation runs among the replicas, not through the client: with ``n`` replicas, replica ``g`` owns
-every ``n``-th row of each table from row ``g`` (:func:`~embkit.core.reconcile.owned_rows`: the frequent
+every ``n``-th row of each table from row ``g`` (:func:`~embkit.cluster.reconcile.owned_rows`: the frequent
 rows, which every replica changes, spread evenly over the owners).  After training a round, a replica sends
 each owner the part of its changed rows that owner owns, merges the parts of its own rows it receives (the
 one merge of those rows in the run), and sends the merged rows to every other replica (less the rows only
-that replica sent, which it knows) and back to the client, which keeps the reconciled tables.  Each replica
-then adopts the merged rows of every owner: all hold the same reconciled tables again, bit for bit.  The
-parts travel as actor calls between the workers (:meth:`Replica.post`, run on the worker's event loop while
-its training thread waits in its :class:`Mailbox`); every link carries about two row sets a round, whatever
-the number of replicas.  Two replicas need only one of the two steps: each sends the other its whole delta
-and merges every row itself (:meth:`Replica._swap`: the same steps as the owners' merges, bit for bit, and
-about the same bytes, with one wait for a peer a round instead of two).
+that replica sent, which it knows), and back to the client when the run relays them.  Each replica then
+adopts the merged rows of every owner: all hold the same reconciled tables again, bit for bit, which the
+client fetches (:meth:`Replica.tables`) when it needs them.  The parts travel as actor calls between the
+workers (:meth:`Replica.post`, run on the worker's event loop while its training thread waits in its
+:class:`~embkit.cluster.mailbox.Mailbox`), as plain tuples of arrays; every link carries about two row sets
+a round, whatever the number of replicas.  Two replicas need only one of the two steps: each sends the
+other its whole delta and merges every row itself (:meth:`Replica._swap`: the same steps as the owners'
+merges, bit for bit, and about the same bytes, with one wait for a peer a round instead of two).
 
 A shard is an object with ``name`` (what an error names), ``open(model)`` (read it on the worker, return
 its units per epoch) and ``chunks(model, start, stop)`` (the chunks of its units ``[start, stop)``).
@@ -28,97 +29,30 @@ Learning rate: the replica's trainer runs over its own units (epochs x its units
 trains the same fraction of every replica's shards, so at each reconciliation a replica's progress is the
 global progress of the run.
 """
-import threading
+import resource
 import time
 
 import numpy as np
 
-from embkit.core.reconcile import (RowDelta, adopt_update, changed_rows, local_rows, merge, owned_rows, split,
+from embkit.cluster.mailbox import WAIT_POLL, Mailbox, RoundAborted
+from embkit.cluster.reconcile import (RowDelta, adopt_update, changed_rows, local_rows, merge, owned_rows, split,
                                    table_rows)
+from embkit.cluster.worker import ShardReadError, wanted, worker_name
 from embkit.core.training import ChunkSteps, check_finite, open_pipeline
 
-__all__ = ["Mailbox", "Replica", "RoundAborted", "ShardReadError", "open_replica", "worker_name"]
-
-#: seconds between a waiting replica's checks that its run still wants it
-WAIT_POLL = 0.5
-
-
-class ShardReadError(OSError):
-    """A shard a worker could not read; the message names the file and the worker."""
-
-
-class RoundAborted(RuntimeError):
-    """The round was called off (a peer was lost, or the run closed): the replica is replaced."""
-
-
-def worker_name():
-    """The address of the Dask worker running the current task ("this process" outside a worker)."""
-    try:
-        from distributed import get_worker
-        return get_worker().address
-    except (ImportError, ValueError):
-        return "this process"
-
-
-def _wanted():
-    """A check that the actor of the current task is still held on its worker (its run has not let it go);
-    always true outside a worker."""
-    try:
-        from distributed import get_worker
-        worker = get_worker()
-        key = worker.get_current_task()
-    except (ImportError, ValueError):
-        return lambda: True
-    return lambda: key in worker.state.actors
-
-
-class Mailbox:
-    """What the peers post to a replica, by ``(kind, epoch, round)`` and sender, until its training thread
-    takes it; :meth:`abort` makes a waiting :meth:`take` raise :class:`RoundAborted`."""
-
-    def __init__(self, wanted=lambda: True):
-        self.cond = threading.Condition()
-        self.items = {}
-        self.aborted = False
-        self.wanted = wanted
-
-    def put(self, key, sender, payload):
-        with self.cond:
-            self.items.setdefault(key, {})[sender] = payload
-            self.cond.notify_all()
-
-    def take(self, key, senders):
-        """``{sender: payload}`` of ``senders`` under ``key``, waiting until all have posted."""
-        with self.cond:
-            while True:
-                self.check(key)
-                got = self.items.get(key, {})
-                if all(s in got for s in senders):
-                    return self.items.pop(key, got)
-                self.cond.wait(WAIT_POLL)
-
-    def check(self, key):
-        """Raise :class:`RoundAborted` when the round ``key`` was called off (or the run let the replica go)."""
-        if self.aborted or not self.wanted():
-            raise RoundAborted("the round %s was called off" % (key,))
-
-    def abort(self):
-        with self.cond:
-            self.aborted = True
-            self.cond.notify_all()
+__all__ = ["Replica", "open_replica"]
 
 
 class Replica:
     """Tables, trainer and shards of one shard group on one worker (see the module docstring).
 
     ``group`` is its index among the run's ``run["replicas"]`` replicas (the rows it merges:
-    :func:`~embkit.core.reconcile.owned_rows`); ``momentum`` (``"momentum"`` merges of 3 replicas or more)
+    :func:`~embkit.cluster.reconcile.owned_rows`); ``momentum`` (``"momentum"`` merges of 3 replicas or more)
     the block momentum of both tables, of which it keeps that of its own rows.
     """
 
     def __init__(self, spec, shards, W_in, W_out, run, group=0, momentum=None):
-        cls, params, state = spec
-        self.model = model = cls._cluster_model(params, state, np.array(W_in), np.array(W_out))
+        self.model = model = spec[0].from_replica_spec(spec, np.array(W_in), np.array(W_out))
         self.shards = list(shards)
         self.units = []
         for shard in self.shards:
@@ -130,10 +64,8 @@ class Replica:
         self.total = sum(self.units)
         self.run = run
         self.group, self.replicas = group, int(run.get("replicas", 1))
-        counts, n_classes = model._cluster_classes()
-        self.loss, self.sampler = model._objective(counts, n_classes)
-        self.trainer = model._kernel_trainer(self.loss, self.sampler, run["alpha"], run["min_alpha"],
-                                             float(max(self.total, 1)) * run["epochs"])
+        self.loss, self.sampler, self.trainer = model.replica_trainer(run["alpha"], run["min_alpha"],
+                                                                      float(max(self.total, 1)) * run["epochs"])
         self.bases = (model.W_in.copy(), model.W_out.copy())
         self.momentum = (None, None)
         if momentum is not None:
@@ -141,8 +73,10 @@ class Replica:
         # the buffers of each table's changed rows, reused every round: what views them is delivered within
         # the round (the peers' posts are awaited, and the client calls the next round once it has the result)
         self.scratch = ({}, {})
+        self.merge_scratch = ({}, {})      # the same for the merges of each table
+        self.reconciled = None      # (epoch, round) of the last reconciliation adopted
         self.peers = None
-        self.mail = Mailbox(_wanted())
+        self.mail = Mailbox(wanted())
         self.pipe = open_pipeline(self.trainer, max(1, int(model.workers)))
         self.threads = max(1, int(model.workers))     # of the passes over the rows, as of the kernels
 
@@ -153,6 +87,11 @@ class Replica:
     @property
     def base_out(self):
         return self.bases[1]
+
+    def tables(self):
+        """``(reconciled, W_in, W_out)``: the tables of the last reconciliation (the same on every replica) and
+        its ``(epoch, round)`` (None before the first)."""
+        return self.reconciled, self.bases[0], self.bases[1]
 
     def units_per_epoch(self):
         """Units (words, pairs) of the replica's shards."""
@@ -166,8 +105,9 @@ class Replica:
         return True
 
     async def post(self, key, sender, payload):
-        """A peer's part of a round (run on the worker's event loop while the training thread waits)."""
-        self.mail.put(key, sender, payload)
+        """A peer's part of a round, one :attr:`~embkit.cluster.reconcile.RowDelta.wire` tuple per table (run on
+        the worker's event loop while the training thread waits)."""
+        self.mail.put(key, sender, tuple(RowDelta.from_wire(w) for w in payload))
 
     async def abort(self):
         """Call off the round this replica waits in (its peer was lost, or the run closes)."""
@@ -198,25 +138,31 @@ class Replica:
         """Units of a shard trained before round ``epoch_round`` of an epoch of ``rounds`` (cut evenly)."""
         return units * epoch_round // rounds
 
-    def train_round(self, epoch, round_index, rounds):
+    def train_round(self, epoch, round_index, rounds, relay=True):
         """Train round ``round_index`` of the ``rounds`` of ``epoch`` on every shard (:meth:`train`), then
-        reconcile with the peers (module docstring).
+        reconcile with the peers (module docstring); ``relay``: send the client the merged rows.
 
-        Returns :meth:`train`'s dict with ``pass_seconds`` (finding, merging and adopting rows),
+        Returns :meth:`train`'s dict with ``pass_seconds`` (finding, merging and adopting rows; of which
+        ``find_seconds`` finding them), ``round_seconds`` (the whole call),
         ``wait_seconds`` (waiting for the peers' parts), ``bytes_up`` / ``bytes_down`` (changed rows sent to
-        the other owners; merged rows sent to the other replicas and the client), ``worker``, and ``merged``:
-        the merged steps of this replica's rows of ``W_in`` and ``W_out``, for the client's tables.
+        the other owners; merged rows sent to the other replicas and the client), ``worker``, ``rows`` (the
+        merged rows of this replica's rows of both tables) and ``merged``: with ``relay``, their steps (one
+        :attr:`~embkit.cluster.reconcile.RowDelta.wire` tuple per table) for the client's tables, else None.
         """
+        started = time.perf_counter()
         result = self.train(epoch, round_index, rounds)
         finding = time.perf_counter()
         last = epoch == self.run["epochs"] - 1 and round_index == rounds - 1
         share = 1.0 if last else self.run.get("share", 1.0)     # the run's last round sends what is left
         sent = tuple(changed_rows(t, b, share, s, self.threads)
                      for t, b, s in zip((self.model.W_in, self.model.W_out), self.bases, self.scratch))
-        result.update(self.reconcile((epoch, round_index), sent, share < 1))
+        result["find_seconds"] = time.perf_counter() - finding
+        result.update(self.reconcile((epoch, round_index), sent, share < 1, relay))
         if not last:
             self.refresh_sampler(result["progress"])
-        result["pass_seconds"] = time.perf_counter() - finding - result["wait_seconds"]
+        done = time.perf_counter()
+        result["pass_seconds"] = done - finding - result["wait_seconds"]
+        result["round_seconds"] = done - started
         result["worker"] = worker_name()
         return result
 
@@ -244,12 +190,13 @@ class Replica:
         """Train round ``round_index`` of the ``rounds`` of ``epoch`` on every shard, with nothing exchanged.
 
         Returns a dict with the round's ``loss`` (sum), ``examples``, ``units``, ``raw_units``, ``trained``
-        (units), ``seconds`` (in the kernels) and ``progress`` (the run's fraction done after it).
+        (units), ``seconds`` (in the kernels; ``cpu_seconds``: the CPU time of the worker process meanwhile)
+        and ``progress`` (the run's fraction done after it).
         """
         model, run = self.model, self.run
         total_units = max(1, self.total * run["epochs"])
         done = epoch * self.total + sum(self.bounds(u, round_index, rounds) for u in self.units)
-        clock = time.perf_counter()
+        clock, cpu = time.perf_counter(), _cpu_seconds()
 
         def check(loss, fraction):
             check_finite(loss, epoch, fraction, run["alpha"])
@@ -275,13 +222,15 @@ class Replica:
             self.pipe = open_pipeline(self.trainer, self.pipe.n_threads)
             raise
         return {"loss": loss, "examples": examples, "units": units, "raw_units": raw, "trained": trained,
-                "seconds": time.perf_counter() - clock, "progress": (done + units) / total_units}
+                "seconds": time.perf_counter() - clock, "cpu_seconds": _cpu_seconds() - cpu,
+                "progress": (done + units) / total_units}
 
-    def reconcile(self, key, sent, partial):
+    def reconcile(self, key, sent, partial, relay=True):
         """Exchange the rows of ``sent`` (this replica's delta of each table) with the peers, merge this
-        replica's rows and adopt the merged rows of all; the result's exchange entries."""
+        replica's rows and adopt the merged rows of all; the result's exchange entries (with ``relay``, the
+        merged rows for the client)."""
         if self.replicas == 2:
-            return self._swap(key, sent, partial)
+            return self._swap(key, sent, partial, relay)
         g, n = self.group, self.replicas
         others = [p for p in range(n) if p != g]
         parts = [split(d, n) for d in sent]
@@ -304,12 +253,18 @@ class Replica:
         for t, (table, base) in enumerate(zip((self.model.W_in, self.model.W_out), self.bases)):
             for p in range(n):      # the owners' rows are disjoint: each part adopts the merged rows of one
                 adopt_update(got[p][t], table, base, parts[t][p], partial, g, self.threads)
+        self.reconciled = key
         self._delivered(key, posts)
-        mine = tuple(RowDelta(m.ids, m.values) for m in merged)
-        return {"merged": mine, "bytes_up": up, "bytes_down": down + sum(m.nbytes for m in mine),
-                "wait_seconds": wait}
+        return self._result([RowDelta(m.ids, m.values) for m in merged], relay, up, down, wait)
 
-    def _swap(self, key, sent, partial):
+    @staticmethod
+    def _result(mine, relay, up, down, wait):
+        """The exchange entries of a round's result: ``mine`` are the merged rows this replica reports."""
+        sent = sum(m.nbytes for m in mine) if relay else 0
+        return {"merged": tuple(m.wire for m in mine) if relay else None, "rows": sum(len(m) for m in mine),
+                "bytes_up": up, "bytes_down": down + sent, "wait_seconds": wait}
+
+    def _swap(self, key, sent, partial, relay=True):
         """:meth:`reconcile` of two replicas: each sends the other its whole delta and merges every row itself,
         in group order as the owner of each row would (the same steps, bit for bit): one message each way
         where the owners take two (a part, then the merged rows), for about the same bytes."""
@@ -323,26 +278,30 @@ class Replica:
         mine = []
         for t, (table, base) in enumerate(zip((self.model.W_in, self.model.W_out), self.bases)):
             merged = merge(table.shape[0], [deltas[0][t], deltas[1][t]], self.run["mode"], None, None, 2,
-                           self.threads)
+                           self.threads, self.merge_scratch[t])
             adopt_update(merged, table, base, sent[t], partial, g, self.threads)
             half = slice(0, len(merged) // 2) if g == 0 else slice(len(merged) // 2, None)
             mine.append(RowDelta(merged.ids[half], merged.values[half]))   # the client takes half from each
+        self.reconciled = key
         self._delivered(key, [post])
-        return {"merged": tuple(mine), "bytes_up": sum(d.nbytes for d in sent),
-                "bytes_down": sum(m.nbytes for m in mine), "wait_seconds": wait}
+        return self._result(mine, relay, sum(d.nbytes for d in sent), 0, wait)
 
     def _merge(self, t, deltas):
         """The merged steps of this replica's rows of table ``t`` from every replica's part (in group order;
         a row's ``owner`` is the group of the only replica that sent it)."""
         g, n = self.group, self.replicas
+        if n == 1:      # every row is its own: no renumbering
+            return merge(self.bases[t].shape[0], deltas, self.run["mode"], None, self.momentum[t], 1, self.threads,
+                         self.merge_scratch[t])
         rows = owned_rows(self.bases[t].shape[0], n, g)
         local = [local_rows(d, n) for d in deltas]
-        return table_rows(merge(rows, local, self.run["mode"], None, self.momentum[t], n, self.threads), n, g)
+        return table_rows(merge(rows, local, self.run["mode"], None, self.momentum[t], n, self.threads,
+                                self.merge_scratch[t]), n, g)
 
     def _post(self, peer, key, payload):
         """Send ``payload`` to the mailbox of replica ``peer`` (the call's future)."""
         try:
-            return self.peers[peer].post(key, self.group, payload)
+            return self.peers[peer].post(key, self.group, tuple(d.wire for d in payload))
         except Exception as exc:    # its worker is gone (the client replaces the replicas)
             raise RoundAborted("cannot reach the replica of group %d: %s" % (peer, exc)) from None
 
@@ -364,6 +323,12 @@ class Replica:
         for shard in self.shards:
             getattr(shard, "close", lambda: None)()
         self.pipe.abort()
+
+
+def _cpu_seconds():
+    """CPU seconds (user and system, all threads) of this process."""
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return use.ru_utime + use.ru_stime
 
 
 def open_replica(data, shards, run, group=0):

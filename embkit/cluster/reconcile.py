@@ -77,6 +77,17 @@ class RowDelta:
         return RowDelta(self.ids[keep], self.values[keep])
 
     @property
+    def wire(self):
+        """The arrays as a plain tuple ``(ids, values, owner)``: what travels between processes (Dask sends a
+        tuple of arrays without copying them through pickle, which an object of this class would cost)."""
+        return self.ids, self.values, self.owner
+
+    @classmethod
+    def from_wire(cls, wire):
+        """The :class:`RowDelta` of a :attr:`wire` tuple."""
+        return cls(*wire)
+
+    @property
     def nbytes(self):
         """Bytes on the wire (ids and values)."""
         return int(self.ids.nbytes + self.values.nbytes)
@@ -120,7 +131,22 @@ def changed_rows(table, base, share=1.0, scratch=None, threads=1):
     return _compact(values, ids, _kernel.changed_rows(table, base, values, ids, only, threads))
 
 
-def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas=None, threads=1):
+def _buffer(scratch, name, shape, dtype, zero=False):
+    """An array of ``shape`` kept in ``scratch`` (a dict) from one call to the next, grown when too small: in a
+    Dask worker (whose allocator returns freed memory to the system at once) a fresh table-sized array
+    costs a page fault per page every round.  Zeroed with ``zero``."""
+    if scratch is None:
+        return (np.zeros if zero else np.empty)(shape, dtype=dtype)
+    held = scratch.get(name)
+    if held is None or held.shape[0] < shape[0] or held.shape[1:] != shape[1:] or held.dtype != dtype:
+        held = scratch[name] = np.empty((shape[0] + shape[0] // 4,) + tuple(shape[1:]), dtype=dtype)
+    out = held[:shape[0]]
+    if zero:
+        out.fill(0)
+    return out
+
+
+def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas=None, threads=1, scratch=None):
     """One step per row that any replica changed (with ``"momentum"``: per row that moves).
 
     Parameters
@@ -140,6 +166,9 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
         With ``"momentum"``: the number of replicas ``n`` of the run (the momentum is ``1 - 2/n``).
     threads : int
         OpenMP threads of the merge of the deltas' rows (the result is the same for any number).
+    scratch : dict, optional
+        Kept by the caller for one table: the buffers are reused from one call to the next, and the result
+        views them (valid until the next call with the same ``scratch``).
 
     Returns
     -------
@@ -163,9 +192,9 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
             return RowDelta(deltas[0].ids, deltas[0].values, np.full(len(deltas[0]), index[0], np.int32))
         dim = deltas[0].values.shape[1]
         room = sum(len(d) for d in deltas)
-        values = np.empty((room, dim), dtype=np.uint16)
-        ids = np.empty(room, dtype=np.int32)
-        owner = np.empty(room, dtype=np.int32)
+        values = _buffer(scratch, "values", (room, dim), np.uint16)
+        ids = _buffer(scratch, "ids", (room,), np.int32)
+        owner = _buffer(scratch, "owner", (room,), np.int32)
         count = _kernel.merge_rows([np.ascontiguousarray(d.ids, dtype=np.int32) for d in deltas],
                                    [_bits(d.values) for d in deltas], n_rows, mode == "average", values, ids, table,
                                    owner, threads)
@@ -173,12 +202,12 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
         owner[:count][only] = np.asarray(index, np.int32)[owner[:count][only]]
         return _compact(values, ids, count, owner)
     dim = momentum.shape[1]
-    total = np.zeros((n_rows, dim), dtype=np.float32)
-    seen = np.zeros(n_rows, dtype=np.int32)
+    total = _buffer(scratch, "total", (n_rows, dim), np.float32, zero=True)
+    seen = _buffer(scratch, "seen", (n_rows,), np.int32, zero=True)
     for d in deltas:
         _kernel.accumulate(total, seen, np.ascontiguousarray(d.ids, dtype=np.int32), _bits(d.values))
-    values = np.empty((n_rows, dim), dtype=np.uint16)
-    ids = np.empty(n_rows, dtype=np.int32)
+    values = _buffer(scratch, "values", (n_rows, dim), np.uint16)
+    ids = _buffer(scratch, "ids", (n_rows,), np.int32)
     count = _kernel.momentum_step(total, rate / replicas, 1.0 - rate / replicas, momentum, values, ids, table)
     return _compact(values, ids, count)
 

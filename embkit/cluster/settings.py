@@ -1,0 +1,81 @@
+"""The settings of a cluster run: the model parameters, their defaults and checks, the client's workers, and
+how many rounds an epoch has."""
+from embkit.cluster.reconcile import DEFAULT_MODE, MODES
+from embkit.core.checks import POSITIVE_INT, check_param
+
+__all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "LONE_ROUND_UNITS", "LONE_UNITS_PER_ROW", "RECONCILE",
+           "EXCHANGE_SHARE", "WORKER_WAIT", "distributed_module", "check_cluster_params", "check_client",
+           "rounds_per_epoch"]
+
+#: model parameters of cluster training (runtime settings: not saved with a model)
+CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile", "exchange_share"})
+#: ``syncs_per_epoch`` of a model that does not choose: None, rounds of about :data:`ROUND_UNITS` units
+SYNCS_PER_EPOCH = None
+#: units (words, pairs) a replica trains per round when ``syncs_per_epoch`` is None: about the longest rounds
+#: that keep one process's quality (longer rounds let the replicas drift apart; CLUSTER.md)
+ROUND_UNITS = 75_000
+#: units a lone replica trains per round when ``syncs_per_epoch`` is None: with no other replica to drift
+#: from, its rounds only set how often the client receives the tables (what a lost worker or a checkpoint
+#: falls back to), so they are long enough that a round's fixed costs (finding the changed rows, the call,
+#: the client's copy) stay a few percent of its training
+LONE_ROUND_UNITS = 1 << 20
+#: and at least this many units per row of its tables: a lone replica sends the client the rows it changed
+#: every round, so that a large vocabulary does not make those transfers a large part of a round
+LONE_UNITS_PER_ROW = 16
+#: the merge of a model that does not choose
+RECONCILE = DEFAULT_MODE
+#: ``exchange_share`` of a model that does not choose: every changed row goes to every reconciliation
+EXCHANGE_SHARE = 1.0
+#: seconds a run waits for a first worker before it calls the cluster empty
+WORKER_WAIT = 10.0
+
+
+def distributed_module():
+    """``dask.distributed``, or an ImportError saying how to install it."""
+    try:
+        import distributed
+    except ImportError:
+        raise ImportError("training on a cluster (client=) needs dask.distributed: pip install 'embkit[cluster]'") \
+            from None
+    return distributed
+
+
+def check_cluster_params(model):
+    """ValueError naming a bad ``syncs_per_epoch`` / ``reconcile`` / ``exchange_share``; TypeError for a
+    ``client`` that is not a ``dask.distributed.Client``."""
+    if model.syncs_per_epoch is not None:
+        check_param("syncs_per_epoch", model.syncs_per_epoch, *POSITIVE_INT)
+    if model.reconcile not in MODES:
+        raise ValueError("reconcile must be one of %s, got %r" % (", ".join(MODES), model.reconcile))
+    check_param("exchange_share", model.exchange_share, lambda v: 0 < v <= 1, "a number in (0, 1]")
+    if model.client is not None:
+        distributed = distributed_module()
+        if not isinstance(model.client, distributed.Client):
+            raise TypeError("client must be a dask.distributed.Client, got %r" % (model.client,))
+
+
+def check_client(client, wait=None):
+    """The client's workers as ``{address: threads}``; ValueError when it has none after ``wait`` seconds
+    (:data:`WORKER_WAIT` when None)."""
+    wait = WORKER_WAIT if wait is None else wait
+    workers = client.nthreads()
+    if not workers:
+        try:
+            client.wait_for_workers(1, timeout=wait)
+        except Exception:   # dask raises its own TimeoutError (asyncio's or distributed's by version)
+            raise ValueError("the Dask cluster of %r has no workers (waited %gs): start some with `dask worker %s` "
+                             "or scale the cluster up" % (client, wait, client.scheduler.address)) from None
+        workers = client.nthreads()
+    return dict(workers)
+
+
+def rounds_per_epoch(syncs_per_epoch, units, rows=0):
+    """Rounds of an epoch: ``syncs_per_epoch``, or when it is None enough for the largest replica (``units``
+    per epoch of each) to train about :data:`ROUND_UNITS` per round; when there is one replica, about
+    :data:`LONE_ROUND_UNITS`, or :data:`LONE_UNITS_PER_ROW` per row of its tables (``rows``, both tables)
+    if that is more."""
+    if syncs_per_epoch is not None:
+        return int(syncs_per_epoch)
+    units = list(units)
+    size = ROUND_UNITS if len(units) > 1 else max(LONE_ROUND_UNITS, LONE_UNITS_PER_ROW * int(rows))
+    return max(1, int(round(max(units, default=0) / size)))

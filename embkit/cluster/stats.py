@@ -1,0 +1,63 @@
+"""What a cluster run exchanged and how long its parts took."""
+
+__all__ = ["ClusterStats"]
+
+
+class ClusterStats:
+    """What a cluster run exchanged and how long it took.
+
+    Attributes
+    ----------
+    replicas : int
+    rounds : int
+        Reconciliations done.
+    bytes_up, bytes_down : int
+        Bytes of changed rows the replicas sent to the owners of those rows, and of merged rows the
+        owners sent to the other replicas and to the client, over the run.
+    rows_changed : list of int
+        Rows (both tables) changed per reconciliation.
+    round_seconds, apply_seconds : float
+        Wall time of the rounds (training and reconciling) and of the client adding the merged rows to
+        its tables, or fetching them.
+    fetches : int
+        Times the client fetched the reconciled tables from a replica (instead of receiving every round's
+        merged rows).
+    train_seconds : float
+        Time the slowest replica of each round spent in the kernels, summed over rounds (the rest of
+        ``round_seconds`` is reconciling and the calls).
+    train_cpu_seconds : float
+        CPU time of the worker processes while their replicas trained, summed over replicas and rounds.
+    pass_seconds, find_seconds, wait_seconds : float
+        Time the slowest replica of each round spent finding, merging and adopting rows (of which finding the
+        changed rows: ``find_seconds``), and waiting for the other replicas' rows (their lateness and the
+        transfer), summed over rounds.
+    call_seconds : float
+        Wall time of the rounds outside the slowest replica's call: the calls there and back, and the results'
+        transfer to the client.
+    reopened : list of str
+        One entry per replica opened again after its worker was lost.
+    """
+
+    def __init__(self, replicas):
+        self.replicas = replicas
+        self.rounds = self.fetches = 0
+        self.bytes_up = self.bytes_down = 0
+        self.rows_changed = []
+        self.round_seconds = self.apply_seconds = self.train_seconds = self.pass_seconds = 0.0
+        self.wait_seconds = self.find_seconds = self.call_seconds = self.train_cpu_seconds = 0.0
+        self.reopened = []
+
+    @property
+    def bytes_per_round(self):
+        """Mean bytes (up and down) of one reconciliation."""
+        return (self.bytes_up + self.bytes_down) / max(1, self.rounds)
+
+    def to_dict(self):
+        return {"replicas": self.replicas, "rounds": self.rounds, "fetches": self.fetches, "bytes_up": self.bytes_up,
+                "bytes_down": self.bytes_down, "bytes_per_round": self.bytes_per_round,
+                "rows_changed": list(self.rows_changed), "round_seconds": self.round_seconds,
+                "apply_seconds": self.apply_seconds, "train_seconds": self.train_seconds,
+                "train_cpu_seconds": self.train_cpu_seconds,
+                "pass_seconds": self.pass_seconds, "find_seconds": self.find_seconds,
+                "wait_seconds": self.wait_seconds, "call_seconds": self.call_seconds,
+                "reopened": list(self.reopened)}
