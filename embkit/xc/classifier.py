@@ -382,7 +382,9 @@ class ExtremeClassifier(EmbeddingModel):
         """Train on features ``X`` (n x F, sparse) and labels ``Y`` (n x L, sparse binary), or an XCData.
 
         Rows without labels are skipped and counted (``n_skipped``).  ``on_epoch(epoch, report)`` is
-        called after every epoch (e.g. to evaluate); returning True stops training.
+        called after every epoch (e.g. to evaluate); returning True stops training.  With ``heads``, the
+        blend is chosen and its heads fitted after training (see ``heads``; ``on_epoch`` and the callbacks
+        see the model's own training only).
 
         Returns
         -------

@@ -1,8 +1,11 @@
-"""Peers of the extreme-classification benchmarks: napkinXC (PLT, OVR) and fastText's supervised classifier.
+"""Peers of the extreme-classification benchmarks: napkinXC (PLT, OVR), omikuji (Parabel, Bonsai), PECOS
+XR-Linear and fastText's supervised classifier.
 
 napkinXC (:func:`run_napkinxc`) trains in this process on the same sparse matrices as embkit (features as
 read, labels as lists), with the model's documented defaults and ``threads``; training and prediction of the
-whole test set are timed (wall clock).
+whole test set are timed (wall clock).  omikuji (:func:`run_omikuji`) reads its training set from a file
+written beforehand (not timed) and predicts row by row through its Python API; PECOS XR-Linear
+(:func:`run_pecos`) runs in a child process whose interpreter may be that of an environment of its own.
 
 Every point becomes one fastText training line: its labels as ``__label__<id>`` and its features as
 tokens ``f<id>`` (once each for binary features; with ``--weighting repeat`` a feature of value ``v``
