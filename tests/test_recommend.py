@@ -112,6 +112,19 @@ def test_evaluate_and_validation_take_held_out_ids(trained):
     assert again.best_epoch is not None and {"hit10", "ndcg10", "mpr"} <= set(again.history[0])
 
 
+def test_a_checkpointed_leave_one_out_run_resumes(trained, tmp_path):
+    # the run arguments a checkpoint keeps (metric "hit10" of leave-one-out validation) must pass resume's checks
+    _, ids = trained
+    index = np.array(ids)
+    held = HeldOut(np.arange(2), np.array([1, 7]), [0, 1, 2], np.array([2, 8]), index, "validation")
+    params = dict(vector_size=8, epochs=2, workers=1, seed=4, progress=False)
+    whole = ItemEmbedding(**params).fit(_counts(ids), validation=held, metric="hit10")
+    ItemEmbedding(checkpoint_dir=str(tmp_path), checkpoint_every="1 pairs", **params).fit(
+        _counts(ids), validation=held, metric="hit10")
+    resumed = ItemEmbedding.resume(str(tmp_path), _counts(ids), validation=held)
+    np.testing.assert_array_equal(resumed.W_in, whole.W_in)
+
+
 # ----------------------------------------------------------------------------- histories
 
 def test_history_items_never_come_back_unless_asked(trained):

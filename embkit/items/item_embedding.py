@@ -185,8 +185,8 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
     RESUMABLE_CHANGES = EmbeddingModel.RESUMABLE_CHANGES | ClusterTraining.CLUSTER_PARAMS
     #: the cluster client
     TRANSIENT = EmbeddingModel.TRANSIENT | {"client"}
-    RUN_ARG_FIELDS = {"metric": ((lambda v: v in VALIDATION_METRICS, "one of " + ", ".join(VALIDATION_METRICS), str),
-                                 False),
+    RUN_ARG_FIELDS = {"metric": ((lambda v: v in VALIDATION_METRICS + NEXT_ITEM_METRICS,
+                                  "one of " + ", ".join(VALIDATION_METRICS + NEXT_ITEM_METRICS), str), False),
                       "patience": (optional(POSITIVE_INT), False), "n_negatives": (POSITIVE_INT, False)}
 
     def __init__(self, vector_size=100, loss="sampled_softmax", sampler=None, negative=5, alpha=0.025,
