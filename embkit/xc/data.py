@@ -30,6 +30,7 @@ Examples
 ((4880, 1836), (4880, 159), 0)
 >>> write_xc("copy.txt", data)                                    # doctest: +SKIP
 """
+import contextlib
 import os
 import re
 from dataclasses import dataclass
@@ -204,15 +205,21 @@ def read_sparse_matrix(path, *, what="feature", block_bytes=BLOCK_BYTES):
         raise ValueError(str(exc).replace("feature", what)) from None
 
 
-def _read_sparse_matrix(path, block_bytes):
-    source = os.fspath(path)
+@contextlib.contextmanager
+def _data_file(source):
+    """``(file, first line)`` of the data file ``source`` (local, compressed or remote), the first line without
+    a byte order mark; FileNotFoundError naming a missing local file, read errors naming the file."""
     if "://" not in source and not os.path.exists(source):
         raise FileNotFoundError("data file %r does not exist" % source)
     from smart_open import open as sopen
     with reading(source, "data file"), sopen(source, "rb") as fh:
         first = fh.readline()
-        if first.startswith(b"\xef\xbb\xbf"):
-            first = first[3:]
+        yield fh, first[3:] if first.startswith(b"\xef\xbb\xbf") else first
+
+
+def _read_sparse_matrix(path, block_bytes):
+    source = os.fspath(path)
+    with _data_file(source) as (fh, first):
         m = _MATRIX_HEADER.fullmatch(first)
         if not m:
             raise ValueError("%s, line 1: expected a header 'rows columns', got %r"
@@ -253,15 +260,10 @@ def read_features(path):
     (scipy.sparse.csr_matrix, int)
         The features (float32) and the 1-based line of row 0 (2 after a header).
     """
-    from smart_open import open as sopen
     source = os.fspath(path)
-    if "://" not in source and not os.path.exists(source):
-        raise FileNotFoundError("data file %r does not exist" % source)
-    with reading(source, "data file"), sopen(source, "rb") as fh:
-        first = fh.readline()
-    if first.startswith(b"\xef\xbb\xbf"):
-        first = first[3:]
-    if _MATRIX_HEADER.fullmatch(first):
+    with _data_file(source) as (_, first):
+        matrix = _MATRIX_HEADER.fullmatch(first) is not None
+    if matrix:
         return read_sparse_matrix(source), 2
     data = read_xc(source)
     return data.X, 2 if data.header is not None else 1
