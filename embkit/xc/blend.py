@@ -116,10 +116,9 @@ def choose_weights(scores, Y, steps=10, ks=(1, 3, 5), per_matrix=None):
         for V, w in zip(values, weights):
             if w:
                 blended += np.float32(w) * V
-        top = np.argpartition(-blended, k - 1, axis=1)[:, :k] if blended.shape[1] > k else \
-            np.tile(np.arange(blended.shape[1]), (len(blended), 1))
-        top = np.take_along_axis(top, np.argsort(-blended[rows, top], axis=1, kind="stable"), axis=1)
-        found = hits[rows, top] & np.isfinite(blended[rows, top])
+        top, _ = top_k_rows(blended, k)         # one thread: the grid's loop is the outer one
+        kept = np.maximum(top, 0)                 # -1 pads a row of fewer candidates than k
+        found = (top >= 0) & hits[rows, kept] & np.isfinite(blended[rows, kept])
         value = float(sum(found[:, :j].sum() / (j * n) for j in ks))
         if value > best_value + 1e-12:
             best, best_value = weights, value
