@@ -183,3 +183,20 @@ def test_napkinxc_peer_scores_a_planted_set(planted, tmp_path):
     rows = run_xc_peers(train, test, tmp_path, "--loss", "plt,ovr", "--threads", "2")
     for model in ("plt", "ovr"):
         assert float(rows[model]["P@1"]) >= 80 and float(rows[model]["predict s"]) >= 0
+
+
+def test_any_thread_count_trains_the_same_model(planted, monkeypatch):
+    # blocks of 16 labels: the 60 labels make four label tasks a step, and two members train side by side
+    monkeypatch.setattr(one_vs_all, "LABEL_BLOCK", 16)
+    train, test = planted
+    kw = dict(vector_size=16, ensemble=2, epochs=2, seed=3, heads=(), progress=False)
+    one = ExtremeClassifier(workers=1, **kw).fit(train)
+    for workers in (2, 3):
+        more = ExtremeClassifier(workers=workers, **kw).fit(train)
+        np.testing.assert_array_equal(more.feature_vectors, one.feature_vectors)
+        np.testing.assert_array_equal(more.label_vectors, one.label_vectors)
+        np.testing.assert_array_equal(more.label_biases, one.label_biases)
+    # and the blocks are a split of the same step: one block of every label trains a model as good
+    monkeypatch.setattr(one_vs_all, "LABEL_BLOCK", 1000)
+    whole = ExtremeClassifier(workers=2, **kw).fit(train)
+    np.testing.assert_allclose(whole.label_vectors, one.label_vectors, rtol=1e-3, atol=1e-5)

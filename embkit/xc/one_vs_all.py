@@ -13,9 +13,17 @@ An ensemble of ``members`` independent models shares the tables: member ``m`` ow
 its own initialisation and visits every chunk in its own order.  Its probabilities are averaged at
 prediction (:func:`member_scores`).
 
+Threads: the members train side by side (they share no parameter), and a step's label work (the scores,
+gradients and Adam steps of the label rows and biases) is cut into blocks of :data:`LABEL_BLOCK` labels that
+run on the chunk's threads while NumPy's products and ufuncs release the GIL.  The blocks do not depend on
+the thread count and their input gradients are summed in block order, so any number of threads trains the
+same model.
+
 :class:`OneVsAll` is the solver :class:`~embkit.xc.classifier.ExtremeClassifier` asks, :class:`Logistic`
 its loss and :class:`OneVsAllBatches` its trainer.
 """
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -24,7 +32,11 @@ from embkit.core.checks import POSITIVE_INT, check_param
 from embkit.xc.heads import DEFAULT_HEADS
 from embkit.xc.solver import Solver
 
-__all__ = ["OneVsAll", "Logistic", "OneVsAllBatches", "member_scores", "initial_bias", "OPTIMIZER_ARRAYS"]
+__all__ = ["OneVsAll", "Logistic", "OneVsAllBatches", "member_scores", "initial_bias", "OPTIMIZER_ARRAYS",
+           "LABEL_BLOCK"]
+
+#: labels whose scores, gradients and Adam steps a step computes as one task of its threads
+LABEL_BLOCK = 128
 
 _BETA1, _BETA2, _EPS = 0.9, 0.999, 1e-8
 
@@ -125,21 +137,40 @@ class OneVsAllBatches:
         """Nothing to refresh: every label is a negative."""
 
     def train_chunk(self, order, examples_before, chunk_seed, n_threads):
-        """Train the rows ``order``; returns ``(loss_sum, label_steps, examples)``."""
-        loss = 0.0
-        d = self.W_in.shape[1] // self.members
-        for m in range(self.members):
-            rng = np.random.default_rng([self.seed, m, chunk_seed])
-            mine = order if self.members == 1 else rng.permutation(order)
-            for start in range(0, len(mine), self.batch_size):
-                idx = mine[start:start + self.batch_size]
-                position = examples_before + start + len(idx) / 2.0
-                lr = max(self.alpha - (self.alpha - self.min_alpha) * position / max(self.total, 1.0),
-                         self.min_alpha)
-                loss += self._step(idx, slice(m * d, (m + 1) * d), m, lr)
-        return loss / self.members, int(np.diff(self.Y.indptr)[order].sum()), len(order)
+        """Train the rows ``order`` on ``n_threads`` threads; returns ``(loss_sum, label_steps, examples)``."""
+        threads = max(1, int(n_threads))
+        n_labels = len(self.W_out)
+        blocks = [slice(lo, min(lo + LABEL_BLOCK, n_labels)) for lo in range(0, n_labels, LABEL_BLOCK)]
+        label_pool = ThreadPoolExecutor(threads) if threads > 1 and len(blocks) > 1 else None
+        try:
+            def member(m):
+                return self._train_member(m, order, examples_before, chunk_seed, blocks, label_pool)
 
-    def _step(self, idx, cols, m, lr):
+            if threads > 1 and self.members > 1:
+                with ThreadPoolExecutor(min(self.members, threads)) as pool:
+                    losses = list(pool.map(member, range(self.members)))
+            else:
+                losses = [member(m) for m in range(self.members)]
+        finally:
+            if label_pool is not None:
+                label_pool.shutdown()
+        return sum(losses) / self.members, int(np.diff(self.Y.indptr)[order].sum()), len(order)
+
+    def _train_member(self, m, order, examples_before, chunk_seed, blocks, label_pool):
+        """Member ``m``'s steps over the rows ``order`` (in its own permutation); returns its loss sum."""
+        d = self.W_in.shape[1] // self.members
+        cols = slice(m * d, (m + 1) * d)
+        rng = np.random.default_rng([self.seed, m, chunk_seed])
+        mine = order if self.members == 1 else rng.permutation(order)
+        loss = 0.0
+        for start in range(0, len(mine), self.batch_size):
+            idx = mine[start:start + self.batch_size]
+            position = examples_before + start + len(idx) / 2.0
+            lr = max(self.alpha - (self.alpha - self.min_alpha) * position / max(self.total, 1.0), self.min_alpha)
+            loss += self._step(idx, cols, m, lr, blocks, label_pool)
+        return loss
+
+    def _step(self, idx, cols, m, lr, blocks, label_pool):
         Xb = self.X[idx]
         Yb = self.Y[idx].toarray()
         # the feature rows the batch uses, and the batch with its columns renumbered to them
@@ -149,32 +180,48 @@ class OneVsAllBatches:
         where = np.cumsum(mask) - 1
         Xc = sp.csr_matrix((Xb.data, where[Xb.indices], Xb.indptr), shape=(len(idx), len(used)))
         w_in = self.W_in[used, cols]
-        W_out = self.W_out[:, cols]
         H = np.asarray(Xc @ w_in, dtype=np.float32)
         if self.normalize:
             U, norms = _unit(H)
             H = U / self.tau
-        S = H @ W_out.T
-        S += self.bias[m]
-        loss, G = self.loss.gradient(S, Yb)
-        G /= np.float32(len(idx))
-        dH = G @ W_out
+        st = self.state
+        st["adam_step"][m] += 1
+        t = float(st["adam_step"][m])
+        step = lr * np.sqrt(1.0 - _BETA2 ** t) / (1.0 - _BETA1 ** t)
+
+        def labels(block):
+            return self._label_step(block, H, Yb, cols, m, step)
+
+        parts = list(label_pool.map(labels, blocks)) if label_pool is not None else [labels(b) for b in blocks]
+        loss, dH = parts[0]
+        for part_loss, part_dH in parts[1:]:      # in block order: the same sum on any number of threads
+            loss += part_loss
+            dH += part_dH
         if self.normalize:
             dH /= self.tau
             dH -= U * np.einsum("ij,ij->i", U, dH)[:, None]
             dH /= norms
         g_in = np.asarray(Xc.T @ dH, dtype=np.float32)
-        st = self.state
-        st["adam_step"][m] += 1
-        t = float(st["adam_step"][m])
-        step = lr * np.sqrt(1.0 - _BETA2 ** t) / (1.0 - _BETA1 ** t)
-        _adam(W_out, G.T @ H, st["adam_m_out"][:, cols], st["adam_v_out"][:, cols], step)
-        if self.learn_bias:
-            _adam(self.bias[m], G.sum(axis=0), st["adam_m_bias"][m], st["adam_v_bias"][m], step)
         mo, ve = st["adam_m_in"][used, cols], st["adam_v_in"][used, cols]
         _adam(w_in, g_in, mo, ve, step)
         self.W_in[used, cols], st["adam_m_in"][used, cols], st["adam_v_in"][used, cols] = w_in, mo, ve
         return loss
+
+    def _label_step(self, block, H, Yb, cols, m, step):
+        """The labels ``block``'s part of a step: their scores and loss, Adam steps of their rows and biases;
+        returns ``(loss, dL/dH)`` of those labels (computed with the rows before the step)."""
+        W_out = self.W_out[block, cols]
+        S = H @ W_out.T
+        S += self.bias[m, block]
+        loss, G = self.loss.gradient(S, Yb[:, block])
+        G /= np.float32(len(H))
+        dH = G @ W_out
+        st = self.state
+        _adam(W_out, G.T @ H, st["adam_m_out"][block, cols], st["adam_v_out"][block, cols], step)
+        if self.learn_bias:
+            _adam(self.bias[m, block], G.sum(axis=0), st["adam_m_bias"][m, block], st["adam_v_bias"][m, block],
+                  step)
+        return loss, dH
 
 
 def _adam(param, grad, m, v, step):
@@ -208,8 +255,8 @@ class OneVsAll(Solver):
     default_heads = DEFAULT_HEADS
     DEFAULTS = {"vector_size": 256, "alpha": 0.01, "epochs": 10, "normalize": False, "tau": 1.0, "batch_size": 256,
                 "feature_weighting": "tfidf", "normalize_rows": True, "ensemble": 2, "normalize_classes": False}
-    #: members train on the worker threads, each with a single-threaded BLAS (the products are small:
-    #: threaded BLAS on them costs more than it gives, and much more on a busy machine)
+    #: the trainer's threads run the members and the label blocks, each with a single-threaded BLAS (the
+    #: products are small: threaded BLAS on them costs more than it gives, and much more on a busy machine)
     blas_threads = 1
 
     def loss_class(self, loss):
@@ -258,10 +305,6 @@ class OneVsAll(Solver):
         if all(name in arrays for name in OPTIMIZER_ARRAYS):
             return {name: np.array(arrays[name]) for name in OPTIMIZER_ARRAYS}
         return None
-
-    def min_chunk_per_thread(self, model, n_rows):
-        # a single member trains each chunk on one thread
-        return n_rows + 1 if model.ensemble == 1 else None
 
     def trainer(self, model, X, Y, loss, sampler, alpha, min_alpha, total):
         return OneVsAllBatches(loss, X, Y, model.W_in, model.W_out, model.label_biases, model._optimizer,
