@@ -1,7 +1,7 @@
 """A file corpus read in blocks and split into words on worker threads, handed back in corpus order.
 
-One thread reads and decodes the text (:meth:`embkit.text.corpus.TextCorpus.iter_blocks`), ``workers - 1``
-threads split the blocks into words without the GIL (:func:`embkit._kernels.words.tokenize`), and the
+One thread reads and decodes the text (:meth:`embkit.text.corpus.TextCorpus.iter_blocks`), ``workers -
+SPARED_THREADS`` threads (at least one) split the blocks into words without the GIL (:func:`embkit._kernels.words.tokenize`), and the
 caller takes the blocks in order (with one worker, all of it happens in the calling thread), so what it builds from them (counts, first-seen ids, chunks) is the same
 for any number of threads.  At most a few blocks per thread are held at once, so memory stays bounded
 whatever the corpus size; an error while reading (naming the file and line) or splitting is raised in the
@@ -18,6 +18,8 @@ __all__ = ["splits_in_blocks", "tokenized_blocks", "ordered_map", "count_blocks"
 
 #: blocks a thread may have read or split ahead of the caller
 BLOCKS_AHEAD = 2
+#: threads of ``workers`` left to the reader and the caller who merges the blocks; the others split words
+SPARED_THREADS = 1
 
 
 def splits_in_blocks(corpus):
@@ -59,8 +61,7 @@ def tokenized_blocks(corpus, workers=1, block_chars=BLOCK_CHARS, table=None):
     if workers <= 1:
         yield from map(split, corpus.iter_blocks(block_chars))
         return
-    # the reader and the caller (who merges the blocks) keep a thread busy between them
-    splitters = workers - 1
+    splitters = max(1, workers - SPARED_THREADS)
     blocks = prefetch(corpus.iter_blocks(block_chars), depth=BLOCKS_AHEAD * splitters)
     try:
         yield from ordered_map(split, blocks, splitters)

@@ -4,50 +4,82 @@ For small speedups on a machine whose speed drifts (a VM, two pinned cores of a 
 thread count says little: this runs ``build_vocab`` then ``train`` of skip-gram (dim 100, window 5, 5
 negatives, sample 1e-3, 2 epochs) at every thread count in turn, ``--repeats`` times, one JSON line per run,
 then the medians and the speedups against the first thread count.  Pin it to cores with ``taskset`` to ask
-how it scales on that many cores.  Nothing is asserted: timings depend on the machine.
+how it scales on that many cores.  ``--variant NAME:@module.NAME=value`` adds runs with a module constant
+changed (``eval.bench.scaling``'s syntax; only ``@`` keys), interleaved with the others.  Nothing is asserted:
+timings depend on the machine.
 
 Usage::
 
-    taskset -c 0,1 python -m eval.bench.repeats --corpus gcide.txt --threads 1 2 --repeats 5
+    taskset -c 0,1 python -m eval.bench.repeats --corpus gcide.txt --threads 1 2 --repeats 5 \
+        --variant split_all:@embkit.text.blocks.SPARED_THREADS=0
 """
 import argparse
+import contextlib
+import importlib
 import json
 import statistics
 import sys
 import time
 
 from embkit import Word2Vec
+from eval.bench.scaling import parse_variant
 from eval.paths import shared_data
 
 
-def run(corpus, threads, repeats, epochs, out=sys.stdout):
-    """``{threads: [(vocab_s, train_s), ...]}`` of the interleaved runs; a JSON line per run to ``out``."""
-    times = {t: [] for t in threads}
+@contextlib.contextmanager
+def module_constants(constants):
+    """Set ``{"package.module.NAME": value}`` for the block, then restore them."""
+    saved = []
+    try:
+        for dotted, value in constants.items():
+            if "." not in dotted:
+                raise SystemExit("--variant: %r is not a module constant (@package.module.NAME=value)" % dotted)
+            module, name = dotted.rsplit(".", 1)
+            module = importlib.import_module(module)
+            if not hasattr(module, name):
+                raise SystemExit("--variant: %s has no constant %s" % (module.__name__, name))
+            saved.append((module, name, getattr(module, name)))
+            setattr(module, name, value)
+        yield
+    finally:
+        for module, name, value in reversed(saved):
+            setattr(module, name, value)
+
+
+def run(corpus, threads, repeats, epochs, variants=(), out=sys.stdout):
+    """``{(variant, threads): [(vocab_s, train_s), ...]}`` of the interleaved runs (the variant ``""`` is the
+    code as it is; ``variants`` are ``(name, constants)``); a JSON line per run to ``out``."""
+    times = {}
     for rep in range(repeats):
-        for t in threads:
-            model = Word2Vec(vector_size=100, window=5, negative=5, sample=1e-3, sg=1, workers=t, epochs=epochs)
-            start = time.perf_counter()
-            model.build_vocab(corpus_file=corpus)
-            vocab = time.perf_counter() - start
-            start = time.perf_counter()
-            model.train()
-            train = time.perf_counter() - start
-            times[t].append((vocab, train))
-            print(json.dumps({"repeat": rep, "threads": t, "vocab_s": round(vocab, 4), "train_s": round(train, 4)}),
-                  file=out, flush=True)
+        for name, constants in [("", {})] + list(variants):
+            for t in threads:
+                with module_constants(constants):
+                    model = Word2Vec(vector_size=100, window=5, negative=5, sample=1e-3, sg=1, workers=t,
+                                     epochs=epochs)
+                    start = time.perf_counter()
+                    model.build_vocab(corpus_file=corpus)
+                    vocab = time.perf_counter() - start
+                    start = time.perf_counter()
+                    model.train()
+                    train = time.perf_counter() - start
+                times.setdefault((name, t), []).append((vocab, train))
+                print(json.dumps({"repeat": rep, "variant": name, "threads": t, "vocab_s": round(vocab, 4),
+                                  "train_s": round(train, 4)}), file=out, flush=True)
     return times
 
 
 def summary(times):
-    """Markdown lines: the median seconds at every thread count and the speedup against the first."""
-    first = min(times)
-    base_v = statistics.median(v for v, _ in times[first])
-    base_t = statistics.median(t for _, t in times[first])
-    lines = ["| threads | build_vocab s (median) | speedup | training s (median) | speedup |", "|---:|---:|---:|---:|---:|"]
-    for t, runs in sorted(times.items()):
+    """Markdown lines: the median seconds of every variant and thread count, and the speedup against the
+    code as it is at the fewest threads."""
+    first = min(t for name, t in times if name == "")
+    base_v = statistics.median(v for v, _ in times[("", first)])
+    base_t = statistics.median(t for _, t in times[("", first)])
+    lines = ["| variant | threads | build_vocab s (median) | speedup | training s (median) | speedup |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for (name, t), runs in sorted(times.items()):
         v = statistics.median(r[0] for r in runs)
         tr = statistics.median(r[1] for r in runs)
-        lines.append("| %d | %.3f | %.2fx | %.3f | %.2fx |" % (t, v, base_v / v, tr, base_t / tr))
+        lines.append("| %s | %d | %.3f | %.2fx | %.3f | %.2fx |" % (name or "as is", t, v, base_v / v, tr, base_t / tr))
     return lines
 
 
@@ -57,9 +89,15 @@ def main(argv=None):
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--variant", type=parse_variant, action="append", default=[], metavar="NAME:@module.NAME=value")
     args = p.parse_args(argv)
     corpus = args.corpus or shared_data("corpora", "gcide.txt.gz")
-    times = run(corpus, sorted(set(args.threads)), args.repeats, args.epochs)
+    variants = []
+    for name, kwargs, path, constants, _ in args.variant:
+        if kwargs or path:
+            p.error("--variant %s: only module constants (@package.module.NAME=value) are varied here" % name)
+        variants.append((name, constants))
+    times = run(corpus, sorted(set(args.threads)), args.repeats, args.epochs, variants)
     print("\n".join(summary(times)))
     print("\n`python -m eval.bench.repeats %s`" % " ".join(argv if argv is not None else sys.argv[1:]))
 
