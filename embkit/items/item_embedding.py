@@ -207,8 +207,8 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
 
     def __init__(self, vector_size=100, loss="sampled_softmax", sampler=None, negative=5, alpha=0.025,
                  min_alpha=None, epochs=30, workers=2, seed=1, loss_params=None, sampler_params=None,
-                 chunk_pairs=1 << 16, batch_size=None, recency=0.6, count_weight=None, callbacks=(), checkpoint_dir=None,
-                 checkpoint_every=600, progress=True, client=None, syncs_per_epoch=SYNCS_PER_EPOCH,
+                 chunk_pairs=1 << 16, batch_size=None, recency=0.6, count_weight=None, callbacks=(),
+                 checkpoint_dir=None, checkpoint_every=600, progress=True, client=None, syncs_per_epoch=SYNCS_PER_EPOCH,
                  reconcile=RECONCILE, exchange_share=EXCHANGE_SHARE):
         self.chunk_pairs = chunk_pairs
         self.batch_size = batch_size

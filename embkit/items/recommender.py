@@ -8,9 +8,10 @@ implicit's ``recommend`` and ``similar_items`` do; rows of the tables appear onl
 A history is scored as described in :mod:`embkit.items.histories`: the recency-weighted sum of its items'
 context vectors against every target vector, plus, when the model's ``blend_weight`` is above zero, that
 weight times the log of the history's recency-weighted co-occurrence counts
-(:mod:`embkit.items.count_blend`).  ``similar_items`` compares vectors only.  ``N`` larger than the catalogue is clipped to it; a single
-recommendation returns fewer than ``N`` items when fewer are left after filtering, and ``recommend_many``
-pads such rows with score ``-inf`` (id ``-1`` for integer ids, ``''`` for string ids).
+(:mod:`embkit.items.count_blend`); ``similar_items`` compares vectors only.  ``N`` larger than the catalogue
+is clipped to it; a single recommendation returns fewer than ``N`` items when fewer are left after filtering,
+and ``recommend_many`` pads such rows with score ``-inf`` (id ``-1`` for integer ids, ``''`` for string
+ids).
 """
 import numpy as np
 

@@ -76,7 +76,8 @@ def run(timelines_split, window, params, seed, workers, recencies, patience):
         r = model.evaluate(timelines_split.validation, ks=(10,))
         by_recency[str(recency)] = {"hit": r.hit[10], "ndcg": r.ndcg[10], "mpr": r.mpr}
     return dict(seconds=seconds, best_epoch=model.best_epoch, epochs_run=model.last_report.epochs,
-                blend_weight=model.blend_weight, blend_history=model.blend_history, validation=by_recency, similar=similar_items_quality(model, timelines_split.validation))
+                blend_weight=model.blend_weight, blend_history=model.blend_history, validation=by_recency,
+                similar=similar_items_quality(model, timelines_split.validation))
 
 
 def best_recency(runs):
