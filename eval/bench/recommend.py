@@ -158,8 +158,12 @@ def _params_text(row):
             "/".join(str(run["epochs"]) for run in row["runs"]), weights)
     if row["method"].startswith("embkit"):
         keep = ("loss", "sampler", "negative", "epochs", "alpha", "vector_size", "recency")
-        return ", ".join("%s=%s" % (k, row["params"][k]) for k in keep) + (
-            ", count weight chosen on validation: %s" % weights if weights else "")
+        if row["params"].get("count_weight") is not None:
+            keep += ("count_weight",)
+        elif weights:
+            return ", ".join("%s=%s" % (k, row["params"][k]) for k in keep) + (
+                ", count weight chosen on validation: %s" % weights)
+        return ", ".join("%s=%s" % (k, row["params"][k]) for k in keep)
     return ", ".join("%s=%s" % kv for kv in row["params"].items()) or "-"
 
 
