@@ -346,6 +346,8 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
     def _fit_blend(self, matrix, held_out, metric, validation):
         """Set the count blend: ``count_weight``, else the weight of the best ``metric`` on the leave-one-out
         ``held_out`` queries (0 without them); keep the counts when the weight is above zero."""
+        if self.count_weight == 0:
+            return
         self.pair_counts = count_matrix_of(matrix)
         if self.count_weight is not None:
             weight = float(self.count_weight)
@@ -403,6 +405,9 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
             Pairs only: see :func:`embkit.evaluation.evaluate_ranking`.
         filter_seen : bool
             Next items only: filter each user's history from its ranking (the protocol people report).
+
+        Next items are scored as :meth:`recommend` scores them (the count blend included); pairs by the
+        vectors alone.
 
         Returns
         -------
