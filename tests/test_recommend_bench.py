@@ -6,6 +6,8 @@ import numpy as np
 
 from _eval import run_eval, table_rows
 
+from embkit.items.count_blend import COUNT_WEIGHTS
+
 N_MOVIES = 100
 
 
@@ -45,3 +47,7 @@ def test_the_benchmark_ranks_the_chain_above_popularity(tmp_path):
     embkit = saved["results"][0]["rows"][0]
     assert [run["epochs_run"] for run in embkit["runs"]] == [5, 5]
     assert all(0 < run["seconds"] and 0 <= run["hit"] <= 1 for run in embkit["runs"])
+    # the count weight is chosen on validation per seed, and the refit row scores with the same weight
+    refit = saved["results"][0]["rows"][1]
+    assert all(run["blend_weight"] in COUNT_WEIGHTS for run in embkit["runs"])
+    assert [run["blend_weight"] for run in refit["runs"]] == [run["blend_weight"] for run in embkit["runs"]]

@@ -60,6 +60,9 @@ def add_parser(subparsers, common):
     t = train_options(p, ItemEmbedding)
     t.add_argument("--recency", type=float, default=model_defaults(ItemEmbedding)["recency"], metavar="R",
                    help="weight ratio of an item of a user's history to the item after it")
+    t.add_argument("--count-weight", type=float, default=None, metavar="W",
+                   help="weight of the log of a history's co-occurrence counts in its scores (default: chosen on the "
+                        "validation users with leave-one-out, 0 otherwise)")
     t.add_argument("--metric", default=None,
                    help="validation metric that picks the best epoch (default: ndcg10 leave-one-out, mpr_approx "
                         "for pairs)")
@@ -121,7 +124,7 @@ def cmd_items(args, out):
     if not args.resume:
         params = dict(vector_size=args.vector_size, loss=args.loss, sampler=args.sampler, negative=args.negative,
                       alpha=args.alpha, epochs=args.epochs, workers=args.workers, seed=args.seed,
-                      recency=args.recency, sampler_params=sampler_params(args),
+                      recency=args.recency, count_weight=args.count_weight, sampler_params=sampler_params(args),
                       loss_params=key_values(args.loss_param, "--loss-param"), progress=not args.quiet,
                       checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every,
                       syncs_per_epoch=args.syncs_per_epoch, reconcile=args.reconcile,
@@ -153,7 +156,8 @@ def cmd_items(args, out):
     summary = {
         "data": counts.source, "protocol": protocol, "items": counts.n_items, "window": counts.window,
         "directions": counts.directions, "timelines": stats, "pairs": held_out, "model": repr(model),
-        "epochs_run": report.epochs, "best_epoch": model.best_epoch, "seconds": round(sum(report.epoch_seconds), 3),
+        "epochs_run": report.epochs, "best_epoch": model.best_epoch, "count_weight": model.blend_weight,
+        "seconds": round(sum(report.epoch_seconds), 3),
         "seconds_per_epoch": [round(t, 3) for t in report.epoch_seconds],
         "pairs_per_second": report.units / max(sum(report.epoch_seconds), 1e-9),
         "validation": model.history, "test": result.to_dict(), "cluster": cluster_summary(model),
@@ -172,9 +176,9 @@ def cmd_items(args, out):
         print("split:      leave-one-out: %d train pairs; last item of %d users for validation, of %d for test"
               % (train.total, len(val), len(test)), file=out)
     print("model:      %r" % model, file=out)
-    print("training:   %d epochs (best %s), %.2f s/epoch, %.0f pairs/s"
+    print("training:   %d epochs (best %s), %.2f s/epoch, %.0f pairs/s; count weight %g"
           % (report.epochs, model.best_epoch, sum(report.epoch_seconds) / max(report.epochs, 1),
-             summary["pairs_per_second"]), file=out)
+             summary["pairs_per_second"], model.blend_weight), file=out)
     if summary["cluster"]:
         print(cluster_line(summary["cluster"]), file=out)
     print("", file=out)

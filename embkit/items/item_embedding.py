@@ -4,8 +4,9 @@ The model scores a target item ``j`` after a context item ``i`` by ``<W_in[i], W
 the ``pairs`` driver with any loss and sampler of the registry: pairs ``(i, j)`` are drawn in proportion to
 their co-occurrence counts.  This is the setting of the relaxed-softmax paper's next-item experiments
 (MovieLens, Netflix, text pairs).  A user's history is scored by the recency-weighted sum of its items'
-context vectors (:mod:`embkit.items.histories`); the queries, by item id, are in
-:mod:`embkit.items.recommender`.
+context vectors (:mod:`embkit.items.histories`), to which the model may add the log of the history's
+co-occurrence counts with a weight chosen on validation users (:mod:`embkit.items.count_blend`); the
+queries, by item id, are in :mod:`embkit.items.recommender`.
 
 Examples
 --------
@@ -27,10 +28,11 @@ from embkit._kernels.samplers import AliasSampler
 from embkit.core.base import EmbeddingModel
 from embkit.cluster import EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH, ClusterTraining
 from embkit.core.checkpoint import fingerprint
-from embkit.core.checks import POSITIVE_INT, check_param, optional
+from embkit.core.checks import NON_NEGATIVE_REAL, POSITIVE_INT, check_param, optional
 from embkit.core.batched_softmax import check_batch_size
 from embkit.core.sparse_checks import MAX_ROWS, check_sparse
 from embkit.core.validation import BestEpoch
+from embkit.items.count_blend import check_count_matrix, choose_count_weight, count_matrix_of
 from embkit.items.histories import history_matrix
 from embkit.items.item_ids import ItemIds
 from embkit.items.leave_one_out import HeldOut
@@ -116,8 +118,9 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
     """Item vectors from an item -> item co-occurrence matrix, for next-item recommendation and similar items.
 
     The defaults (sampled softmax with unigram negatives, 30 epochs, ``recency=0.6``, with the pairs of
-    ``PairCounts.from_timelines``'s defaults) are the configuration that ranked held-out next items best on
-    validation users (``eval/studies/item_defaults.py``; RESULTS.md, "Recommendation").
+    ``PairCounts.from_timelines``'s defaults, and the count blend's weight chosen on the validation users)
+    are the configuration that ranked held-out next items best on validation users
+    (``eval/studies/item_defaults.py``; RESULTS.md, "Recommendation").
 
     Parameters
     ----------
@@ -143,6 +146,12 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         Weight ratio, in ``[0, 1]``, between an item of a user's history and the item after it when the
         history is scored (:mod:`embkit.items.histories`): the most recent item weighs 1, the one before
         ``recency``, and so on.
+    count_weight : float, optional
+        Weight ``w >= 0`` of the co-occurrence counts in a history's scores: ``<u, W_out[j]> + w * log(1 + c_j)``
+        with ``c`` the history's recency-weighted count rows (:mod:`embkit.items.count_blend`).  None (the
+        default): ``fit(validation=HeldOut)`` picks it from :data:`~embkit.items.count_blend.COUNT_WEIGHTS`
+        by the validation metric, after the best epoch is restored; without such validation it is 0 (the
+        embedding alone).
     loss_params, sampler_params : dict, optional
         Extra parameters of the loss and sampler (e.g. ``{"T": 3, "degeneracy": "popularity"}``).
     chunk_pairs : int
@@ -174,6 +183,12 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         Validation metrics per epoch when ``fit`` had ``validation`` (this is not a user history).
     best_epoch : int or None
         The epoch whose tables were kept (by validation), None without validation.
+    blend_weight : float
+        The count weight the queries and ``evaluate`` use (``count_weight``, or the one validation chose).
+    blend_history : dict
+        Validation metric of each count weight tried by ``fit`` (empty when none was).
+    pair_counts : scipy.sparse.csr_matrix or None
+        The training co-occurrence counts (float32, the model's rows), kept when ``blend_weight > 0``.
     """
 
     chunk_param = "chunk_pairs"
@@ -185,18 +200,23 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
     RESUMABLE_CHANGES = EmbeddingModel.RESUMABLE_CHANGES | ClusterTraining.CLUSTER_PARAMS
     #: the cluster client
     TRANSIENT = EmbeddingModel.TRANSIENT | {"client"}
+    STATE_FIELDS = {"blend_weight": (NON_NEGATIVE_REAL, False)}
     RUN_ARG_FIELDS = {"metric": ((lambda v: v in VALIDATION_METRICS + NEXT_ITEM_METRICS,
                                   "one of " + ", ".join(VALIDATION_METRICS + NEXT_ITEM_METRICS), str), False),
                       "patience": (optional(POSITIVE_INT), False), "n_negatives": (POSITIVE_INT, False)}
 
     def __init__(self, vector_size=100, loss="sampled_softmax", sampler=None, negative=5, alpha=0.025,
                  min_alpha=None, epochs=30, workers=2, seed=1, loss_params=None, sampler_params=None,
-                 chunk_pairs=1 << 16, batch_size=None, recency=0.6, callbacks=(), checkpoint_dir=None,
-                 checkpoint_every=600, progress=True, client=None, syncs_per_epoch=SYNCS_PER_EPOCH,
+                 chunk_pairs=1 << 16, batch_size=None, recency=0.6, count_weight=None, callbacks=(),
+                 checkpoint_dir=None, checkpoint_every=600, progress=True, client=None, syncs_per_epoch=SYNCS_PER_EPOCH,
                  reconcile=RECONCILE, exchange_share=EXCHANGE_SHARE):
         self.chunk_pairs = chunk_pairs
         self.batch_size = batch_size
         self.recency = recency
+        self.count_weight = count_weight
+        self.blend_weight = 0.0
+        self.blend_history = {}
+        self.pair_counts = None
         self.client, self.syncs_per_epoch, self.reconcile = client, syncs_per_epoch, reconcile
         self.exchange_share = exchange_share
         self._ids = None
@@ -224,6 +244,7 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         super().check_params()
         check_batch_size(self.batch_size, self.loss)
         check_param("recency", self.recency, lambda v: 0 <= v <= 1, "a number in [0, 1]")
+        check_param("count_weight", self.count_weight, *optional(NON_NEGATIVE_REAL))
 
     # ------------------------------------------------------------------ training
     def _kernel_trainer(self, loss, sampler, alpha, min_alpha, total):
@@ -283,6 +304,7 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
                 raise ValueError("the validation matrix has %d items, the training matrix %d" % (vm.shape[0], n))
             val = _pairs_of(vm)
             val_arrays = (val,)
+        self.blend_weight, self.blend_history, self.pair_counts = 0.0, {}, None   # the embedding alone meanwhile
         self.counts = np.rint(np.asarray(matrix.sum(axis=0)).ravel()).astype(np.int64)   # target popularity
         self._init_tables(n, n, self.counts)
         coo = matrix.tocoo()
@@ -318,7 +340,27 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         self.best_epoch = tracker.best_epoch if tracker else None
         if tracker:
             tracker.restore()
+        self._fit_blend(matrix, val if next_items else None, metric, validation)
         return self
+
+    def _fit_blend(self, matrix, held_out, metric, validation):
+        """Set the count blend: ``count_weight``, else the weight of the best ``metric`` on the leave-one-out
+        ``held_out`` queries (0 without them); keep the counts when the weight is above zero."""
+        if self.count_weight == 0:
+            return
+        self.pair_counts = count_matrix_of(matrix)
+        if self.count_weight is not None:
+            weight = float(self.count_weight)
+        elif held_out is not None and self._loss_class().CLASS_ROWS:
+            weight, self.blend_history = choose_count_weight(
+                lambda w: _metrics_of(self._evaluate_held_out(*held_out, NEXT_ITEM_KS, validation.name, w)), metric)
+            logger.info("count blend weight %s (validation %s by weight: %s)", weight, metric,
+                        ", ".join("%s %.4f" % kv for kv in self.blend_history.items()))
+        else:
+            weight = 0.0
+        self.blend_weight = weight
+        if not weight:
+            self.pair_counts = None
 
     def _cluster_classes(self):
         return self.counts, len(self.counts)
@@ -364,6 +406,9 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         filter_seen : bool
             Next items only: filter each user's history from its ranking (the protocol people report).
 
+        Next items are scored as :meth:`recommend` scores them (the count blend included); pairs by the
+        vectors alone.
+
         Returns
         -------
         embkit.evaluation.NextItemResult or embkit.evaluation.RankingResult
@@ -392,11 +437,19 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         weights, seen = history_matrix([remap[h] for h in held_out.histories()], len(self._ids), self.recency)
         return weights, seen, remap[held_out.targets]
 
-    def _evaluate_held_out(self, weights, seen, targets, ks, name):
-        """Leave-one-out metrics of history weights (users x items) and next-item rows."""
+    def _evaluate_held_out(self, weights, seen, targets, ks, name, blend_weight=None):
+        """Leave-one-out metrics of history weights (users x items) and next-item rows, the counts blended with
+        ``blend_weight`` (default: the model's)."""
         from embkit.evaluation.next_item import evaluate_next_items
         users = np.asarray(weights @ self.context_vectors, dtype=np.float32)
-        return evaluate_next_items((users, self.target_vectors[:len(self._ids)]), targets, seen, ks=ks, name=name)
+        items = self.target_vectors[:len(self._ids)]
+        extra = self._count_part(weights, blend_weight)
+        if extra is None:
+            return evaluate_next_items((users, items), targets, seen, ks=ks, name=name)
+
+        def scores(start, stop):
+            return users[start:stop] @ items.T + extra(start, stop)
+        return evaluate_next_items(scores, targets, seen, ks=ks, name=name, n_items=len(items))
 
     def _pair_rows(self, pairs):
         """``(n, 2)`` (context, target) rows of test pairs: ids of a PairCounts or of rows mapped to the model's
@@ -428,12 +481,26 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
     def _words(self):
         return self._ids.words()
 
+    def _state(self):
+        return {"blend_weight": float(self.blend_weight)}
+
     def _arrays(self):
-        return dict(self._ids.saved_arrays(), counts=self.counts)
+        arrays = dict(self._ids.saved_arrays(), counts=self.counts)
+        if self.pair_counts is not None:
+            arrays.update({"pair_counts." + key: getattr(self.pair_counts, key)
+                           for key in ("indptr", "indices", "data")})
+        return arrays
 
     def _restore(self, state, words, arrays):
         self._ids = ItemIds.from_saved(words, arrays)
         self.counts = arrays["counts"]
+        self.blend_weight = float(state.get("blend_weight", 0.0))
+        self.pair_counts = None
+        if self.blend_weight:
+            parts = [arrays.get("pair_counts." + key) for key in ("indptr", "indices", "data")]
+            if any(part is None for part in parts):
+                raise ValueError("blend_weight is %s but the file holds no co-occurrence counts" % self.blend_weight)
+            self.pair_counts = check_count_matrix(*parts, len(self._ids))
 
     def _repr_fields(self):
         return ["items=%d" % (len(self._ids) if self._ids is not None else 0)]

@@ -6,13 +6,17 @@ implicit's ``recommend`` and ``similar_items`` do; rows of the tables appear onl
 :meth:`ItemQueries.item_index` and :meth:`ItemQueries.item_ids`.
 
 A history is scored as described in :mod:`embkit.items.histories`: the recency-weighted sum of its items'
-context vectors against every target vector.  ``N`` larger than the catalogue is clipped to it; a single
-recommendation returns fewer than ``N`` items when fewer are left after filtering, and ``recommend_many``
-pads such rows with score ``-inf`` (id ``-1`` for integer ids, ``''`` for string ids).
+context vectors against every target vector, plus, when the model's ``blend_weight`` is above zero, that
+weight times the log of the history's recency-weighted co-occurrence counts
+(:mod:`embkit.items.count_blend`); ``similar_items`` compares vectors only.  ``N`` larger than the catalogue
+is clipped to it; a single recommendation returns fewer than ``N`` items when fewer are left after filtering,
+and ``recommend_many`` pads such rows with score ``-inf`` (id ``-1`` for integer ids, ``''`` for string
+ids).
 """
 import numpy as np
 
 from embkit.core.checks import POSITIVE_INT, check_param
+from embkit.items.count_blend import count_scores
 from embkit.items.histories import history_matrix
 from embkit.items.item_ids import is_single_id
 from embkit.items.top_items import top_items
@@ -34,8 +38,8 @@ def _count(N, topn):
 
 
 class ItemQueries:
-    """Queries by item id (mixed into :class:`~embkit.ItemEmbedding`; reads its tables, ``_ids`` and
-    ``recency``)."""
+    """Queries by item id (mixed into :class:`~embkit.ItemEmbedding`; reads its tables, ``_ids``,
+    ``recency``, ``blend_weight`` and ``pair_counts``)."""
 
     # ------------------------------------------------------------------ ids and rows
     @property
@@ -62,10 +66,19 @@ class ItemQueries:
             raise ValueError("history%s is empty: give at least one item id (most recent last)" % where)
         return rows
 
-    def _user_vectors(self, histories):
-        """Query vectors and seen items of lists of history rows."""
+    def _user_queries(self, histories):
+        """Query vectors, seen items and the count blend's scores (``extra`` of ``top_items``) of lists of
+        history rows."""
         weights, seen = history_matrix(histories, len(self._ids), self.recency)
-        return np.asarray(weights @ self.context_vectors, dtype=np.float32), seen
+        return np.asarray(weights @ self.context_vectors, dtype=np.float32), seen, self._count_part(weights)
+
+    def _count_part(self, weights, blend_weight=None):
+        """``part(start, stop)``: the count blend's scores of the history weights ``weights[start:stop]``, with
+        ``blend_weight`` (default: the model's); None when the weight is zero."""
+        blend_weight = self.blend_weight if blend_weight is None else blend_weight
+        if not blend_weight:
+            return None
+        return lambda start, stop: count_scores(weights[start:stop], self.pair_counts, blend_weight)
 
     # ------------------------------------------------------------------ next items
     def scores(self, history):
@@ -75,8 +88,9 @@ class ItemQueries:
         """
         self._check_fitted()
         self._check_target_vectors()
-        vectors, _ = self._user_vectors([self._history_rows(history)])
-        return self.target_vectors[:len(self._ids)] @ vectors[0]
+        vectors, _, extra = self._user_queries([self._history_rows(history)])
+        scores = self.target_vectors[:len(self._ids)] @ vectors[0]
+        return scores if extra is None else scores + extra(0, 1)[0]
 
     def recommend(self, history, N=10, filter_seen=True, exclude=None, topn=None):
         """The ``N`` most likely next items after a user's history: ``(ids, scores)``, best first.
@@ -149,10 +163,10 @@ class ItemQueries:
     def _recommend_rows(self, rows, N, filter_seen, exclude, workers):
         """``recommend_many`` of histories given as lists of rows."""
         self._check_target_vectors()
-        vectors, seen = self._user_vectors(rows)
+        vectors, seen, extra = self._user_queries(rows)
         skip = None if exclude is None else np.atleast_1d(self.item_index(list(exclude)))
         found, scores = top_items(vectors, self.target_vectors[:len(self._ids)], min(N, len(self._ids)),
-                                  seen if filter_seen else None, skip, workers)
+                                  seen if filter_seen else None, skip, workers, extra)
         return self._padded_ids(found), scores
 
     def _padded_ids(self, rows):

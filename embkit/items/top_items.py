@@ -17,7 +17,7 @@ __all__ = ["top_items"]
 _BLOCK_CELLS = 1 << 23
 
 
-def top_items(queries, targets, n, seen=None, exclude=None, workers=None):
+def top_items(queries, targets, n, seen=None, exclude=None, workers=None, extra=None):
     """The ``n`` best target rows of every query row, best first.
 
     Parameters
@@ -32,6 +32,9 @@ def top_items(queries, targets, n, seen=None, exclude=None, workers=None):
         Items filtered from every row.
     workers : int, optional
         Threads of the top-N selection (default: every CPU).
+    extra : callable, optional
+        ``extra(start, stop)`` returns ``(stop - start, n_items)`` scores added to those of the query rows
+        ``start:stop`` (e.g. :func:`embkit.items.count_blend.count_scores`).
 
     Returns
     -------
@@ -50,6 +53,8 @@ def top_items(queries, targets, n, seen=None, exclude=None, workers=None):
     for start in range(0, len(queries), step):
         stop = min(start + step, len(queries))
         S = queries[start:stop] @ OT
+        if extra is not None:
+            S += extra(start, stop)
         if seen is not None:
             block = seen[start:stop]
             S[np.repeat(np.arange(stop - start), np.diff(block.indptr)), block.indices] = -np.inf

@@ -8,9 +8,10 @@ filtered, and is scored by Hit@10, NDCG@10 and MPR over all unseen items
 
 * **embkit**: ``ItemEmbedding`` with its defaults, as the README runs it: pairs of the training timelines
   (``PairCounts.from_timelines`` with its defaults), ``fit(validation=...)`` keeping the best epoch by
-  validation NDCG@10, the test users' histories scored with the default recency weighting.  A second row
-  refits it on the timelines with the validation items for the number of epochs validation chose (its
-  seconds count both fits), the data the peers' test fits see.
+  validation NDCG@10 and the count blend's weight chosen on the validation items, the test users' histories
+  scored with the default recency weighting.  A second row refits it on the timelines with the validation
+  items for the number of epochs and with the count weight validation chose (its seconds count both fits),
+  the data the peers' test fits see.
 * **peers** (:mod:`eval.peers.next_items`): popularity, item-item co-occurrence, gensim SGNS (item2vec),
   implicit ALS and BPR, LightFM WARP when it is installed.  Their hyper-parameters are picked on the
   validation items (every combination of ``GRIDS``, fitted on the training timelines, first seed); the test
@@ -79,14 +80,15 @@ def run_embkit(split, seed, workers, params, train_val=None):
     model.fit(counts, validation=split.validation)
     seconds = time.perf_counter() - start
     run = dict(metrics(model.evaluate(split.test, ks=(K,))), seconds=seconds, best_epoch=model.best_epoch,
-               epochs_run=model.last_report.epochs)
+               epochs_run=model.last_report.epochs, blend_weight=model.blend_weight)
     if train_val is None:
         return run
     start = time.perf_counter()
-    again = ItemEmbedding(**dict(params, seed=seed, workers=workers, progress=False, epochs=model.best_epoch))
+    again = ItemEmbedding(**dict(params, seed=seed, workers=workers, progress=False, epochs=model.best_epoch,
+                                 count_weight=model.blend_weight))
     again.fit(PairCounts.from_timelines(train_val))
     refit = dict(metrics(again.evaluate(split.test, ks=(K,))), seconds=seconds + time.perf_counter() - start,
-                 epochs=model.best_epoch)
+                 epochs=model.best_epoch, blend_weight=model.blend_weight)
     return run, refit
 
 
@@ -150,11 +152,17 @@ def _say(row):
 
 
 def _params_text(row):
+    weights = "/".join("%g" % run["blend_weight"] for run in row["runs"] if "blend_weight" in run)
     if row["method"].startswith("embkit,"):
-        return "the defaults, epochs = the best epoch of the row above (%s)" % "/".join(
-            str(run["epochs"]) for run in row["runs"])
+        return "the defaults, epochs and count weight those of the row above (%s; %s)" % (
+            "/".join(str(run["epochs"]) for run in row["runs"]), weights)
     if row["method"].startswith("embkit"):
         keep = ("loss", "sampler", "negative", "epochs", "alpha", "vector_size", "recency")
+        if row["params"].get("count_weight") is not None:
+            keep += ("count_weight",)
+        elif weights:
+            return ", ".join("%s=%s" % (k, row["params"][k]) for k in keep) + (
+                ", count weight chosen on validation: %s" % weights)
         return ", ".join("%s=%s" % (k, row["params"][k]) for k in keep)
     return ", ".join("%s=%s" % kv for kv in row["params"].items()) or "-"
 

@@ -7,7 +7,9 @@ many epochs without improvement) and its validation Hit@10, NDCG@10 and MPR are 
 ``--recency`` (the tables do not change with it).  A configuration is a window, the pairs' directions and
 ItemEmbedding parameters; each stage varies one group of them around ``--base`` (the defaults unless given).
 Every run also ranks all items by cosine to each validation user's last item in each vector space (context,
-target, both), which is how well ``similar_items`` finds what comes next.
+target, both), which is how well ``similar_items`` finds what comes next.  The scores include the count
+blend with the weight ``fit`` chose on the same validation items at the model's recency (``--base
+'{"count_weight": 0}'`` measures the embedding alone; the stage ``blend`` compares the weights).
 
 Usage::
 
@@ -40,6 +42,8 @@ STAGES = {
     "negatives": [(None, dict(negative=k, alpha=a)) for k in (5, 10, 20) for a in (0.0125, 0.025, 0.05)],
     "epochs": [(None, dict(epochs=e)) for e in (10, 20, 30, 50)],
     "size": [(None, dict(vector_size=d)) for d in (32, 64, 100, 200)],
+    # the embedding alone against the count weight chosen on validation (null; every weight's score is kept)
+    "blend": [(None, dict(count_weight=w)) for w in (0.0, None)],
     "defaults": [(None, {})],
 }
 
@@ -72,7 +76,8 @@ def run(timelines_split, window, params, seed, workers, recencies, patience):
         r = model.evaluate(timelines_split.validation, ks=(10,))
         by_recency[str(recency)] = {"hit": r.hit[10], "ndcg": r.ndcg[10], "mpr": r.mpr}
     return dict(seconds=seconds, best_epoch=model.best_epoch, epochs_run=model.last_report.epochs,
-                validation=by_recency, similar=similar_items_quality(model, timelines_split.validation))
+                blend_weight=model.blend_weight, blend_history=model.blend_history, validation=by_recency,
+                similar=similar_items_quality(model, timelines_split.validation))
 
 
 def best_recency(runs):
@@ -142,11 +147,12 @@ def main(argv=None):
             best, mean = best_recency(runs)
             similar = " ".join("%s %.2f" % (space, 100 * np.mean([x["similar"][space]["ndcg"] for x in runs]))
                                for space in SPACES)
-            print("%-16s w %-3s %-70s recency %-4s Hit@10 %.2f NDCG@10 %.2f MPR %.2f | %.1f s, best epoch %s | "
-                  "similar-items NDCG@10: %s" % (name, row["window"], json.dumps(params), best, 100 * mean["hit"],
-                                                 100 * mean["ndcg"], 100 * mean["mpr"],
-                                                 np.mean([x["seconds"] for x in runs]),
-                                                 "/".join(str(x["best_epoch"]) for x in runs), similar), flush=True)
+            print("%-16s w %-3s %-70s recency %-4s Hit@10 %.2f NDCG@10 %.2f MPR %.2f | %.1f s, best epoch %s, "
+                  "count weight %s | similar-items NDCG@10: %s"
+                  % (name, row["window"], json.dumps(params), best, 100 * mean["hit"], 100 * mean["ndcg"],
+                     100 * mean["mpr"], np.mean([x["seconds"] for x in runs]),
+                     "/".join(str(x["best_epoch"]) for x in runs), "/".join("%g" % x["blend_weight"] for x in runs),
+                     similar), flush=True)
     if args.json:
         try:
             with open(args.json) as fh:
