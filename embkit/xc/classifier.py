@@ -39,7 +39,7 @@ from embkit.core.checks import (COUNT, FINITE_REAL, POSITIVE_INT, POSITIVE_REAL,
 from embkit.core.sparse_checks import check_sparse
 from embkit.xc.blend import blend, choose_weights, top_k
 from embkit.xc.features import FEATURE_WEIGHTINGS, feature_weights, weight_rows
-from embkit.xc.heads import HEADS, head_params as checked_head_params
+from embkit.xc.heads import HEADS, add_statistics, head_params as checked_head_params
 from embkit.xc.prediction_input import feature_rows
 from embkit.xc.one_vs_all import OneVsAll
 from embkit.xc.sampled import Sampled
@@ -396,7 +396,6 @@ class ExtremeClassifier(EmbeddingModel):
         fresh = self._resuming is None
         if fresh:
             self.feature_weight_vector = feature_weights(X, self.feature_weighting)
-        raw = X
         X = weight_rows(X, self.feature_weight_vector, self.normalize_rows)
         n, n_features = X.shape
         n_labels = Y.shape[1]
@@ -416,31 +415,35 @@ class ExtremeClassifier(EmbeddingModel):
         solver = self._solver
         if fresh:
             self.label_biases, self._optimizer = solver.fresh_state(self, len(rows))
+        split = self._blend_split(X, Y, rows)
+        trained = rows if split is None else split[0]
 
         def chunks(epoch):
             # the order of an epoch depends on the seed and the epoch only, so a resumed run sees the same
-            order = np.random.default_rng([self.seed, epoch]).permutation(rows).astype(np.int32)
+            order = np.random.default_rng([self.seed, epoch]).permutation(trained).astype(np.int32)
             for start in range(0, len(order), self.chunk_examples):
                 yield _RowChunk(order[start:start + self.chunk_examples])
 
         self._data = (X, Y)
         try:
             with _blas_threads(solver.blas_threads):
-                self._train(chunks, len(rows), self.label_counts, n_labels, on_epoch=on_epoch,
+                self._train(chunks, len(trained), self.label_counts, n_labels, on_epoch=on_epoch,
                             desc="xc %s %s" % (self.solver, self.loss),
-                            min_chunk_per_thread=solver.min_chunk_per_thread(self, len(rows)),
+                            min_chunk_per_thread=solver.min_chunk_per_thread(self, len(trained)),
                             fingerprint=fingerprint(X.indptr, X.indices, X.data, Y.indptr, Y.indices))
         finally:
             self._data = None
             self._optimizer = None
-        self._fit_blend(raw, X, Y, rows)
+        self.blend_heads, self.blend_weights, self._head_state = (), None, {}
+        if split is not None:
+            with _blas_threads(1):
+                self._fit_blend(X, Y, *split)
         return self
 
-    def _fit_blend(self, raw, X, Y, rows):
-        """Choose the weights of the model's scores and of the :attr:`heads`' on a validation split of the
-        training rows ``rows`` (a model and heads fitted on the others), then fit the heads of nonzero weight
-        on every row of ``X`` (weighted) and ``Y``.  ``raw``: the rows before weighting."""
-        self.blend_heads, self.blend_weights, self._head_state = (), None, {}
+    def _blend_split(self, X, Y, rows):
+        """``(fitted, held out, heads)``: the training rows ``rows`` split at random for the blend (a fraction
+        ``blend_validation`` held out) and the :attr:`heads` that can be fitted on ``X`` (weighted) and
+        ``Y``; None without a blend (no usable head, or too few rows on a side)."""
         usable = []
         for name in self.heads:
             why = HEADS[name].unusable(X.shape[1], Y.shape[1], self.head_params)
@@ -453,26 +456,35 @@ class ExtremeClassifier(EmbeddingModel):
             if usable:
                 logger.info("no blend: %d training rows are too few to hold %s of them out", len(rows),
                             self.blend_validation)
-            return
+            return None
         order = np.random.default_rng([self.seed, _BLEND_STREAM]).permutation(rows)
-        valid, fitted = np.sort(order[:n_valid]), np.sort(order[n_valid:])
-        params = dict(self.get_params(), heads=(), progress=False)
-        inner = type(self)(**params).fit(raw[fitted], Y[fitted])
-        A = inner._weighted(raw[fitted])
-        B = inner._weighted(raw[valid])
-        scores = [inner._own_scores(inner.embed_weighted(B))]
+        return np.sort(order[n_valid:]), np.sort(order[:n_valid]), tuple(usable)
+
+    def _fit_blend(self, X, Y, fitted, valid, usable):
+        """Choose the weights of the model's scores and of the heads ``usable`` on the held-out rows
+        ``valid`` (the model, trained on the rows ``fitted``, and heads fitted on those rows score them), then
+        fit the heads of nonzero weight on every row of ``X`` (weighted) and ``Y``."""
+        A, Ya, B = X[fitted], Y[fitted], X[valid]
+        scores = [self._own_scores(self.embed_weighted(B))]
+        sums = {}
         for name in usable:
             head = HEADS[name]
-            scores.append(head.scores(head.fit(A, Y[fitted], self.head_params, self.workers), B, self.head_params,
-                                      self.workers))
+            sums[name] = head.statistics(A, Ya, self.workers)
+            state = head.fit(A, Ya, self.head_params, self.workers, statistics=sums[name])
+            scores.append(head.scores(state, B, self.head_params, self.workers))
         weights, value = choose_weights(scores, Y[valid])
         logger.info("blend weights (model, %s) %s: mean P@1/3/5 %.4f on %d held-out rows", ", ".join(usable),
-                    weights, value, n_valid)
+                    weights, value, len(valid))
         kept = [name for name, w in zip(usable, weights[1:]) if w > 0]
         self.blend_weights = (float(weights[0]),) + tuple(float(w) for w in weights[1:] if w > 0)
         self.blend_heads = tuple(kept)
+        others = np.setdiff1d(np.arange(X.shape[0]), fitted)
         for name in kept:
-            self._head_state.update(HEADS[name].fit(X, Y, self.head_params, self.workers))
+            head = HEADS[name]
+            total = sums[name]
+            if total is not None:      # the sums of the fitted rows plus those of every other row
+                total = add_statistics(total, head.statistics(X[others], Y[others], self.workers))
+            self._head_state.update(head.fit(X, Y, self.head_params, self.workers, statistics=total))
 
     @classmethod
     def resume(cls, directory, X, Y=None, on_epoch=None, callbacks=(), progress=None, **params):
