@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from embkit import ExtremeClassifier
 from embkit._kernels.rows import top_k_sparse_rows
 from embkit.core import persist
-from embkit.xc.blend import blend, choose_weights, precision_sum, simplex_grid, top_k
+from embkit.xc.blend import EXHAUSTIVE_POINTS, blend, choose_weights, precision_sum, simplex_grid, top_k
 from embkit.xc.heads import HEADS, add_statistics, head_params
 from embkit.xc.synthetic import make_xc
 
@@ -72,6 +72,23 @@ def test_chosen_weights_are_the_best_of_the_grid(planted):
         assert value * 3 >= precision_sum(Y, top_k(blend([noise, good], w), 5)[0]) - 1e-9
     assert weights[1] > weights[0]
     assert value * 3 == pytest.approx(precision_sum(Y, top_k(blend([noise, good], weights), 5)[0]))
+
+
+def test_a_large_grid_is_searched_to_a_point_no_neighbour_beats(planted):
+    train, _ = planted
+    rng = np.random.default_rng(4)
+    Y = train.Y[:300]
+    truth = Y.toarray()
+    scores = [truth * rng.random() + rng.normal(0, s, truth.shape).astype(np.float32) for s in (0.6, 0.8, 1.0, 1.3)]
+    assert len(simplex_grid(4, 10)) > EXHAUSTIVE_POINTS
+    weights, value = choose_weights(scores, Y)
+    assert value * 3 == pytest.approx(precision_sum(Y, top_k(blend(scores, weights), 5)[0]), abs=1e-9)
+    here = np.array(weights)
+    for w in simplex_grid(4, 10):
+        if np.abs(np.array(w) - here).max() < 0.15 or all(round(10 * v) % 2 == 0 for v in w):
+            assert value * 3 >= precision_sum(Y, top_k(blend(scores, w), 5)[0]) - 1e-9
+    blocks = [lambda rows, S=S: S[rows] for S in scores]          # scores given a block of rows at a time
+    assert choose_weights(blocks, Y) == (weights, value)
 
 
 def test_the_blend_is_chosen_on_held_out_rows_and_saved(tmp_path, planted):
@@ -193,3 +210,26 @@ def test_head_arrays_are_bounded_by_the_saved_sizes(tmp_path, planted):
     model.save(path)
     with pytest.raises(ValueError, match=r"head_neighbour_\w+ has \d+ elements, more than"):
         persist.load(path)
+
+
+def test_the_heads_see_tfidf_unit_rows_whatever_the_model_weighting(tmp_path, planted):
+    train, test = planted
+    kw = dict(vector_size=8, epochs=1, workers=1, heads=("centroids", "neighbours"), progress=False)
+    weighted = ExtremeClassifier(**kw).fit(train)
+    raw = ExtremeClassifier(feature_weighting="none", normalize_rows=False, **kw).fit(train)
+    assert raw.feature_weight_vector is None and raw.blend_heads
+    want = weighted._weighted(test.X)
+    for model in (weighted, raw):
+        got = model._head_rows(model._weighted(test.X))
+        np.testing.assert_allclose(got.toarray(), want.toarray(), rtol=1e-5, atol=1e-6)
+    path = str(tmp_path / "raw.ekm")
+    raw.save(path)
+    again = ExtremeClassifier.load(path)
+    np.testing.assert_array_equal(again.predict(test.X)[0], raw.predict(test.X)[0])
+    np.testing.assert_allclose(again._head_rows(again._weighted(test.X)).toarray(), want.toarray(), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_the_sampled_solver_blends_the_heads_unless_its_rows_are_not_labels():
+    assert ExtremeClassifier(loss="sampled_softmax").heads == ("centroids", "least_squares", "neighbours")
+    assert ExtremeClassifier(loss="hs").heads == ()

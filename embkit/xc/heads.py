@@ -17,8 +17,9 @@ steps, and scores weighted rows ``B`` against every label:
 Heads are stateless objects (one serves every model): :meth:`Head.fit` returns the fitted arrays, which the
 model keeps and saves, and :meth:`Head.scores` reads them.  A head fitted from sums over the rows says so by
 its :meth:`Head.statistics` (None otherwise): the sums of two sets of rows add (:func:`add_statistics`), so
-a head fitted on part of the rows is refitted on all of them without reading that part again.  :data:`HEADS` maps names to heads and
-:data:`HEAD_PARAMS` gives the parameters of ``head_params`` with their defaults.
+a head fitted on part of the rows is refitted on all of them without reading that part again.
+:data:`HEADS` maps names to heads and :data:`HEAD_PARAMS` gives the parameters of ``head_params`` with their
+defaults.
 """
 from concurrent.futures import ThreadPoolExecutor
 
@@ -159,7 +160,7 @@ class LeastSquares(Head):
 
     def statistics(self, A, Y, workers):
         """``(G, R)``: the Gram matrix ``A1^T A1`` (float64, ``(F + 1)^2``) and ``A1^T Y`` (``(F + 1) x L``) of
-        the rows with a constant column appended."""
+        the rows with a constant column appended (the Gram matrix's blocks summed in float64)."""
         A1 = sp.hstack([A, np.ones((A.shape[0], 1), dtype=np.float32)], format="csr")
         Yf = sp.csr_matrix(Y, dtype=np.float32)
         G = blocked_sum(lambda rows: (A1[rows].T @ A1[rows]).toarray().astype(np.float64), A1.shape[0], workers)
@@ -171,9 +172,10 @@ class LeastSquares(Head):
         G = G.copy()
         G[np.diag_indices(len(G) - 1)] += params["l2"]     # the constant's weight is left unpenalised ...
         G[-1, -1] += 1e-6 * max(G[-1, -1], 1.0)           # ... but for a tiny ridge that keeps G definite
-        W = scipy.linalg.cho_solve(scipy.linalg.cho_factor(G, overwrite_a=True, check_finite=False),
-                                   R.astype(np.float64), check_finite=False)
-        return {"least_squares_weights": W.astype(np.float32)}
+        # the sums are float64; the ridge keeps G well conditioned, so it is factored in float32 (half the time)
+        factor = scipy.linalg.cho_factor(G.astype(np.float32), overwrite_a=True, check_finite=False)
+        W = scipy.linalg.cho_solve(factor, np.asarray(R, dtype=np.float32), check_finite=False)
+        return {"least_squares_weights": np.asarray(W, dtype=np.float32)}
 
     def scores(self, state, B, params, workers=1):
         W = state["least_squares_weights"]
