@@ -233,3 +233,11 @@ def test_the_heads_see_tfidf_unit_rows_whatever_the_model_weighting(tmp_path, pl
 def test_the_sampled_solver_blends_the_heads_unless_its_rows_are_not_labels():
     assert ExtremeClassifier(loss="sampled_softmax").heads == ("centroids", "least_squares", "neighbours")
     assert ExtremeClassifier(loss="hs").heads == ()
+
+
+def test_the_one_vs_all_model_trains_fewer_epochs_when_heads_are_blended():
+    from embkit.xc.one_vs_all import OneVsAll
+    alone, blended = ExtremeClassifier(heads=()), ExtremeClassifier()
+    assert alone.epochs == OneVsAll.DEFAULTS["epochs"]
+    assert blended.epochs == OneVsAll.BLENDED_DEFAULTS["epochs"] != alone.epochs
+    assert ExtremeClassifier(epochs=7).epochs == 7                  # a value given is kept

@@ -113,7 +113,8 @@ def candidates(scores, Y, per_matrix):
 
 def choose_weights(scores, Y, steps=10, ks=(1, 3, 5), per_matrix=None):
     """The weights (a tuple, one per score matrix) of the blend of ``scores`` (each ``n x L`` for the rows of
-    ``Y``, or a function of a slice of rows computing those rows: see :func:`candidates`) whose top ``max(ks)`` has the highest sum of P@k, and that sum divided by ``len(ks)``.
+    ``Y``, or a function of a slice of rows computing those rows: see :func:`candidates`) whose top
+    ``max(ks)`` has the highest sum of P@k, and that sum divided by ``len(ks)``.
 
     Every blend ranks the :func:`candidates` of a row (every matrix's top ``per_matrix`` labels, default
     ``4 * max(ks)``), which hold its top labels unless a label outside each matrix's top ranks first in

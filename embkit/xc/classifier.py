@@ -215,7 +215,7 @@ class ExtremeClassifier(EmbeddingModel):
         Learning rate at the start and end (linear decay; ``min_alpha`` defaults to ``alpha / 1000``);
         ``alpha`` defaults to 0.01 (Adam's step) for one_vs_all, 0.1 for sampled.
     epochs : int, optional
-        Passes (default 10 for one_vs_all, 20 for sampled).
+        Passes (default 20 for sampled; 10 for one_vs_all, 4 when ``heads`` asks for any).
     workers, seed : int
     feature_weighting : {"tfidf", "none"}, optional
         Multiply every feature by its inverse document frequency in the training rows (default ``tfidf``
@@ -231,8 +231,9 @@ class ExtremeClassifier(EmbeddingModel):
         Closed-form label scorers (:mod:`embkit.xc.heads`: ``centroids``, ``least_squares``, ``neighbours``)
         whose scores are blended with the model's; None: the solver's (all three, for either solver, unless
         the loss's output rows are not the labels, as with ``hs``), ``()`` none.  The heads see the rows
-        tf-idf weighted and of unit norm whatever the model's ``feature_weighting`` and ``normalize_rows``.  With heads, the model is trained once, on the training rows less those held
-        out (``blend_validation``); the blend weights (a grid on the simplex, the model's own scores alone
+        tf-idf weighted and of unit norm whatever the model's ``feature_weighting`` and ``normalize_rows``.
+        With heads, the model is trained once, on the training rows less those held out
+        (``blend_validation``); the blend weights (a grid on the simplex, the model's own scores alone
         included) are those of the best mean P@1/3/5 on the held-out rows, scored by the model and by heads
         fitted on the other rows; then the heads of nonzero weight are fitted on every row.  The weights are
         chosen over each held-out row's candidate labels (every scorer's top labels), so no score matrix is
@@ -306,7 +307,8 @@ class ExtremeClassifier(EmbeddingModel):
         given = dict(vector_size=vector_size, alpha=alpha, epochs=epochs, normalize=normalize, tau=tau,
                      batch_size=batch_size, feature_weighting=feature_weighting, normalize_rows=normalize_rows,
                      ensemble=ensemble, normalize_classes=normalize_classes)
-        defaults = chosen.defaults(loss)
+        self.heads = chosen.heads_of(loss) if heads is None else _head_names(heads)
+        defaults = chosen.defaults(loss, self.heads)
         v = {k: (defaults[k] if val is None else val) for k, val in given.items()}
         self.normalize = bool(check_flag("normalize", v["normalize"]))
         self.tau = v["tau"]
@@ -318,7 +320,6 @@ class ExtremeClassifier(EmbeddingModel):
         self.normalize_rows = bool(check_flag("normalize_rows", v["normalize_rows"]))
         self.ensemble = v["ensemble"]
         self.label_bias = bool(check_flag("label_bias", label_bias))
-        self.heads = chosen.heads_of(loss) if heads is None else _head_names(heads)
         self.head_params = checked_head_params(head_params)
         self.blend_validation = blend_validation
         self.blend_heads = ()

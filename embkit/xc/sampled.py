@@ -38,7 +38,7 @@ class Sampled(Solver):
     def losses(self):
         return tuple(sorted(registry.LOSSES))
 
-    def defaults(self, loss):
+    def defaults(self, loss, heads=()):
         return dict(self.DEFAULTS, normalize_classes=self.loss_class(loss).CLASS_ROWS)
 
     def loss_class(self, loss):

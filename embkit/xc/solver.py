@@ -43,8 +43,9 @@ class Solver:
         (heads blend label scores), else none."""
         return tuple(self.default_heads) if self.loss_class(loss).CLASS_ROWS else ()
 
-    def defaults(self, loss):
-        """``{parameter: value}`` taken by the parameters left at None when training ``loss``."""
+    def defaults(self, loss, heads=()):
+        """``{parameter: value}`` taken by the parameters left at None when training ``loss`` with the heads
+        ``heads`` blended."""
         return dict(self.DEFAULTS)
 
     def loss_class(self, loss):
