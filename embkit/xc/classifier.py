@@ -446,7 +446,7 @@ class ExtremeClassifier(EmbeddingModel):
             self._optimizer = None
         self.blend_heads, self.blend_weights, self._head_state = (), None, {}
         if split is not None:
-            if self.feature_weight_vector is None:      # the heads weigh the features all the same
+            if self.feature_weight_vector is None:      # the heads take tf-idf weighted rows all the same
                 self._head_state[_HEAD_WEIGHTS] = feature_weights(X, "tfidf")
             with _blas_threads(1):
                 self._fit_blend(X, self._head_rows(X), Y, *split)
