@@ -119,7 +119,7 @@ def test_planted_labels_are_predicted(planted):
 
 def test_untrained_model_is_at_chance(planted):
     (X, Y), (Xt, Yt) = planted
-    model = ExtremeClassifier(vector_size=32, loss="full_softmax", epochs=1, alpha=1e-9, min_alpha=0,
+    model = ExtremeClassifier(vector_size=32, loss="full_softmax", epochs=1, alpha=1e-9, min_alpha=0, heads=(),
                               progress=False).fit(X, Y)
     model.label_vectors[...] = np.random.default_rng(0).standard_normal(model.label_vectors.shape)
     assert _p1(model, Xt, Yt) < 0.25
@@ -158,7 +158,7 @@ def test_seeded_single_thread_runs_are_identical(planted):
 
 def test_one_label_mode_takes_one_step_per_example(planted):
     (X, Y), (Xt, Yt) = planted
-    kw = dict(vector_size=16, epochs=3, negative=5, loss="sampled_softmax", progress=False)
+    kw = dict(vector_size=16, epochs=3, negative=5, loss="sampled_softmax", heads=(), progress=False)
     model = ExtremeClassifier(one_label=True, **kw).fit(X, Y)
     assert model.last_report.examples == 3 * X.shape[0]
     every = ExtremeClassifier(**kw).fit(X, Y)
@@ -170,15 +170,18 @@ def test_rows_without_labels_are_skipped_and_counted(planted):
     (X, Y), _ = planted
     Y = Y.tolil()
     Y[:7] = 0
-    model = ExtremeClassifier(vector_size=8, epochs=1, negative=5, progress=False).fit(X, Y.tocsr())
+    model = ExtremeClassifier(vector_size=8, epochs=1, negative=5, heads=(), progress=False).fit(X, Y.tocsr())
     assert model.n_skipped == 7
     assert model.last_report.words == X.shape[0] - 7
+    blended = ExtremeClassifier(vector_size=8, epochs=1, negative=5, progress=False).fit(X, Y.tocsr())
+    assert blended.n_skipped == 7
+    assert blended.last_report.words == X.shape[0] - 7 - round(blended.blend_validation * (X.shape[0] - 7))
 
 
 def test_predict_matches_brute_force(planted):
     (X, Y), (Xt, _) = planted
     model = ExtremeClassifier(vector_size=16, epochs=2, negative=5, loss="sampled_softmax", progress=False,
-                              tau=0.5).fit(X, Y)
+                              tau=0.5, heads=()).fit(X, Y)
     ids, scores = model.predict(Xt, k=4, workers=2)
     H = Xt @ model.feature_vectors
     H = H / np.linalg.norm(H, axis=1, keepdims=True) / 0.5

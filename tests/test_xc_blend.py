@@ -7,8 +7,8 @@ import scipy.sparse as sp
 from embkit import ExtremeClassifier
 from embkit._kernels.rows import top_k_sparse_rows
 from embkit.core import persist
-from embkit.xc.blend import blend, choose_weights, precision_sum, simplex_grid, top_k
-from embkit.xc.heads import HEADS, head_params
+from embkit.xc.blend import EXHAUSTIVE_POINTS, blend, choose_weights, precision_sum, simplex_grid, top_k
+from embkit.xc.heads import HEADS, add_statistics, head_params
 from embkit.xc.synthetic import make_xc
 
 
@@ -74,6 +74,23 @@ def test_chosen_weights_are_the_best_of_the_grid(planted):
     assert value * 3 == pytest.approx(precision_sum(Y, top_k(blend([noise, good], weights), 5)[0]))
 
 
+def test_a_large_grid_is_searched_to_a_point_no_neighbour_beats(planted):
+    train, _ = planted
+    rng = np.random.default_rng(4)
+    Y = train.Y[:300]
+    truth = Y.toarray()
+    scores = [truth * rng.random() + rng.normal(0, s, truth.shape).astype(np.float32) for s in (0.6, 0.8, 1.0, 1.3)]
+    assert len(simplex_grid(4, 10)) > EXHAUSTIVE_POINTS
+    weights, value = choose_weights(scores, Y)
+    assert value * 3 == pytest.approx(precision_sum(Y, top_k(blend(scores, weights), 5)[0]), abs=1e-9)
+    here = np.array(weights)
+    for w in simplex_grid(4, 10):
+        if np.abs(np.array(w) - here).max() < 0.15 or all(round(10 * v) % 2 == 0 for v in w):
+            assert value * 3 >= precision_sum(Y, top_k(blend(scores, w), 5)[0]) - 1e-9
+    blocks = [lambda rows, S=S: S[rows] for S in scores]          # scores given a block of rows at a time
+    assert choose_weights(blocks, Y) == (weights, value)
+
+
 def test_the_blend_is_chosen_on_held_out_rows_and_saved(tmp_path, planted):
     train, test = planted
     plain = ExtremeClassifier(epochs=3, heads=(), workers=1, progress=False).fit(train)
@@ -81,7 +98,6 @@ def test_the_blend_is_chosen_on_held_out_rows_and_saved(tmp_path, planted):
     assert blended.heads == ("centroids", "least_squares", "neighbours")
     assert len(blended.blend_weights) == len(blended.blend_heads) + 1
     assert sum(blended.blend_weights) == pytest.approx(1.0) and min(blended.blend_weights) >= 0
-    np.testing.assert_array_equal(plain.W_out, blended.W_out)       # the model itself is the same
     path = str(tmp_path / "m.ekm")
     blended.save(path)
     again = ExtremeClassifier.load(path)
@@ -89,6 +105,49 @@ def test_the_blend_is_chosen_on_held_out_rows_and_saved(tmp_path, planted):
     np.testing.assert_array_equal(again.predict(test.X)[0], blended.predict(test.X)[0])
     if blended.blend_heads:
         assert (plain.predict(test.X)[0] != blended.predict(test.X)[0]).any()
+
+
+def _held_out_rows(model, train):
+    """The rows a blended ``model`` held out of its model's training (the split it draws itself)."""
+    X = model._weighted(train.X)
+    rows = np.flatnonzero((np.diff(train.Y.indptr) > 0) & (np.diff(X.indptr) > 0))
+    return model._blend_split(X, train.Y, rows)[1]
+
+
+def test_the_model_is_trained_once_and_never_on_the_held_out_rows(planted):
+    train, _ = planted
+    first = ExtremeClassifier(epochs=2, workers=1, progress=False).fit(train)
+    held_out = _held_out_rows(first, train)
+    assert 0 < len(held_out) < train.X.shape[0]
+    Y = train.Y.tolil()
+    Y[held_out] = Y[np.roll(held_out, 1)]          # other labels for the held-out rows only
+    Y = sp.csr_matrix(Y)
+    assert (Y != train.Y).nnz
+    second = ExtremeClassifier(epochs=2, workers=1, progress=False).fit(train.X, Y)
+    np.testing.assert_array_equal(first.W_in, second.W_in)
+    np.testing.assert_array_equal(first.W_out, second.W_out)
+    np.testing.assert_array_equal(first.label_biases, second.label_biases)
+    changed = train.Y.tolil()
+    changed[np.setdiff1d(np.arange(train.X.shape[0]), held_out)[:5]] = Y[held_out[:5]]
+    third = ExtremeClassifier(epochs=2, workers=1, progress=False).fit(train.X, sp.csr_matrix(changed))
+    assert (third.W_out != first.W_out).any()           # the other rows are trained on
+
+
+@pytest.mark.parametrize("name", [name for name, head in HEADS.items()
+                                  if head.statistics(sp.csr_matrix((2, 3), dtype=np.float32),
+                                                     sp.csr_matrix((2, 4)), 1) is not None])
+def test_a_head_refitted_from_added_statistics_is_the_head_of_all_rows(planted, name):
+    train, _ = planted
+    A, Y, head, params = _weighted(train.X), train.Y, HEADS[name], head_params({"centroid_threshold": 0})
+    whole = head.fit(A, Y, params, 2)
+    cut = 600
+    parts = add_statistics(head.statistics(A[:cut], Y[:cut], 2), head.statistics(A[cut:], Y[cut:], 1))
+    summed = head.fit(None, None, params, 1, statistics=parts)
+    assert sorted(whole) == sorted(summed)
+    for key in whole:
+        np.testing.assert_allclose(summed[key], whole[key], rtol=1e-3, atol=1e-4 * np.abs(whole[key]).max())
+    part = head.fit(A[:cut], Y[:cut], params, 1)
+    assert any(part[key].shape != whole[key].shape or not np.allclose(part[key], whole[key]) for key in whole)
 
 
 def test_a_table_shaped_array_of_another_shape_is_refused(tmp_path, planted):
@@ -151,3 +210,34 @@ def test_head_arrays_are_bounded_by_the_saved_sizes(tmp_path, planted):
     model.save(path)
     with pytest.raises(ValueError, match=r"head_neighbour_\w+ has \d+ elements, more than"):
         persist.load(path)
+
+
+def test_the_heads_see_tfidf_unit_rows_whatever_the_model_weighting(tmp_path, planted):
+    train, test = planted
+    kw = dict(vector_size=8, epochs=1, workers=1, heads=("centroids", "neighbours"), progress=False)
+    weighted = ExtremeClassifier(**kw).fit(train)
+    raw = ExtremeClassifier(feature_weighting="none", normalize_rows=False, **kw).fit(train)
+    assert raw.feature_weight_vector is None and raw.blend_heads
+    want = weighted._weighted(test.X)
+    for model in (weighted, raw):
+        got = model._head_rows(model._weighted(test.X))
+        np.testing.assert_allclose(got.toarray(), want.toarray(), rtol=1e-5, atol=1e-6)
+    path = str(tmp_path / "raw.ekm")
+    raw.save(path)
+    again = ExtremeClassifier.load(path)
+    np.testing.assert_array_equal(again.predict(test.X)[0], raw.predict(test.X)[0])
+    np.testing.assert_allclose(again._head_rows(again._weighted(test.X)).toarray(), want.toarray(), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_the_sampled_solver_blends_the_heads_unless_its_rows_are_not_labels():
+    assert ExtremeClassifier(loss="sampled_softmax").heads == ("centroids", "least_squares", "neighbours")
+    assert ExtremeClassifier(loss="hs").heads == ()
+
+
+def test_the_one_vs_all_model_trains_fewer_epochs_when_heads_are_blended():
+    from embkit.xc.one_vs_all import OneVsAll
+    alone, blended = ExtremeClassifier(heads=()), ExtremeClassifier()
+    assert alone.epochs == OneVsAll.DEFAULTS["epochs"]
+    assert blended.epochs == OneVsAll.BLENDED_DEFAULTS["epochs"] != alone.epochs
+    assert ExtremeClassifier(epochs=7).epochs == 7                  # a value given is kept

@@ -65,7 +65,7 @@ def add_parser(subparsers, common):
                    help="one_vs_all: no learned bias per label")
     t.add_argument("--heads", nargs="*", default=None, metavar="HEAD", choices=tuple(HEADS),
                    help="closed-form label scorers blended with the model's scores, weights chosen on a held-out "
-                        "fifth of the training rows (%s; default: all for one_vs_all, none for sampled; the "
+                        "fifth of the training rows, at most 2,000 (%s; default: all, but none for --loss hs; the "
                         "option alone: none)" % ", ".join(HEADS))
     t.add_argument("--one-label", action="store_true", help="sampled: one positive label per example visit")
     t.add_argument("--batch-size", type=int, default=None,

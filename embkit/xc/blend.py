@@ -1,10 +1,13 @@
 """Blending label scores: weighted sums of dense and sparse score matrices, their top k, and the weights that
 rank held-out rows best.
 
-:func:`choose_weights` tries every point of a grid on the simplex (steps of ``1 / steps``) and keeps the one
-whose blend has the highest mean of P@1, P@3 and P@5 on rows the heads were not fitted on; ties go to the
-point found first, the grid being walked from the first matrix's corner.  A blend ranks only each row's
-candidates (the labels some matrix ranks high), gathered once, so a point of the grid costs little.
+:func:`choose_weights` searches a grid on the simplex (steps of ``1 / steps``) for the point whose blend has
+the highest mean of P@1, P@3 and P@5 on rows the heads were not fitted on: every point of a grid of at most
+:data:`EXHAUSTIVE_POINTS` points; of a larger grid (an even ``steps``), the points of the grid of half the
+steps, then, from the best, a climb through the grid's neighbouring points (each weight at most one step
+away) while one is better.  Ties go to the point found first, a grid being walked from the first matrix's
+corner.  A blend ranks only each row's candidates (the labels some matrix ranks high), gathered once, so a
+point of the grid costs little.
 """
 import itertools
 
@@ -13,7 +16,10 @@ import scipy.sparse as sp
 
 from embkit._kernels.rows import top_k_rows, top_k_sparse_rows
 
-__all__ = ["blend", "top_k", "candidates", "choose_weights", "simplex_grid", "precision_sum"]
+__all__ = ["blend", "top_k", "candidates", "choose_weights", "simplex_grid", "precision_sum", "EXHAUSTIVE_POINTS"]
+
+#: the most points of a weight grid that :func:`choose_weights` tries one by one
+EXHAUSTIVE_POINTS = 64
 
 
 def blend(scores, weights):
@@ -39,11 +45,15 @@ def top_k(S, k, n_threads=1):
     return top_k_rows(np.ascontiguousarray(S, dtype=np.float32), k, n_threads)
 
 
+def _integer_grid(n, steps):
+    """Every tuple of ``n`` nonnegative integers summing to ``steps``, from the first coordinate's corner on."""
+    return [p for p in itertools.product(range(steps, -1, -1), repeat=n) if sum(p) == steps]
+
+
 def simplex_grid(n, steps):
     """Every weight vector of ``n`` nonnegative multiples of ``1 / steps`` summing to one, from the first
     coordinate's corner on."""
-    points = [p for p in itertools.product(range(steps, -1, -1), repeat=n) if sum(p) == steps]
-    return [tuple(v / steps for v in p) for p in points]
+    return [tuple(v / steps for v in p) for p in _integer_grid(n, steps)]
 
 
 def precision_sum(Y, ids, ks=(1, 3, 5)):
@@ -66,6 +76,9 @@ def candidates(scores, Y, per_matrix):
     """The labels a blend of ``scores`` may rank first: per row, the union of every matrix's top
     ``per_matrix`` labels.
 
+    ``scores``: one entry per score matrix, the matrix (``n x L``, the rows of ``Y``) or a function of a
+    slice of rows that computes those rows of it, so that every matrix is dense a block of rows at a time only.
+
     Returns
     -------
     (values, hits, penalty)
@@ -82,7 +95,8 @@ def candidates(scores, Y, per_matrix):
     step = max(1, _GATHER_CELLS // max(n_labels * len(scores), 1))
     for start in range(0, n, step):
         rows = slice(start, min(start + step, n))
-        dense = [S[rows].toarray() if sp.issparse(S) else np.asarray(S[rows], dtype=np.float32) for S in scores]
+        parts = [S(rows) if callable(S) else S[rows] for S in scores]
+        dense = [S.toarray() if sp.issparse(S) else np.asarray(S, dtype=np.float32) for S in parts]
         ids = np.sort(np.hstack([top_k_rows(np.ascontiguousarray(D, dtype=np.float32), min(per_matrix, n_labels),
                                             1)[0] for D in dense]), axis=1)
         ids = np.hstack([ids, np.full((len(ids), c - ids.shape[1]), -1, dtype=np.int64)])
@@ -99,7 +113,8 @@ def candidates(scores, Y, per_matrix):
 
 def choose_weights(scores, Y, steps=10, ks=(1, 3, 5), per_matrix=None):
     """The weights (a tuple, one per score matrix) of the blend of ``scores`` (each ``n x L`` for the rows of
-    ``Y``) whose top ``max(ks)`` has the highest sum of P@k, and that sum divided by ``len(ks)``.
+    ``Y``, or a function of a slice of rows computing those rows: see :func:`candidates`) whose top
+    ``max(ks)`` has the highest sum of P@k, and that sum divided by ``len(ks)``.
 
     Every blend ranks the :func:`candidates` of a row (every matrix's top ``per_matrix`` labels, default
     ``4 * max(ks)``), which hold its top labels unless a label outside each matrix's top ranks first in
@@ -109,17 +124,36 @@ def choose_weights(scores, Y, steps=10, ks=(1, 3, 5), per_matrix=None):
     values, hits, penalty = candidates(scores, Y, per_matrix or 4 * k)
     n = max(len(hits), 1)
     rows = np.arange(len(hits))[:, None]
-    best, best_value = None, -1.0
     blended = np.empty_like(penalty)
-    for weights in simplex_grid(len(scores), steps):
-        np.copyto(blended, penalty)
-        for V, w in zip(values, weights):
-            if w:
-                blended += np.float32(w) * V
-        top, _ = top_k_rows(blended, k)         # one thread: the grid's loop is the outer one
-        kept = np.maximum(top, 0)                 # -1 pads a row of fewer candidates than k
-        found = (top >= 0) & hits[rows, kept] & np.isfinite(blended[rows, kept])
-        value = float(sum(found[:, :j].sum() / (j * n) for j in ks))
-        if value > best_value + 1e-12:
-            best, best_value = weights, value
-    return best, best_value / len(ks)
+    tried = {}
+
+    def value(point):           # the sum of P@k of the blend at an integer point of the grid
+        if point not in tried:
+            np.copyto(blended, penalty)
+            for V, w in zip(values, point):
+                if w:
+                    np.add(blended, np.float32(w / steps) * V, out=blended)
+            top, _ = top_k_rows(blended, k)         # one thread: the grid's loop is the outer one
+            kept = np.maximum(top, 0)                 # -1 pads a row of fewer candidates than k
+            found = (top >= 0) & hits[rows, kept] & np.isfinite(blended[rows, kept])
+            tried[point] = float(sum(found[:, :j].sum() / (j * n) for j in ks))
+        return tried[point]
+
+    def best_of(points, best):
+        for point in points:
+            if best is None or value(point) > value(best) + 1e-12:
+                best = point
+        return best
+
+    grid = _integer_grid(len(scores), steps)
+    if len(grid) <= EXHAUSTIVE_POINTS or steps % 2:
+        best = best_of(grid, None)
+    else:
+        best = best_of([tuple(2 * v for v in p) for p in _integer_grid(len(scores), steps // 2)], None)
+        while True:
+            near = [p for p in grid if p not in tried and max(abs(a - b) for a, b in zip(p, best)) <= 1]
+            better = best_of(near, best)
+            if better == best:
+                break
+            best = better
+    return tuple(v / steps for v in best), value(best) / len(ks)

@@ -39,7 +39,7 @@ from embkit.core.checks import (COUNT, FINITE_REAL, POSITIVE_INT, POSITIVE_REAL,
 from embkit.core.sparse_checks import check_sparse
 from embkit.xc.blend import blend, choose_weights, top_k
 from embkit.xc.features import FEATURE_WEIGHTINGS, feature_weights, weight_rows
-from embkit.xc.heads import HEADS, head_params as checked_head_params
+from embkit.xc.heads import HEADS, add_statistics, head_params as checked_head_params
 from embkit.xc.prediction_input import feature_rows
 from embkit.xc.one_vs_all import OneVsAll
 from embkit.xc.sampled import Sampled
@@ -52,6 +52,10 @@ __all__ = ["ExtremeClassifier", "SOLVERS", "DEFAULT_SOLVER"]
 _SCORE_BLOCK_CELLS = 1 << 24
 #: fewest training rows on each side of the blend's validation split (fewer: no blend)
 _MIN_BLEND_ROWS = 20
+#: the heads' state entry of the tf-idf weights of the heads' rows when the model's rows have none
+_HEAD_WEIGHTS = "feature_weights"
+#: most training rows held out for the blend (enough to choose a few weights; the model trains on the rest)
+_MAX_BLEND_ROWS = 2000
 #: the stream of the seed that draws the blend's validation split
 _BLEND_STREAM = 7919
 
@@ -211,7 +215,7 @@ class ExtremeClassifier(EmbeddingModel):
         Learning rate at the start and end (linear decay; ``min_alpha`` defaults to ``alpha / 1000``);
         ``alpha`` defaults to 0.01 (Adam's step) for one_vs_all, 0.1 for sampled.
     epochs : int, optional
-        Passes (default 10 for one_vs_all, 20 for sampled).
+        Passes (default 20 for sampled; 10 for one_vs_all, 4 when ``heads`` asks for any).
     workers, seed : int
     feature_weighting : {"tfidf", "none"}, optional
         Multiply every feature by its inverse document frequency in the training rows (default ``tfidf``
@@ -225,17 +229,22 @@ class ExtremeClassifier(EmbeddingModel):
         one_vs_all only: learn a bias per label (on by default).
     heads : sequence of str, optional
         Closed-form label scorers (:mod:`embkit.xc.heads`: ``centroids``, ``least_squares``, ``neighbours``)
-        whose scores are blended with the model's; None: the solver's (all three for one_vs_all, none for
-        sampled), ``()`` none.  The blend weights (a grid on the simplex, the model's own scores alone
-        included) are those of the best mean P@1/3/5 on ``blend_validation`` of the training rows, scored
-        by a model and heads fitted on the other rows; then the heads of nonzero weight are fitted on every
-        row.  Training takes the model's time about twice, plus the heads'.  A head that cannot be fitted
-        on the data (least squares beyond ``max_gram_features`` features) is left out, and so is the blend
-        with fewer than 20 rows on either side of the split.
+        whose scores are blended with the model's; None: the solver's (all three, for either solver, unless
+        the loss's output rows are not the labels, as with ``hs``), ``()`` none.  The heads see the rows
+        tf-idf weighted and of unit norm whatever the model's ``feature_weighting`` and ``normalize_rows``.
+        With heads, the model is trained once, on the training rows less those held out
+        (``blend_validation``); the blend weights (a grid on the simplex, the model's own scores alone
+        included) are those of the best mean P@1/3/5 on the held-out rows, scored by the model and by heads
+        fitted on the other rows; then the heads of nonzero weight are fitted on every row.  The weights are
+        chosen over each held-out row's candidate labels (every scorer's top labels), so no score matrix is
+        dense over every label at once.  A head that cannot be fitted on the data (least squares beyond
+        ``max_gram_features`` features) is left out, and so is the blend with fewer than 20 rows on either
+        side of the split.
     head_params : dict, optional
         The heads' parameters (:data:`embkit.xc.heads.HEAD_PARAMS` and their defaults).
     blend_validation : float
-        Fraction of the training rows held out to choose the blend weights.
+        Fraction of the training rows held out to choose the blend weights, at most 2,000 rows; the model
+        does not train on them.
     solver : {"one_vs_all", "sampled"}, optional
         The training algorithm (:data:`SOLVERS`): ``"one_vs_all"`` (the default, :mod:`embkit.xc.one_vs_all`)
         trains the logistic loss of every label in BLAS mini-batches with Adam; ``"sampled"``
@@ -282,7 +291,8 @@ class ExtremeClassifier(EmbeddingModel):
     STATE_FIELDS = {"n_train": (optional(COUNT), False), "blend_heads": (optional(list_of(TEXT)), False),
                     "blend_weights": (optional(list_of(FINITE_REAL)), False)}
     #: arrays saved beside the tables whose shape follows from the tables' (rows of W_in, rows of W_out)
-    TABLE_SHAPED_ARRAYS = {"head_least_squares_weights": lambda n_in, n_out: (n_in + 1, n_out)}
+    TABLE_SHAPED_ARRAYS = {"head_least_squares_weights": lambda n_in, n_out: (n_in + 1, n_out),
+                           "head_" + _HEAD_WEIGHTS: lambda n_in, n_out: (n_in,)}
     #: the heads' sparse arrays: name -> most elements for the tables' rows and the saved ``n_train``
     BOUNDED_ARRAYS = _head_array_bounds()
 
@@ -297,7 +307,8 @@ class ExtremeClassifier(EmbeddingModel):
         given = dict(vector_size=vector_size, alpha=alpha, epochs=epochs, normalize=normalize, tau=tau,
                      batch_size=batch_size, feature_weighting=feature_weighting, normalize_rows=normalize_rows,
                      ensemble=ensemble, normalize_classes=normalize_classes)
-        defaults = chosen.defaults(loss)
+        self.heads = chosen.heads_of(loss) if heads is None else _head_names(heads)
+        defaults = chosen.defaults(loss, self.heads)
         v = {k: (defaults[k] if val is None else val) for k, val in given.items()}
         self.normalize = bool(check_flag("normalize", v["normalize"]))
         self.tau = v["tau"]
@@ -309,7 +320,6 @@ class ExtremeClassifier(EmbeddingModel):
         self.normalize_rows = bool(check_flag("normalize_rows", v["normalize_rows"]))
         self.ensemble = v["ensemble"]
         self.label_bias = bool(check_flag("label_bias", label_bias))
-        self.heads = tuple(chosen.default_heads if heads is None else _head_names(heads))
         self.head_params = checked_head_params(head_params)
         self.blend_validation = blend_validation
         self.blend_heads = ()
@@ -396,7 +406,6 @@ class ExtremeClassifier(EmbeddingModel):
         fresh = self._resuming is None
         if fresh:
             self.feature_weight_vector = feature_weights(X, self.feature_weighting)
-        raw = X
         X = weight_rows(X, self.feature_weight_vector, self.normalize_rows)
         n, n_features = X.shape
         n_labels = Y.shape[1]
@@ -416,31 +425,46 @@ class ExtremeClassifier(EmbeddingModel):
         solver = self._solver
         if fresh:
             self.label_biases, self._optimizer = solver.fresh_state(self, len(rows))
+        split = self._blend_split(X, Y, rows)
+        trained = rows if split is None else split[0]
 
         def chunks(epoch):
             # the order of an epoch depends on the seed and the epoch only, so a resumed run sees the same
-            order = np.random.default_rng([self.seed, epoch]).permutation(rows).astype(np.int32)
+            order = np.random.default_rng([self.seed, epoch]).permutation(trained).astype(np.int32)
             for start in range(0, len(order), self.chunk_examples):
                 yield _RowChunk(order[start:start + self.chunk_examples])
 
         self._data = (X, Y)
         try:
             with _blas_threads(solver.blas_threads):
-                self._train(chunks, len(rows), self.label_counts, n_labels, on_epoch=on_epoch,
+                self._train(chunks, len(trained), self.label_counts, n_labels, on_epoch=on_epoch,
                             desc="xc %s %s" % (self.solver, self.loss),
-                            min_chunk_per_thread=solver.min_chunk_per_thread(self, len(rows)),
+                            min_chunk_per_thread=solver.min_chunk_per_thread(self, len(trained)),
                             fingerprint=fingerprint(X.indptr, X.indices, X.data, Y.indptr, Y.indices))
         finally:
             self._data = None
             self._optimizer = None
-        self._fit_blend(raw, X, Y, rows)
+        self.blend_heads, self.blend_weights, self._head_state = (), None, {}
+        if split is not None:
+            if self.feature_weight_vector is None:      # the heads take tf-idf weighted rows all the same
+                self._head_state[_HEAD_WEIGHTS] = feature_weights(X, "tfidf")
+            with _blas_threads(1):
+                self._fit_blend(X, self._head_rows(X), Y, *split)
+            if not self.blend_heads:
+                self._head_state = {}
         return self
 
-    def _fit_blend(self, raw, X, Y, rows):
-        """Choose the weights of the model's scores and of the :attr:`heads`' on a validation split of the
-        training rows ``rows`` (a model and heads fitted on the others), then fit the heads of nonzero weight
-        on every row of ``X`` (weighted) and ``Y``.  ``raw``: the rows before weighting."""
-        self.blend_heads, self.blend_weights, self._head_state = (), None, {}
+    def _head_rows(self, X):
+        """The rows the heads fit and score, tf-idf weighted and of unit norm, from rows weighted as the
+        model's (``X``): the weights the model's rows lack (:data:`_HEAD_WEIGHTS` of the heads' state), then
+        every row scaled to unit norm (a row's scale before does not matter)."""
+        extra = self._head_state.get(_HEAD_WEIGHTS)
+        return X if extra is None and self.normalize_rows else weight_rows(X, extra, True)
+
+    def _blend_split(self, X, Y, rows):
+        """``(fitted, held out, heads)``: the training rows ``rows`` split at random for the blend (a fraction
+        ``blend_validation`` held out) and the :attr:`heads` that can be fitted on ``X`` (weighted) and
+        ``Y``; None without a blend (no usable head, or too few rows on a side)."""
         usable = []
         for name in self.heads:
             why = HEADS[name].unusable(X.shape[1], Y.shape[1], self.head_params)
@@ -448,31 +472,43 @@ class ExtremeClassifier(EmbeddingModel):
                 usable.append(name)
             else:
                 logger.info("head %s left out: %s", name, why)
-        n_valid = int(round(self.blend_validation * len(rows)))
+        n_valid = min(int(round(self.blend_validation * len(rows))), _MAX_BLEND_ROWS)
         if not usable or n_valid < _MIN_BLEND_ROWS or len(rows) - n_valid < _MIN_BLEND_ROWS:
             if usable:
                 logger.info("no blend: %d training rows are too few to hold %s of them out", len(rows),
                             self.blend_validation)
-            return
+            return None
         order = np.random.default_rng([self.seed, _BLEND_STREAM]).permutation(rows)
-        valid, fitted = np.sort(order[:n_valid]), np.sort(order[n_valid:])
-        params = dict(self.get_params(), heads=(), progress=False)
-        inner = type(self)(**params).fit(raw[fitted], Y[fitted])
-        A = inner._weighted(raw[fitted])
-        B = inner._weighted(raw[valid])
-        scores = [inner._own_scores(inner.embed_weighted(B))]
+        return np.sort(order[n_valid:]), np.sort(order[:n_valid]), tuple(usable)
+
+    def _fit_blend(self, X, H, Y, fitted, valid, usable):
+        """Choose the weights of the model's scores and of the heads ``usable`` on the held-out rows
+        ``valid`` (the model, trained on the rows ``fitted``, and heads fitted on those rows score them), then
+        fit the heads of nonzero weight on every row of ``H`` and ``Y``.  ``X``: the rows weighted as the
+        model's, ``H`` as the heads' (:meth:`_head_rows`)."""
+        A, Ya, B, model_rows = H[fitted], Y[fitted], H[valid], X[valid]
+        # every scorer scores the held-out rows a block at a time (dense over the labels only in a block)
+        scores = [lambda rows: self._own_scores(self.embed_weighted(model_rows[rows]))]
+        sums = {}
         for name in usable:
             head = HEADS[name]
-            scores.append(head.scores(head.fit(A, Y[fitted], self.head_params, self.workers), B, self.head_params,
-                                      self.workers))
+            sums[name] = head.statistics(A, Ya, self.workers)
+            state = head.fit(A, Ya, self.head_params, self.workers, statistics=sums[name])
+            scores.append(lambda rows, head=head, state=state: head.scores(state, B[rows], self.head_params,
+                                                                           self.workers))
         weights, value = choose_weights(scores, Y[valid])
         logger.info("blend weights (model, %s) %s: mean P@1/3/5 %.4f on %d held-out rows", ", ".join(usable),
-                    weights, value, n_valid)
+                    weights, value, len(valid))
         kept = [name for name, w in zip(usable, weights[1:]) if w > 0]
         self.blend_weights = (float(weights[0]),) + tuple(float(w) for w in weights[1:] if w > 0)
         self.blend_heads = tuple(kept)
+        others = np.setdiff1d(np.arange(H.shape[0]), fitted)
         for name in kept:
-            self._head_state.update(HEADS[name].fit(X, Y, self.head_params, self.workers))
+            head = HEADS[name]
+            total = sums[name]
+            if total is not None:      # the sums of the fitted rows plus those of every other row
+                total = add_statistics(total, head.statistics(H[others], Y[others], self.workers))
+            self._head_state.update(head.fit(H, Y, self.head_params, self.workers, statistics=total))
 
     @classmethod
     def resume(cls, directory, X, Y=None, on_epoch=None, callbacks=(), progress=None, **params):
@@ -581,7 +617,8 @@ class ExtremeClassifier(EmbeddingModel):
             return self._own_scores(self.embed_weighted(rows))
         own = self.blend_weights[0]
         parts = [self._own_scores(self.embed_weighted(rows)) if own > 0 else None]
-        parts += [HEADS[name].scores(self._head_state, rows, self.head_params, 1) for name in self.blend_heads]
+        head_rows = self._head_rows(rows)
+        parts += [HEADS[name].scores(self._head_state, head_rows, self.head_params, 1) for name in self.blend_heads]
         return blend(parts, self.blend_weights)
 
     def evaluate(self, X, Y=None, ks=(1, 3, 5), train_labels=None, A=0.55, B=1.5):

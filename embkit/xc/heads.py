@@ -15,8 +15,11 @@ steps, and scores weighted rows ``B`` against every label:
   cosine to the power ``neighbour_power`` and normalised to sum to one (sparse).
 
 Heads are stateless objects (one serves every model): :meth:`Head.fit` returns the fitted arrays, which the
-model keeps and saves, and :meth:`Head.scores` reads them.  :data:`HEADS` maps names to heads and
-:data:`HEAD_PARAMS` gives the parameters of ``head_params`` with their defaults.
+model keeps and saves, and :meth:`Head.scores` reads them.  A head fitted from sums over the rows says so by
+its :meth:`Head.statistics` (None otherwise): the sums of two sets of rows add (:func:`add_statistics`), so
+a head fitted on part of the rows is refitted on all of them without reading that part again.
+:data:`HEADS` maps names to heads and :data:`HEAD_PARAMS` gives the parameters of ``head_params`` with their
+defaults.
 """
 from concurrent.futures import ThreadPoolExecutor
 
@@ -30,7 +33,7 @@ from embkit._kernels.rows import top_k_sparse_rows
 _NEIGHBOUR_CELLS = 1 << 23
 
 __all__ = ["Head", "Centroids", "LeastSquares", "Neighbours", "HEADS", "HEAD_PARAMS", "DEFAULT_HEADS",
-           "head_params", "blocked_sum"]
+           "head_params", "blocked_sum", "add_statistics"]
 
 
 def blocked_sum(product, n_rows, workers):
@@ -46,6 +49,11 @@ def blocked_sum(product, n_rows, workers):
     for part in parts[1:]:
         total = total + part
     return total
+
+
+def add_statistics(first, second):
+    """The :meth:`Head.statistics` of the rows of two calls together (element-wise sums)."""
+    return tuple(a + b for a, b in zip(first, second))
 
 
 def _csr_arrays(prefix, M):
@@ -84,8 +92,14 @@ class Head:
         """Why the head cannot be fitted on data of this size (a sentence), or None."""
         return None
 
-    def fit(self, A, Y, params, workers):
-        """The fitted arrays (a dict of numpy arrays) of the rows ``A`` and labels ``Y``."""
+    def statistics(self, A, Y, workers):
+        """Sums over the rows ``A`` and labels ``Y`` from which :meth:`fit` fits the head (a tuple of arrays
+        that add across sets of rows), or None for a head fitted from the rows themselves."""
+        return None
+
+    def fit(self, A, Y, params, workers, statistics=None):
+        """The fitted arrays (a dict of numpy arrays) of the rows ``A`` and labels ``Y``; a head with
+        :meth:`statistics` takes them instead of the rows when given (``A`` and ``Y`` are then unread)."""
         raise NotImplementedError
 
     def scores(self, state, B, params, workers=1):
@@ -105,9 +119,14 @@ class Centroids(Head):
     sparse = True
     linear = True
 
-    def fit(self, A, Y, params, workers):
+    def statistics(self, A, Y, workers):
+        """``(A^T Y,)``: every label's sum of its rows (csr, ``F x L``)."""
         Yf = sp.csr_matrix(Y, dtype=np.float32)
-        CT = sp.csr_matrix(blocked_sum(lambda rows: A[rows].T @ Yf[rows], A.shape[0], workers))   # F x L
+        return (sp.csr_matrix(blocked_sum(lambda rows: A[rows].T @ Yf[rows], A.shape[0], workers)),)
+
+    def fit(self, A, Y, params, workers, statistics=None):
+        CT, = self.statistics(A, Y, workers) if statistics is None else statistics
+        CT = sp.csr_matrix(CT, dtype=np.float32, copy=True)
         norms = np.sqrt(np.bincount(CT.indices, weights=CT.data.astype(np.float64) ** 2, minlength=CT.shape[1]))
         norms[norms == 0] = 1.0
         CT.data /= norms[CT.indices].astype(np.float32)
@@ -139,10 +158,9 @@ class LeastSquares(Head):
                     "(%d)" % (n_features, n_features, limit))
         return None
 
-    @staticmethod
-    def statistics(A, Y, workers):
+    def statistics(self, A, Y, workers):
         """``(G, R)``: the Gram matrix ``A1^T A1`` (float64, ``(F + 1)^2``) and ``A1^T Y`` (``(F + 1) x L``) of
-        the rows with a constant column appended."""
+        the rows with a constant column appended (the Gram matrix's blocks summed in float64)."""
         A1 = sp.hstack([A, np.ones((A.shape[0], 1), dtype=np.float32)], format="csr")
         Yf = sp.csr_matrix(Y, dtype=np.float32)
         G = blocked_sum(lambda rows: (A1[rows].T @ A1[rows]).toarray().astype(np.float64), A1.shape[0], workers)
@@ -154,9 +172,10 @@ class LeastSquares(Head):
         G = G.copy()
         G[np.diag_indices(len(G) - 1)] += params["l2"]     # the constant's weight is left unpenalised ...
         G[-1, -1] += 1e-6 * max(G[-1, -1], 1.0)           # ... but for a tiny ridge that keeps G definite
-        W = scipy.linalg.cho_solve(scipy.linalg.cho_factor(G, overwrite_a=True, check_finite=False),
-                                   R.astype(np.float64), check_finite=False)
-        return {"least_squares_weights": W.astype(np.float32)}
+        # the sums are float64; the ridge keeps G well conditioned, so it is factored in float32 (half the time)
+        factor = scipy.linalg.cho_factor(G.astype(np.float32), overwrite_a=True, check_finite=False)
+        W = scipy.linalg.cho_solve(factor, np.asarray(R, dtype=np.float32), check_finite=False)
+        return {"least_squares_weights": np.asarray(W, dtype=np.float32)}
 
     def scores(self, state, B, params, workers=1):
         W = state["least_squares_weights"]
@@ -174,7 +193,7 @@ class Neighbours(Head):
     params = ("neighbours", "neighbour_power")
     sparse = True
 
-    def fit(self, A, Y, params, workers):
+    def fit(self, A, Y, params, workers, statistics=None):
         arrays = _csr_arrays("neighbour_rows_t", sp.csr_matrix(A.T))           # F x n: B @ it is the cosines
         Yb = sp.csr_matrix(Y, dtype=np.float32)
         arrays.update({"neighbour_labels_indices": Yb.indices.astype(np.int32),

@@ -11,6 +11,7 @@ import numpy as np
 from embkit._kernels.rows import RowTrainer
 from embkit.core import registry
 from embkit.core.batched_softmax import check_batch_size
+from embkit.xc.heads import DEFAULT_HEADS
 from embkit.xc.row_batches import FullSoftmaxBatches
 from embkit.xc.solver import Solver
 
@@ -22,13 +23,14 @@ class Sampled(Solver):
 
     Its defaults are the RF-softmax paper's setting: 128 dimensions, hidden vectors and class vectors on the
     unit sphere (class vectors only when the output rows are the labels'), temperature 0.1, alpha 0.1,
-    20 epochs, raw feature rows.
+    20 epochs, raw feature rows; the closed-form heads blended (a loss whose output rows are the labels').
     """
 
     name = "sampled"
     default_loss = "sampled_softmax"
     DEFAULTS = {"vector_size": 128, "alpha": 0.1, "epochs": 20, "normalize": True, "tau": 0.1,
                 "batch_size": None, "feature_weighting": "none", "normalize_rows": False, "ensemble": 1}
+    default_heads = DEFAULT_HEADS
     #: parameters of another solver, with the only value this one takes
     NEUTRAL = {"ensemble": 1, "label_bias": True}
 
@@ -36,7 +38,7 @@ class Sampled(Solver):
     def losses(self):
         return tuple(sorted(registry.LOSSES))
 
-    def defaults(self, loss):
+    def defaults(self, loss, heads=()):
         return dict(self.DEFAULTS, normalize_classes=self.loss_class(loss).CLASS_ROWS)
 
     def loss_class(self, loss):

@@ -38,8 +38,14 @@ class Solver:
         """Names of the losses it trains (sorted)."""
         raise NotImplementedError
 
-    def defaults(self, loss):
-        """``{parameter: value}`` taken by the parameters left at None when training ``loss``."""
+    def heads_of(self, loss):
+        """The heads of ``heads=None`` for ``loss``: :attr:`default_heads` when its output rows are the labels'
+        (heads blend label scores), else none."""
+        return tuple(self.default_heads) if self.loss_class(loss).CLASS_ROWS else ()
+
+    def defaults(self, loss, heads=()):
+        """``{parameter: value}`` taken by the parameters left at None when training ``loss`` with the heads
+        ``heads`` blended."""
         return dict(self.DEFAULTS)
 
     def loss_class(self, loss):

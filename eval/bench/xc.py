@@ -47,6 +47,7 @@ METHODS = {
     "full_softmax": dict(loss="full_softmax"),
     "full_softmax_batch": dict(loss="full_softmax", batch_size=64),
     "uniform": dict(loss="sampled_softmax", sampler="uniform"),
+    "uniform_no_heads": dict(loss="sampled_softmax", sampler="uniform", heads=()),
     "log_uniform": dict(loss="sampled_softmax", sampler="log_uniform"),
     "unigram": dict(loss="sampled_softmax", sampler="unigram"),
     "lsh_label": dict(loss="sampled_softmax", sampler="lsh", sampler_params={"query": "label"}),
@@ -293,7 +294,7 @@ def run_scaling(args):
                               label_law=args.law, seed=args.seed)
         print("labels %d: generated in %.1fs: %r" % (n_labels, time.perf_counter() - t0, train), flush=True)
         for method in args.methods:
-            model = _model(method, args)
+            model = _model(method, args, heads=())      # the samplers compared on the model's own scores
             curve = []
 
             def on_epoch(epoch, report, model=model, curve=curve):

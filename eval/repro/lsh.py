@@ -29,7 +29,8 @@ import numpy as np
 from eval.repro.common import mean_spread, need, pyplot, save_figure, say
 
 COMMON = dict(vector_size=128, normalize=True, tau=0.1, normalize_classes=True, alpha=0.1, min_alpha=1e-4,
-              negative=50, one_label=False, chunk_examples=1 << 13, feature_weighting="none", normalize_rows=False)
+              negative=50, one_label=False, chunk_examples=1 << 13, feature_weighting="none", normalize_rows=False,
+              heads=())         # the samplers compared on the model's own scores, as in the paper
 LSH = dict(family="simhash", K=8, L=16, bin_size=8, rebuild_initial=0.01, rebuild_decay=1.5)
 METHODS = {
     "full softmax": dict(loss="full_softmax"),
