@@ -89,6 +89,21 @@ def test_a_large_grid_is_searched_to_a_point_no_neighbour_beats(planted):
             assert value * 3 >= precision_sum(Y, top_k(blend(scores, w), 5)[0]) - 1e-9
     blocks = [lambda rows, S=S: S[rows] for S in scores]          # scores given a block of rows at a time
     assert choose_weights(blocks, Y) == (weights, value)
+    assert choose_weights(blocks, Y, workers=3) == (weights, value)   # the blocks' scores computed on threads
+
+
+def test_neighbours_score_the_same_on_any_number_of_threads(planted, monkeypatch):
+    from embkit.xc import heads
+    train, test = planted
+    head, params = heads.HEADS["neighbours"], heads.head_params({})
+    A = sp.csr_matrix(train.X, dtype=np.float32)
+    state = head.fit(A, train.Y, params, 1)
+    B = sp.csr_matrix(test.X, dtype=np.float32)
+    one = head.scores(state, B, params, workers=1)
+    monkeypatch.setattr(heads, "_NEIGHBOUR_CELLS", 7 * A.shape[0])    # blocks of 7 rows: several per thread
+    for workers in (1, 3):
+        again = head.scores(state, B, params, workers=workers)
+        assert (abs(again - one) > 1e-6).nnz == 0
 
 
 def test_the_blend_is_chosen_on_held_out_rows_and_saved(tmp_path, planted):

@@ -10,6 +10,7 @@ corner.  A blend ranks only each row's candidates (the labels some matrix ranks 
 point of the grid costs little.
 """
 import itertools
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
@@ -72,12 +73,13 @@ def precision_sum(Y, ids, ks=(1, 3, 5)):
 _GATHER_CELLS = 1 << 24
 
 
-def candidates(scores, Y, per_matrix):
+def candidates(scores, Y, per_matrix, workers=1):
     """The labels a blend of ``scores`` may rank first: per row, the union of every matrix's top
     ``per_matrix`` labels.
 
     ``scores``: one entry per score matrix, the matrix (``n x L``, the rows of ``Y``) or a function of a
     slice of rows that computes those rows of it, so that every matrix is dense a block of rows at a time only.
+    With ``workers`` above one the functions of a block run side by side on threads.
 
     Returns
     -------
@@ -93,25 +95,41 @@ def candidates(scores, Y, per_matrix):
     hits = np.zeros((n, c), dtype=bool)
     penalty = np.zeros((n, c), dtype=np.float32)
     step = max(1, _GATHER_CELLS // max(n_labels * len(scores), 1))
-    for start in range(0, n, step):
-        rows = slice(start, min(start + step, n))
-        parts = [S(rows) if callable(S) else S[rows] for S in scores]
-        dense = [S.toarray() if sp.issparse(S) else np.asarray(S, dtype=np.float32) for S in parts]
-        ids = np.sort(np.hstack([top_k_rows(np.ascontiguousarray(D, dtype=np.float32), min(per_matrix, n_labels),
-                                            1)[0] for D in dense]), axis=1)
-        ids = np.hstack([ids, np.full((len(ids), c - ids.shape[1]), -1, dtype=np.int64)])
-        unused = ids < 0
-        unused[:, 1:] |= ids[:, 1:] == ids[:, :-1]
-        safe = np.where(unused, 0, ids)
-        r = np.arange(len(ids))[:, None]
-        for V, D in zip(values, dense):
-            V[rows] = D[r, safe]
-        hits[rows] = (Y[rows].toarray()[r, safe] > 0) & ~unused
-        penalty[rows] = np.where(unused, -np.inf, 0.0)
+    pool = ThreadPoolExecutor(min(workers, len(scores))) if workers > 1 and len(scores) > 1 else None
+    try:
+        for start in range(0, n, step):
+            rows = slice(start, min(start + step, n))
+            _gather(scores, rows, pool, Y, per_matrix, c, values, hits, penalty)
+    finally:
+        if pool is not None:
+            pool.shutdown()
     return values, hits, penalty
 
 
-def choose_weights(scores, Y, steps=10, ks=(1, 3, 5), per_matrix=None):
+def _gather(scores, rows, pool, Y, per_matrix, c, values, hits, penalty):
+    """:func:`candidates` of the block ``rows``, into its output arrays (the scores of the block computed on
+    ``pool``'s threads when there is one)."""
+    n_labels = Y.shape[1]
+
+    def part(S):
+        return S(rows) if callable(S) else S[rows]
+
+    parts = list(pool.map(part, scores)) if pool is not None else [part(S) for S in scores]
+    dense = [S.toarray() if sp.issparse(S) else np.asarray(S, dtype=np.float32) for S in parts]
+    ids = np.sort(np.hstack([top_k_rows(np.ascontiguousarray(D, dtype=np.float32), min(per_matrix, n_labels),
+                                        1)[0] for D in dense]), axis=1)
+    ids = np.hstack([ids, np.full((len(ids), c - ids.shape[1]), -1, dtype=np.int64)])
+    unused = ids < 0
+    unused[:, 1:] |= ids[:, 1:] == ids[:, :-1]
+    safe = np.where(unused, 0, ids)
+    r = np.arange(len(ids))[:, None]
+    for V, D in zip(values, dense):
+        V[rows] = D[r, safe]
+    hits[rows] = (Y[rows].toarray()[r, safe] > 0) & ~unused
+    penalty[rows] = np.where(unused, -np.inf, 0.0)
+
+
+def choose_weights(scores, Y, steps=10, ks=(1, 3, 5), per_matrix=None, workers=1):
     """The weights (a tuple, one per score matrix) of the blend of ``scores`` (each ``n x L`` for the rows of
     ``Y``, or a function of a slice of rows computing those rows: see :func:`candidates`) whose top
     ``max(ks)`` has the highest sum of P@k, and that sum divided by ``len(ks)``.
@@ -121,7 +139,7 @@ def choose_weights(scores, Y, steps=10, ks=(1, 3, 5), per_matrix=None):
     the blend.
     """
     k = max(ks)
-    values, hits, penalty = candidates(scores, Y, per_matrix or 4 * k)
+    values, hits, penalty = candidates(scores, Y, per_matrix or 4 * k, workers)
     n = max(len(hits), 1)
     rows = np.arange(len(hits))[:, None]
     blended = np.empty_like(penalty)

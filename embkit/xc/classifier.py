@@ -496,7 +496,7 @@ class ExtremeClassifier(EmbeddingModel):
             state = head.fit(A, Ya, self.head_params, self.workers, statistics=sums[name])
             scores.append(lambda rows, head=head, state=state: head.scores(state, B[rows], self.head_params,
                                                                            self.workers))
-        weights, value = choose_weights(scores, Y[valid])
+        weights, value = choose_weights(scores, Y[valid], workers=self.workers)
         logger.info("blend weights (model, %s) %s: mean P@1/3/5 %.4f on %d held-out rows", ", ".join(usable),
                     weights, value, len(valid))
         kept = [name for name, w in zip(usable, weights[1:]) if w > 0]

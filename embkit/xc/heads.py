@@ -209,12 +209,23 @@ class Neighbours(Head):
         k = min(int(params["neighbours"]), max(AT.shape[1], 1))
         ids = np.empty((B.shape[0], k), dtype=np.int64)
         sims = np.empty((B.shape[0], k), dtype=np.float32)
-        step = max(1, _NEIGHBOUR_CELLS // max(AT.shape[1], 1))
-        for start in range(0, B.shape[0], step):       # blocks of rows bound the cosines held at once
+        n, workers = B.shape[0], max(1, int(workers))
+        # blocks of rows bound the cosines held at once (one block a thread), and give every thread a share
+        step = max(1, min(_NEIGHBOUR_CELLS // max(AT.shape[1], 1), -(-n // workers)))
+
+        def nearest(start):
             S = sp.csr_matrix(B[start:start + step] @ AT)
             S.data[S.data < 0] = 0.0        # a negative cosine is no evidence
             ids[start:start + step], sims[start:start + step] = top_k_sparse_rows(
-                S.indptr.astype(np.int64), S.indices.astype(np.int32), S.data.astype(np.float32), k, workers)
+                S.indptr.astype(np.int64), S.indices.astype(np.int32), S.data.astype(np.float32), k, 1)
+
+        starts = range(0, n, step)
+        if workers > 1 and len(starts) > 1:
+            with ThreadPoolExecutor(min(workers, len(starts))) as pool:
+                list(pool.map(nearest, starts))
+        else:
+            for start in starts:
+                nearest(start)
         keep = (ids >= 0) & (sims > 0)
         weights = np.where(keep, np.maximum(sims, 0.0), 0.0).astype(np.float64) ** params["neighbour_power"]
         totals = weights.sum(axis=1, keepdims=True)
