@@ -214,12 +214,29 @@ def test_cluster_training_learns_and_gives_a_normal_model(client, planted_shards
     np.testing.assert_array_equal(loaded.wv.vectors, model.wv.vectors)
 
 
+def test_with_staleness_one_a_replica_adopts_each_round_one_round_late_and_ends_epochs_reconciled(
+        client, planted_shards, purity):
+    # staleness 1: a round's call returns with the round before it adopted (the round itself is exchanged
+    # while the next trains), an epoch's last round is adopted at once; staleness 0 adopts every round
+    groups, _, pattern = planted_shards
+    runs = {s: Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, staleness=s, **SMALL) for s in (0, 1)}
+    rounds = SMALL["syncs_per_epoch"]
+    assert runs[0].last_cluster_stats.lag == [0] * rounds * SMALL["epochs"]
+    assert runs[1].last_cluster_stats.lag == ([1] * (rounds - 1) + [0]) * SMALL["epochs"]
+    for model in runs.values():
+        assert purity(model.wv, groups)[0] >= 0.8
+        assert model.last_report.words == SMALL["epochs"] * model.vocab.total_words
+    assert not np.array_equal(runs[0].W_out, runs[1].W_out)
+
+
 @pytest.mark.parametrize("syncs", [4, None])
 def test_the_tables_fetched_at_the_end_are_those_relayed_every_round(client, planted_shards, tmp_path, syncs):
     # without checkpoints the client fetches the reconciled tables from a replica when it needs them; with
-    # them every round's merged rows come to the client: the same tables, bit for bit
+    # them every round's merged rows come to the client: the same tables, bit for bit (staleness 0: a run
+    # with checkpoints reconciles every round before the next)
     _, _, pattern = planted_shards
-    fetched = Word2Vec(corpus_file=pattern, client=client, seed=3, **dict(SMALL, syncs_per_epoch=syncs))
+    fetched = Word2Vec(corpus_file=pattern, client=client, seed=3, staleness=0,
+                       **dict(SMALL, syncs_per_epoch=syncs))
     relayed = Word2Vec(corpus_file=pattern, client=client, seed=3, checkpoint_dir=str(tmp_path),
                        **dict(SMALL, syncs_per_epoch=syncs))
     assert fetched.last_cluster_stats.fetches == 1 and relayed.last_cluster_stats.fetches == 0
@@ -377,8 +394,9 @@ def _crash():
 def test_a_cluster_run_resumes_from_its_checkpoint_bit_identical(client, planted_shards, tmp_path, stop):
     # the client writes a checkpoint of the reconciled tables and the merge's momentum after every round
     # ("1 words"); a run stopped in its second epoch and resumed ends as the uninterrupted run, bit for bit
+    # (a run with checkpoints reconciles every round before the next: the reference has staleness 0)
     _, _, pattern = planted_shards
-    params = dict(corpus_file=pattern, client=client, sg=1, seed=2, **SMALL)
+    params = dict(corpus_file=pattern, client=client, sg=1, seed=2, staleness=0, **SMALL)
     reference = Word2Vec(**params)
     with pytest.raises((TrainingInterrupted, SystemError)) as info:
         Word2Vec(checkpoint_dir=str(tmp_path), checkpoint_every="1 words", callbacks=[_After(6, stop)], **params)
@@ -397,10 +415,12 @@ def test_three_replicas_keep_the_block_momentum_through_a_checkpoint(planted_sha
     groups, _, pattern = planted_shards
     with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as three:
-        params = dict(corpus_file=pattern, client=three, sg=1, seed=2, reconcile="momentum", **SMALL)
+        params = dict(corpus_file=pattern, client=three, sg=1, seed=2, reconcile="momentum", staleness=0, **SMALL)
         reference = Word2Vec(**params)
         assert reference.last_cluster_stats.replicas == 3
         assert purity(reference.wv, groups)[0] >= 0.8
+        stale = Word2Vec(**dict(params, staleness=1))      # the owners' exchange a round late
+        assert max(stale.last_cluster_stats.lag) == 1 and purity(stale.wv, groups)[0] >= 0.8
         with pytest.raises(SystemError):
             Word2Vec(checkpoint_dir=str(tmp_path), checkpoint_every="1 words", callbacks=[_After(6, _crash)],
                      **params)
@@ -461,6 +481,9 @@ def test_bad_cluster_parameters_are_named(client):
         Word2Vec(client=client, reconcile="mean")
     with pytest.raises(ValueError, match=r"exchange_share must be a number in \(0, 1\]"):
         Word2Vec(client=client, exchange_share=0)
+    for bad in (2, True, 0.5):
+        with pytest.raises(ValueError, match="staleness must be 0 or 1"):
+            Word2Vec(client=client, staleness=bad)
     with pytest.raises(TypeError, match="dask.distributed.Client"):
         Word2Vec(client="tcp://localhost:8786")
     with pytest.raises(ValueError, match="corpus_file"):
@@ -546,7 +569,7 @@ def test_item_embedding_validation_on_the_cluster_keeps_the_best_epoch(client, t
     from embkit import ItemEmbedding
     train, test = _planted(0), _planted(1, n_pairs=5000)
     params = dict(vector_size=8, epochs=5, alpha=0.05, workers=1, seed=3, progress=False, client=client,
-                  syncs_per_epoch=2)
+                  syncs_per_epoch=2, staleness=0)     # the checkpointed run's (see the test above)
     fit = dict(validation=test, metric="mpr_approx", patience=2)
     model = ItemEmbedding(**params).fit(train, **fit)
     assert 1 <= len(model.history) <= 5
@@ -568,7 +591,8 @@ def test_an_item_embedding_cluster_run_resumes_bit_identical(client, tmp_path):
     from test_items import _planted
     from embkit import ItemEmbedding
     train = _planted(0)
-    params = dict(vector_size=16, epochs=3, workers=1, seed=1, progress=False, client=client, syncs_per_epoch=3)
+    params = dict(vector_size=16, epochs=3, workers=1, seed=1, progress=False, client=client, syncs_per_epoch=3,
+                  staleness=0)
     reference = ItemEmbedding(**params).fit(train)
     with pytest.raises(SystemError):
         ItemEmbedding(checkpoint_dir=str(tmp_path), checkpoint_every="1 pairs", callbacks=[_After(5, _crash)],

@@ -18,7 +18,8 @@ and SimLex-999 Spearman.
 Usage::
 
     python -m eval.bench.cluster [--corpus FILE] [--epochs 5] [--alpha 0.05] [--seeds 1 2 3] [--clusters 1 2]
-                                 [--syncs N] [--reconcile momentum] [--exchange-share 1] [--interleave]
+                                 [--syncs N] [--reconcile momentum] [--exchange-share 1] [--staleness 0 1]
+                                 [--interleave]
                                  [--repeat-corpus K] [--no-quality] [--repeat 1] [--threads 1] [--json out.json]
 
 ``--repeat N`` runs every seed's trainers N times, one after the other (1 process, 1 worker, 2 workers, 1
@@ -41,7 +42,7 @@ import time
 import numpy as np
 
 from embkit import Word2Vec
-from embkit.cluster import EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH
+from embkit.cluster import EXCHANGE_SHARE, RECONCILE, STALENESS, SYNCS_PER_EPOCH
 from embkit.cluster.reconcile import MODES
 from eval.bench.word2vec import default_corpus, evaluate
 
@@ -83,7 +84,7 @@ def cpu_seconds(client=None):
     return _cpu_seconds() + (0.0 if client is None else sum(client.run(_cpu_seconds).values()))
 
 
-def run_one(args, label, seed, corpus, client=None, n_workers=0):
+def run_one(args, label, seed, corpus, client=None, n_workers=0, staleness=STALENESS):
     """One run: training seconds (the epochs alone: a cluster's replicas have read their shards) and
     end-to-end seconds (vocabulary, reading, training), exchange statistics and quality."""
     clock, cpu = time.perf_counter(), cpu_seconds(client)
@@ -91,7 +92,7 @@ def run_one(args, label, seed, corpus, client=None, n_workers=0):
         model = Word2Vec(**params(args, seed))
     else:
         model = Word2Vec(client=client, syncs_per_epoch=args.syncs, reconcile=args.reconcile,
-                         exchange_share=args.exchange_share, **params(args, seed))
+                         exchange_share=args.exchange_share, staleness=staleness, **params(args, seed))
     model.build_vocab(corpus_file=corpus)
     own = _cpu_seconds()
     model.train()
@@ -100,6 +101,7 @@ def run_one(args, label, seed, corpus, client=None, n_workers=0):
     end_to_end = time.perf_counter() - clock
     report = model.last_report
     row = {"trainer": label, "workers": n_workers, "threads": args.threads, "seed": seed, "train_s": report.seconds,
+           "staleness": staleness if client is not None else None,
            "end_to_end_s": end_to_end, "cpu_s": cpu, "words_per_s": report.words_per_second, "words": report.words}
     if client is None:      # the CPU time of training in this process (a cluster's replicas report their own)
         row["kernel_cpu_s"] = own
@@ -108,7 +110,8 @@ def run_one(args, label, seed, corpus, client=None, n_workers=0):
         row.update(rounds=stats.rounds, bytes_per_round=stats.bytes_per_round,
                    rows_per_round=float(np.mean(stats.rows_changed)), apply_s=stats.apply_seconds,
                    kernel_s=stats.train_seconds, kernel_cpu_s=stats.train_cpu_seconds, pass_s=stats.pass_seconds,
-                   find_s=stats.find_seconds, wait_s=stats.wait_seconds, call_s=stats.call_seconds,
+                   find_s=stats.find_seconds, merge_s=stats.merge_seconds, adopt_s=stats.adopt_seconds,
+                   wait_s=stats.wait_seconds, call_s=stats.call_seconds,
                    vocabulary=len(model.vocab))
     nan = float("nan")
     row.update(analogy=nan, ws353=nan, simlex999=nan)
@@ -120,10 +123,10 @@ def run_one(args, label, seed, corpus, client=None, n_workers=0):
           % (label, seed, row["train_s"], end_to_end, cpu, row["words_per_s"], row["analogy"], row["ws353"],
              row["simlex999"],
              ", training CPU %.1f s" % own if stats is None else
-             ", %d rounds of %.1f MB, kernels %.1f s (CPU %.1f s), replicas' passes %.1f s (finding rows %.1f s), "
-             "waits %.1f s, calls %.1f s, client %.1f s"
+             ", %d rounds of %.1f MB, kernels %.1f s (CPU %.1f s), replicas' passes %.1f s (finding rows %.1f s, "
+             "merging %.1f s, adopting %.1f s), waits %.1f s, calls %.1f s, client %.1f s"
              % (row["rounds"], row["bytes_per_round"] / 1e6, row["kernel_s"], row["kernel_cpu_s"], row["pass_s"],
-                row["find_s"],
+                row["find_s"], row["merge_s"], row["adopt_s"],
                 row["wait_s"], row["call_s"], row["apply_s"])),
           flush=True)
     return row
@@ -182,6 +185,8 @@ def main(argv=None):
     p.add_argument("--reconcile", default=RECONCILE, choices=MODES)
     p.add_argument("--exchange-share", type=float, default=EXCHANGE_SHARE,
                    help="share of a round's squared step each replica sends (1: every changed row)")
+    p.add_argument("--staleness", type=int, nargs="+", default=[STALENESS], choices=(0, 1),
+                   help="staleness of the cluster runs; several: each cluster runs with each, interleaved")
     p.add_argument("--repeat", type=int, default=1, help="runs of every seed's trainers, interleaved")
     p.add_argument("--threads", type=int, default=1, help="kernel threads of every trainer (and of each worker)")
     p.add_argument("--json", default=None, metavar="FILE")
@@ -195,10 +200,12 @@ def main(argv=None):
             if not args.no_single:
                 rows.append(run_one(args, "1 process", seed, pattern))
             for n in args.clusters:
-                with LocalCluster(n_workers=n, threads_per_worker=args.threads, processes=True,
-                                  dashboard_address=None) as lc, Client(lc) as client:
-                    rows.append(run_one(args, "cluster, %d worker%s" % (n, "s" if n > 1 else ""), seed, pattern,
-                                        client, n))
+                for staleness in args.staleness:
+                    label = "cluster, %d worker%s%s" % (n, "s" if n > 1 else "",
+                                                        ", staleness %d" % staleness if len(args.staleness) > 1 else "")
+                    with LocalCluster(n_workers=n, threads_per_worker=args.threads, processes=True,
+                                      dashboard_address=None) as lc, Client(lc) as client:
+                        rows.append(run_one(args, label, seed, pattern, client, n, staleness))
     table(rows)
     print("\n`python -m eval.bench.cluster %s`" % " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])))
     if args.json:
