@@ -155,6 +155,47 @@ def test_a_replica_sending_a_share_keeps_the_rest_until_the_last_round(tmp_path,
         replica.close()
 
 
+@pytest.mark.parametrize("staleness", [0, 1])
+def test_a_replica_searches_only_the_input_rows_it_touched_and_finds_every_changed_row(
+        tmp_path, planted, monkeypatch, staleness):
+    # in-process, one replica: a round compares only the W_in rows of its chunks' words (a reconciliation
+    # adopted a round late leaves no other row apart from the reconciled table): the rows and steps found
+    # are those of a search of the whole table, every round
+    from embkit.cluster import replica as replica_mod
+    from embkit.cluster.reconcile import changed_rows
+    _, sentences = planted
+    sentences = list(sentences)
+    step = len(sentences) // 40
+    for i in range(40):     # words of one round each, spread over the rounds
+        sentences.insert(i * (step + 1), ["rare%d" % i, "rare%d" % i, sentences[i][0]])
+    paths = write_shards(tmp_path, sentences, 2)
+    model = Word2Vec(**dict(SMALL, min_count=1)).build_vocab(sentences)
+    run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001, "mode": "momentum", "replicas": 1}
+    replica = open_replica((model.replica_spec(), (model.W_in, model.W_out), None),
+                           [TextShard(p, 1) for p in paths], run)
+    masked = []
+
+    def checked(table, base, share=1.0, scratch=None, threads=1, rows=None):
+        found = changed_rows(table, base, share, scratch, threads, rows)
+        if rows is not None:
+            whole = changed_rows(table, base, share)
+            np.testing.assert_array_equal(found.ids, whole.ids)
+            np.testing.assert_array_equal(found.values, whole.values)
+            masked.append((int(rows.sum()), len(rows)))
+        return found
+
+    monkeypatch.setattr(replica_mod, "changed_rows", checked)
+    try:
+        rounds = 5
+        for r in range(rounds):
+            replica.train_round(0, r, rounds, relay=False, staleness=staleness)
+        np.testing.assert_array_equal(replica.model.W_in, replica.base_in)
+    finally:
+        replica.close()
+    assert len(masked) == rounds
+    assert all(marked < rows for marked, rows in masked)    # other rounds' rare words were not read
+
+
 # ----------------------------------------------------------------------------- on the cluster
 
 

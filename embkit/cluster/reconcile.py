@@ -107,10 +107,14 @@ def _compact(values, ids, count, owner=None):
     return RowDelta(ids[:count], values[:count].view(WIRE_DTYPE), None if owner is None else owner[:count])
 
 
-def changed_rows(table, base, share=1.0, scratch=None, threads=1):
+def changed_rows(table, base, share=1.0, scratch=None, threads=1, rows=None):
     """:class:`RowDelta` of the rows where ``table`` differs from ``base`` (``table - base`` there); with
     ``share`` below 1, only the fewest rows (the farthest moved) that hold that share of
     ``sum ((table - base) ** 2)`` (rows moved exactly as far as the last of them included).
+
+    ``rows`` (a uint8 mask of the table's rows, or None) marks the only rows that may differ: the others are
+    not read (a round that touched a fifth of the rows compares a fifth of the table).  With ``share`` below
+    1 every row is read.
 
     ``scratch`` (a dict the caller keeps for one table) holds the buffers from one call to the next, so that
     a replica does not allocate (and the system zero) a table's worth of memory every round; the result
@@ -123,7 +127,7 @@ def changed_rows(table, base, share=1.0, scratch=None, threads=1):
         scratch.update(shape=table.shape, values=np.empty(table.shape, dtype=np.uint16),
                        ids=np.empty(table.shape[0], dtype=np.int32), energy=np.empty(table.shape[0], np.float64))
     values, ids = scratch["values"], scratch["ids"]
-    only = None
+    only = None if rows is None else np.ascontiguousarray(rows, dtype=np.uint8)
     if share < 1:
         energy = scratch["energy"]
         _kernel.row_energies(table, base, energy, threads)

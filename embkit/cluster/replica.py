@@ -82,6 +82,10 @@ class Replica:
         self.mail = Mailbox(wanted())
         self.pipe = open_pipeline(self.trainer, max(1, int(model.workers)))
         self.threads = max(1, int(model.workers))     # of the passes over the rows, as of the kernels
+        # the W_in rows that may differ from their base: those of the round's chunks' words (where the chunks
+        # tell them: ``input_rows``; a reconciliation adopted under training leaves no other row apart)
+        self.touched = np.zeros(model.W_in.shape[0], dtype=np.uint8)
+        self.marked = False     # whether every chunk of the round told its rows
 
     @property
     def base_in(self):
@@ -172,8 +176,9 @@ class Replica:
         clock = time.perf_counter()
         scratch = self.scratch[self.turn]       # two sets of buffers: a pending round's delta stays intact
         self.turn = 1 - self.turn
-        sent = tuple(changed_rows(t, b, share, s, self.threads)
-                     for t, b, s in zip((self.model.W_in, self.model.W_out), self.bases, scratch))
+        marks = (self.touched if self.marked and self.run.get("share", 1.0) >= 1 else None, None)
+        sent = tuple(changed_rows(t, b, share, s, self.threads, m)
+                     for t, b, s, m in zip((self.model.W_in, self.model.W_out), self.bases, scratch, marks))
         result["find_seconds"] += time.perf_counter() - clock
         key = (epoch, round_index)
         exchange = (key, sent, self._send(key, sent), share < 1, relay)
@@ -237,7 +242,19 @@ class Replica:
         def seed_of(index):
             return ((epoch * rounds + round_index) * 1000003 + index) * 65537 + self.group
 
-        steps = ChunkSteps(self.pipe, self.trainer, self.round_chunks(round_index, rounds), 0, done, total_units,
+        self.touched.fill(0)
+        self.marked = True
+
+        def marked(chunks):
+            for chunk in chunks:
+                rows = getattr(chunk, "input_rows", None)
+                if rows is None:
+                    self.marked = False
+                else:
+                    self.touched[rows] = 1
+                yield chunk
+
+        steps = ChunkSteps(self.pipe, self.trainer, marked(self.round_chunks(round_index, rounds)), 0, done, total_units,
                            seed_of, check, getattr(model, "batch_words", None))
         loss = 0.0
         examples = units = raw = trained = 0
@@ -315,9 +332,9 @@ class Replica:
         clock["wait_seconds"] += time.perf_counter() - waited
         got[g] = merged     # the rows only it sent stay as they are (no float32 round trip): adopt skips them
         adopting = time.perf_counter()
-        for t, (table, base) in enumerate(zip((self.model.W_in, self.model.W_out), self.bases)):
+        for t in range(2):
             for p in range(n):      # the owners' rows are disjoint: each part adopts the merged rows of one
-                adopt_update(got[p][t], table, base, parts[t][p], partial, g, self.threads)
+                self._adopt(t, got[p][t], parts[t][p], partial)
         clock["adopt_seconds"] += time.perf_counter() - adopting
         self.reconciled = key
         self._delivered(key, posts)
@@ -347,13 +364,27 @@ class Replica:
                            self.threads, self.merge_scratch[t])
             adopting = time.perf_counter()
             clock["merge_seconds"] += adopting - merging
-            adopt_update(merged, table, base, sent[t], partial, g, self.threads)
+            self._adopt(t, merged, sent[t], partial)
             clock["adopt_seconds"] += time.perf_counter() - adopting
             half = slice(0, len(merged) // 2) if g == 0 else slice(len(merged) // 2, None)
             mine.append(RowDelta(merged.ids[half], merged.values[half]))   # the client takes half from each
         self.reconciled = key
         self._delivered(key, posted["posts"])
         return self._result(mine, relay, posted["up"], 0)
+
+    def _adopt(self, t, update, sent, partial):
+        """Adopt the merged steps ``update`` of table ``t`` (:func:`~embkit.cluster.reconcile.adopt_update`).
+
+        Adopted under training (``partial`` with every row sent), a row keeps what it was trained since its
+        step was found, and the float16 rounding of that step: where the round's chunks tell the ``W_in``
+        rows they touched, the untouched rows of the update become the reconciled rows exactly, as a
+        reconciliation adopted at once makes them, so that the next search need not read them."""
+        table, base = (self.model.W_in, self.model.W_out)[t], self.bases[t]
+        adopt_update(update, table, base, sent, partial, self.group, self.threads)
+        if partial and t == 0 and self.marked and self.run.get("share", 1.0) >= 1:
+            for ids in (update.ids, sent.ids):
+                idle = ids[self.touched[ids] == 0]
+                table[idle] = base[idle]
 
     def _merge(self, t, deltas):
         """The merged steps of this replica's rows of table ``t`` from every replica's part (in group order;
