@@ -175,8 +175,8 @@ def test_a_replica_searches_only_the_input_rows_it_touched_and_finds_every_chang
                            [TextShard(p, 1) for p in paths], run)
     masked = []
 
-    def checked(table, base, share=1.0, scratch=None, threads=1, rows=None):
-        found = changed_rows(table, base, share, scratch, threads, rows)
+    def checked(table, base, share=1.0, scratch=None, threads=1, rows=None, stamp=False):
+        found = changed_rows(table, base, share, scratch, threads, rows, stamp)
         if rows is not None:
             whole = changed_rows(table, base, share)
             np.testing.assert_array_equal(found.ids, whole.ids)

@@ -177,12 +177,13 @@ class Replica:
         scratch = self.scratch[self.turn]       # two sets of buffers: a pending round's delta stays intact
         self.turn = 1 - self.turn
         marks = (self.touched if self.marked and self.run.get("share", 1.0) >= 1 else None, None)
-        sent = tuple(changed_rows(t, b, share, s, self.threads, m)
+        late = bool(staleness) and not relay and round_index < rounds - 1   # a relayed round reaches the client whole
+        sent = tuple(changed_rows(t, b, share, s, self.threads, m, stamp=late and share >= 1)
                      for t, b, s, m in zip((self.model.W_in, self.model.W_out), self.bases, scratch, marks))
         result["find_seconds"] += time.perf_counter() - clock
         key = (epoch, round_index)
         exchange = (key, sent, self._send(key, sent), share < 1, relay)
-        if staleness and not relay and round_index < rounds - 1:    # a relayed round reaches the client whole
+        if late:
             self.pending = exchange + (True,)
         else:
             self._add(result, self._finish(*exchange))
@@ -299,16 +300,13 @@ class Replica:
         """Take the peers' rows of round ``key``, merge this replica's rows and adopt the merged rows of all
         (``under_training``: the table has trained on since it found ``sent``, so it takes the merged steps
         less its own instead of becoming the reconciled table); the exchange entries of the round."""
-        partial = partial or under_training
         clock = {"merge_seconds": 0.0, "adopt_seconds": 0.0, "wait_seconds": 0.0}
-        if self.replicas == 2:
-            out = self._swap(key, sent, posted, partial, relay, clock)
-        else:
-            out = self._owners(key, sent, posted, partial, relay, clock)
+        args = (key, sent, posted, partial or under_training, under_training, relay, clock)
+        out = self._swap(*args) if self.replicas == 2 else self._owners(*args)
         out.update(clock)
         return out
 
-    def _owners(self, key, sent, posted, partial, relay, clock):
+    def _owners(self, key, sent, posted, partial, trained, relay, clock):
         """:meth:`_finish` with ``n`` owners (one or 3 and more replicas): each merges its rows from the parts
         it receives, then sends the merged rows to the others."""
         g, n = self.group, self.replicas
@@ -334,7 +332,7 @@ class Replica:
         adopting = time.perf_counter()
         for t in range(2):
             for p in range(n):      # the owners' rows are disjoint: each part adopts the merged rows of one
-                self._adopt(t, got[p][t], parts[t][p], partial)
+                self._adopt(t, got[p][t], parts[t][p], partial, trained)
         clock["adopt_seconds"] += time.perf_counter() - adopting
         self.reconciled = key
         self._delivered(key, posts)
@@ -347,7 +345,7 @@ class Replica:
         return {"merged": tuple(m.wire for m in mine) if relay else None, "rows": sum(len(m) for m in mine),
                 "bytes_up": up, "bytes_down": down + sent}
 
-    def _swap(self, key, sent, posted, partial, relay, clock):
+    def _swap(self, key, sent, posted, partial, trained, relay, clock):
         """:meth:`_finish` of two replicas: each has sent the other its whole delta and merges every row
         itself, in group order as the owner of each row would (the same steps, bit for bit): one message each
         way where the owners take two (a part, then the merged rows), for about the same bytes."""
@@ -364,7 +362,7 @@ class Replica:
                            self.threads, self.merge_scratch[t])
             adopting = time.perf_counter()
             clock["merge_seconds"] += adopting - merging
-            self._adopt(t, merged, sent[t], partial)
+            self._adopt(t, merged, sent[t], partial, trained)
             clock["adopt_seconds"] += time.perf_counter() - adopting
             half = slice(0, len(merged) // 2) if g == 0 else slice(len(merged) // 2, None)
             mine.append(RowDelta(merged.ids[half], merged.values[half]))   # the client takes half from each
@@ -372,19 +370,12 @@ class Replica:
         self._delivered(key, posted["posts"])
         return self._result(mine, relay, posted["up"], 0)
 
-    def _adopt(self, t, update, sent, partial):
-        """Adopt the merged steps ``update`` of table ``t`` (:func:`~embkit.cluster.reconcile.adopt_update`).
-
-        Adopted under training (``partial`` with every row sent), a row keeps what it was trained since its
-        step was found, and the float16 rounding of that step: where the round's chunks tell the ``W_in``
-        rows they touched, the untouched rows of the update become the reconciled rows exactly, as a
-        reconciliation adopted at once makes them, so that the next search need not read them."""
-        table, base = (self.model.W_in, self.model.W_out)[t], self.bases[t]
-        adopt_update(update, table, base, sent, partial, self.group, self.threads)
-        if partial and t == 0 and self.marked and self.run.get("share", 1.0) >= 1:
-            for ids in (update.ids, sent.ids):
-                idle = ids[self.touched[ids] == 0]
-                table[idle] = base[idle]
+    def _adopt(self, t, update, sent, partial, trained):
+        """Adopt the merged steps ``update`` of table ``t`` (:func:`~embkit.cluster.reconcile.adopt_update`):
+        ``trained``, under a round trained since ``sent`` was found, whose untouched rows become the
+        reconciled rows exactly (by their stamps), as a reconciliation adopted at once makes them."""
+        adopt_update(update, (self.model.W_in, self.model.W_out)[t], self.bases[t], sent, partial, self.group,
+                     self.threads, trained)
 
     def _merge(self, t, deltas):
         """The merged steps of this replica's rows of table ``t`` from every replica's part (in group order;
