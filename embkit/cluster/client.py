@@ -13,7 +13,8 @@ A model given ``client=`` (a ``dask.distributed.Client``) trains like this:
    (``workers``), then reconciles with the other replicas directly: each merges every n-th row of the
    tables (:mod:`embkit.cluster.reconcile`; two replicas each merge every row) from the changed rows the
    others send it (with ``exchange_share`` below 1, the farthest moved of them, the rest kept for later
-   rounds) and sends the merged rows to the others;
+   rounds) and sends the merged rows to the others; with ``staleness`` 1 a replica trains the next round
+   while a round's rows travel, and adopts them when that round ends;
 3. the client's tables (the model's ``W_in`` / ``W_out``) are the reconciled ones when it needs them: a run
    with checkpoints or callbacks, or of one replica, has every round's merged rows sent to the client;
    another fetches the reconciled tables from a replica at an epoch's end when ``on_epoch`` reads them,

@@ -22,6 +22,12 @@ a round, whatever the number of replicas.  Two replicas need only one of the two
 other its whole delta and merges every row itself (:meth:`Replica._swap`: the same steps as the owners'
 merges, bit for bit, and about the same bytes, with one wait for a peer a round instead of two).
 
+With ``staleness`` 1 (:data:`~embkit.cluster.settings.STALENESS`) a round's call only posts the replica's
+rows: the next call trains its round at once and adopts the merged rows of the round before when its training
+ends (:meth:`Replica.train_round`), so that the exchange and a late peer hide behind the training; an epoch's
+last round is adopted before its call returns.  Finding the changed ``W_in`` rows reads only those of the
+round's words (the chunks' ``input_rows``).
+
 A shard is an object with ``name`` (what an error names), ``open(model)`` (read it on the worker, return
 its units per epoch) and ``chunks(model, start, stop)`` (the chunks of its units ``[start, stop)``).
 
