@@ -369,9 +369,9 @@ def cluster_options(p):
                         "rest is kept for later rounds); default: %g"
                         % EXCHANGE_SHARE)
     g.add_argument("--staleness", type=int, choices=(0, 1), default=STALENESS,
-                   help="1: a worker trains the next round while a round's rows are exchanged, adopting them a "
-                        "round late; 0: every round is reconciled before the next (runs with checkpoints: 0); "
-                        "default: %d" % STALENESS)
+                   help="1: each of two workers trains the next round while a round's rows are exchanged, "
+                        "adopting them a round late; 0: every round is reconciled before the next (as runs of "
+                        "more workers, or with checkpoints, always are); default: %d" % STALENESS)
 
 
 @contextlib.contextmanager

@@ -39,7 +39,8 @@ from embkit.cluster.mailbox import RoundAborted
 from embkit.cluster.plan import group_shards
 from embkit.cluster.reconcile import BLOCK_RATE, RowDelta, apply_update
 from embkit.cluster.replica import open_replica
-from embkit.cluster.settings import EXCHANGE_SHARE, check_client, distributed_module, rounds_per_epoch
+from embkit.cluster.settings import (EXCHANGE_SHARE, check_client, distributed_module, rounds_per_epoch,
+                                     run_staleness)
 from embkit.cluster.stats import ClusterStats
 from embkit.cluster.worker import ShardReadError
 from embkit.core import checkpoint
@@ -505,7 +506,7 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
         if start is not None and start.finished:
             return report
         job.relay = relays(model, len(job.groups), checkpointer)
-        run["staleness"] = 0 if job.relay else int(model.staleness)     # a relayed round reaches the client whole
+        run["staleness"] = run_staleness(model.staleness, len(job.groups), job.relay)
         with checkpoint.interruption_hint(model):
             try:
                 _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progress, desc, on_epoch)

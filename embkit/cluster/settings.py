@@ -5,7 +5,7 @@ from embkit.core.checks import POSITIVE_INT, check_param
 
 __all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "LONE_ROUND_UNITS", "LONE_UNITS_PER_ROW", "RECONCILE",
            "EXCHANGE_SHARE", "STALENESS", "WORKER_WAIT", "distributed_module", "check_cluster_params", "check_client",
-           "rounds_per_epoch"]
+           "rounds_per_epoch", "run_staleness"]
 
 #: model parameters of cluster training (runtime settings: not saved with a model)
 CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile", "exchange_share", "staleness"})
@@ -31,8 +31,7 @@ EXCHANGE_SHARE = 1.0
 #: round at once, adopting the merged rows when that round ends: the peers' steps of a round reach it one round
 #: late (bounded staleness of one round), and the exchange and the peers' lateness hide behind its training.
 #: An epoch's last round is always adopted at once (every replica holds the reconciled tables at an epoch's
-#: end), and a run that sends the client every round's rows (checkpoints, callbacks, a lone replica) runs
-#: with 0.
+#: end).  It applies to runs of two replicas that do not send the client their rows (:func:`run_staleness`).
 STALENESS = 1
 #: seconds a run waits for a first worker before it calls the cluster empty
 WORKER_WAIT = 10.0
@@ -76,6 +75,14 @@ def check_client(client, wait=None):
                              "or scale the cluster up" % (client, wait, client.scheduler.address)) from None
         workers = client.nthreads()
     return dict(workers)
+
+
+def run_staleness(staleness, replicas, relay):
+    """The staleness a run trains with: the model's ``staleness`` for two replicas that do not send the client
+    their rows (``relay``: checkpoints or callbacks, which read the tables after any round), else 0.  With 3
+    replicas or more the block momentum merge takes each round's steps as made from the last reconciled
+    tables: 8 workers a round late lost the model on gcide (CLUSTER.md), so they reconcile every round."""
+    return int(staleness) if replicas == 2 and not relay else 0
 
 
 def rounds_per_epoch(syncs_per_epoch, units, rows=0):
