@@ -261,8 +261,8 @@ class Replica:
                     self.touched[rows] = 1
                 yield chunk
 
-        steps = ChunkSteps(self.pipe, self.trainer, marked(self.round_chunks(round_index, rounds)), 0, done, total_units,
-                           seed_of, check, getattr(model, "batch_words", None))
+        steps = ChunkSteps(self.pipe, self.trainer, marked(self.round_chunks(round_index, rounds)), 0, done,
+                           total_units, seed_of, check, getattr(model, "batch_words", None))
         loss = 0.0
         examples = units = raw = trained = 0
         try:

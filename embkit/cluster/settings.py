@@ -48,8 +48,8 @@ def distributed_module():
 
 
 def check_cluster_params(model):
-    """ValueError naming a bad ``syncs_per_epoch`` / ``reconcile`` / ``exchange_share`` / ``staleness``; TypeError for a
-    ``client`` that is not a ``dask.distributed.Client``."""
+    """ValueError naming a bad ``syncs_per_epoch`` / ``reconcile`` / ``exchange_share`` / ``staleness``;
+    TypeError for a ``client`` that is not a ``dask.distributed.Client``."""
     if model.syncs_per_epoch is not None:
         check_param("syncs_per_epoch", model.syncs_per_epoch, *POSITIVE_INT)
     if model.reconcile not in MODES:

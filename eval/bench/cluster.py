@@ -221,8 +221,8 @@ def main(argv=None):
                     rows.append(run_one(args, "1 process" + each, seed, pattern, threads))
                     continue
                 for staleness in args.staleness:
-                    label = "cluster, %d worker%s%s%s" % (n, "s" if n > 1 else "", each,
-                                                          ", staleness %d" % staleness if len(args.staleness) > 1 else "")
+                    stale = ", staleness %d" % staleness if len(args.staleness) > 1 else ""
+                    label = "cluster, %d worker%s%s%s" % (n, "s" if n > 1 else "", each, stale)
                     with LocalCluster(n_workers=n, threads_per_worker=threads, processes=True,
                                       dashboard_address=None) as lc, Client(lc) as client:
                         rows.append(run_one(args, label, seed, pattern, threads, client, n, staleness))
