@@ -164,9 +164,9 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         before its last round, lose what the replicas kept, and a resumed run does not end bit for bit as
         the uninterrupted one.
     staleness : {0, 1}
-        With ``client``: 1 (the default) lets a replica train the next round while the last round's rows are
-        exchanged, adopting them when that round ends (the other replicas' steps arrive one round late; an
-        epoch's last round is reconciled at once); 0 reconciles every round before the next.  It applies to
+        With ``client``: 1 lets a replica train the next round while the last round's rows are exchanged,
+        adopting them when that round ends (the other replicas' steps arrive one round late; an epoch's last
+        round is reconciled at once); 0 (the default) reconciles every round before the next.  It applies to
         two workers: runs of more, and runs with checkpoints or callbacks, reconcile every round
         (:func:`embkit.cluster.settings.run_staleness`, CLUSTER.md).
     """
