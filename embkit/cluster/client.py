@@ -159,6 +159,7 @@ class _Run:
                 placements = [(g, self.replacement(g, attempts[g])) for g, _ in placements]
                 continue
             futures = {}
+            self.run["tables_key"] = self.tables_key        # what the replicas' tables hold
             for g, addr in placements:
                 self.drop(g)
                 self.address[g] = addr

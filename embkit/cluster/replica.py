@@ -83,7 +83,7 @@ class Replica:
         self.turn = 0       # the set of scratch buffers of the next round's changed rows
         self.pending = None     # with staleness 1, the exchange of the last round, adopted after the next
         self.merge_scratch = ({}, {})      # the same for the merges of each table
-        self.reconciled = None      # (epoch, round) of the last reconciliation adopted
+        self.reconciled = run.get("tables_key")     # (epoch, round) of the last reconciliation adopted
         self.peers = None
         self.mail = Mailbox(wanted())
         self.pipe = open_pipeline(self.trainer, max(1, int(model.workers)))
@@ -433,7 +433,8 @@ def open_replica(data, shards, run, group=0):
 
     ``data`` is ``(spec, (W_in, W_out), momentum)``: the spec ``(model class, parameters, state)``, the
     reconciled tables and the block momentum of both (or None); ``run`` holds ``epochs``, ``alpha``,
-    ``min_alpha``, ``share``, ``mode`` and ``replicas``; ``group`` is this replica's index.
+    ``min_alpha``, ``share``, ``mode``, ``replicas`` and ``tables_key`` (the ``(epoch, round)`` of the last
+    reconciliation in the tables, None before the first); ``group`` is this replica's index.
     """
     spec, tables, momentum = data
     return Replica(spec, shards, tables[0], tables[1], run, group, momentum)
