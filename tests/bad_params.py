@@ -29,6 +29,7 @@ CASES = [
     ("Word2Vec", "loss_params", {"bogus": 1}), ("Word2Vec", "sampler_params", "x"),
     ("Word2Vec", "sampler_params", {"bogus": 1}), ("Word2Vec", "batch_size", 0), ("Word2Vec", "comment", 5),
     ("Word2Vec", "syncs_per_epoch", 0), ("Word2Vec", "exchange_share", 2), ("Word2Vec", "reconcile", "x"),
+    ("Word2Vec", "staleness", 2),
     ("Word2Vec", "checkpoint_every", NAN), ("Word2Vec", "hashfxn", 3), ("Word2Vec", "callbacks", 3),
     ("ItemEmbedding", "vector_size", 2 ** 31), ("ItemEmbedding", "negative", 2 ** 40), ("ItemEmbedding", "loss", 0),
     ("ItemEmbedding", "chunk_pairs", 0), ("ItemEmbedding", "alpha", INF), ("ItemEmbedding", "seed", 1.5),

@@ -155,6 +155,47 @@ def test_a_replica_sending_a_share_keeps_the_rest_until_the_last_round(tmp_path,
         replica.close()
 
 
+@pytest.mark.parametrize("staleness", [0, 1])
+def test_a_replica_searches_only_the_input_rows_it_touched_and_finds_every_changed_row(
+        tmp_path, planted, monkeypatch, staleness):
+    # in-process, one replica: a round compares only the W_in rows of its chunks' words (a reconciliation
+    # adopted a round late leaves no other row apart from the reconciled table): the rows and steps found
+    # are those of a search of the whole table, every round
+    from embkit.cluster import replica as replica_mod
+    from embkit.cluster.reconcile import changed_rows
+    _, sentences = planted
+    sentences = list(sentences)
+    step = len(sentences) // 40
+    for i in range(40):     # words of one round each, spread over the rounds
+        sentences.insert(i * (step + 1), ["rare%d" % i, "rare%d" % i, sentences[i][0]])
+    paths = write_shards(tmp_path, sentences, 2)
+    model = Word2Vec(**dict(SMALL, min_count=1)).build_vocab(sentences)
+    run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001, "mode": "momentum", "replicas": 1}
+    replica = open_replica((model.replica_spec(), (model.W_in, model.W_out), None),
+                           [TextShard(p, 1) for p in paths], run)
+    masked = []
+
+    def checked(table, base, share=1.0, scratch=None, threads=1, rows=None, stamp=False):
+        found = changed_rows(table, base, share, scratch, threads, rows, stamp)
+        if rows is not None:
+            whole = changed_rows(table, base, share)
+            np.testing.assert_array_equal(found.ids, whole.ids)
+            np.testing.assert_array_equal(found.values, whole.values)
+            masked.append((int(rows.sum()), len(rows)))
+        return found
+
+    monkeypatch.setattr(replica_mod, "changed_rows", checked)
+    try:
+        rounds = 5
+        for r in range(rounds):
+            replica.train_round(0, r, rounds, relay=False, staleness=staleness)
+        np.testing.assert_array_equal(replica.model.W_in, replica.base_in)
+    finally:
+        replica.close()
+    assert len(masked) == rounds
+    assert all(marked < rows for marked, rows in masked)    # other rounds' rare words were not read
+
+
 # ----------------------------------------------------------------------------- on the cluster
 
 
@@ -214,12 +255,29 @@ def test_cluster_training_learns_and_gives_a_normal_model(client, planted_shards
     np.testing.assert_array_equal(loaded.wv.vectors, model.wv.vectors)
 
 
+def test_with_staleness_one_a_replica_adopts_each_round_one_round_late_and_ends_epochs_reconciled(
+        client, planted_shards, purity):
+    # staleness 1: a round's call returns with the round before it adopted (the round itself is exchanged
+    # while the next trains), an epoch's last round is adopted at once; staleness 0 adopts every round
+    groups, _, pattern = planted_shards
+    runs = {s: Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, staleness=s, **SMALL) for s in (0, 1)}
+    rounds = SMALL["syncs_per_epoch"]
+    assert runs[0].last_cluster_stats.lag == [0] * rounds * SMALL["epochs"]
+    assert runs[1].last_cluster_stats.lag == ([1] * (rounds - 1) + [0]) * SMALL["epochs"]
+    for model in runs.values():
+        assert purity(model.wv, groups)[0] >= 0.8
+        assert model.last_report.words == SMALL["epochs"] * model.vocab.total_words
+    assert not np.array_equal(runs[0].W_out, runs[1].W_out)
+
+
 @pytest.mark.parametrize("syncs", [4, None])
 def test_the_tables_fetched_at_the_end_are_those_relayed_every_round(client, planted_shards, tmp_path, syncs):
     # without checkpoints the client fetches the reconciled tables from a replica when it needs them; with
-    # them every round's merged rows come to the client: the same tables, bit for bit
+    # them every round's merged rows come to the client: the same tables, bit for bit (staleness 0: a run
+    # with checkpoints reconciles every round before the next)
     _, _, pattern = planted_shards
-    fetched = Word2Vec(corpus_file=pattern, client=client, seed=3, **dict(SMALL, syncs_per_epoch=syncs))
+    fetched = Word2Vec(corpus_file=pattern, client=client, seed=3, staleness=0,
+                       **dict(SMALL, syncs_per_epoch=syncs))
     relayed = Word2Vec(corpus_file=pattern, client=client, seed=3, checkpoint_dir=str(tmp_path),
                        **dict(SMALL, syncs_per_epoch=syncs))
     assert fetched.last_cluster_stats.fetches == 1 and relayed.last_cluster_stats.fetches == 0
@@ -335,16 +393,20 @@ def test_a_worker_lost_mid_epoch_does_not_lose_the_run(client, planted_shards, p
     client.wait_for_workers(2, timeout=60)      # the nanny restarts the worker for the next tests
 
 
+@pytest.mark.parametrize("staleness", [0, 1])
 def test_a_worker_lost_in_a_run_without_relayed_rows_goes_on_from_a_survivors_tables(
-        client, planted_shards, purity, monkeypatch):
+        client, planted_shards, purity, monkeypatch, staleness):
     # a run without checkpoints or callbacks sends the client no rows during an epoch: after the loss the
     # client fetches the reconciled tables from the surviving replica and opens both from them (the killer
-    # is a callback, so the run is told not to relay)
+    # is a callback, so the run is told not to relay); with staleness 1 the survivor's tables may lack the
+    # round before the lost one, which is then trained again: the words are counted once all the same
     groups, _, pattern = planted_shards
     monkeypatch.setattr(client_mod, "relays", lambda model, replicas, checkpointer: False)
     killer = KillAWorker(client, wait_gone=True)
-    model = Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, callbacks=[killer], **SMALL)
+    model = Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, callbacks=[killer], staleness=staleness,
+                     **SMALL)
     stats = model.last_cluster_stats
+    assert max(stats.lag) == staleness
     assert killer.killed is not None and stats.reopened
     assert stats.bytes_down == 0 and stats.fetches == 2        # after the loss, and at the end
     assert stats.rounds == 4 * SMALL["epochs"]
@@ -377,8 +439,9 @@ def _crash():
 def test_a_cluster_run_resumes_from_its_checkpoint_bit_identical(client, planted_shards, tmp_path, stop):
     # the client writes a checkpoint of the reconciled tables and the merge's momentum after every round
     # ("1 words"); a run stopped in its second epoch and resumed ends as the uninterrupted run, bit for bit
+    # (a run with checkpoints reconciles every round before the next: the reference has staleness 0)
     _, _, pattern = planted_shards
-    params = dict(corpus_file=pattern, client=client, sg=1, seed=2, **SMALL)
+    params = dict(corpus_file=pattern, client=client, sg=1, seed=2, staleness=0, **SMALL)
     reference = Word2Vec(**params)
     with pytest.raises((TrainingInterrupted, SystemError)) as info:
         Word2Vec(checkpoint_dir=str(tmp_path), checkpoint_every="1 words", callbacks=[_After(6, stop)], **params)
@@ -397,10 +460,13 @@ def test_three_replicas_keep_the_block_momentum_through_a_checkpoint(planted_sha
     groups, _, pattern = planted_shards
     with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as three:
-        params = dict(corpus_file=pattern, client=three, sg=1, seed=2, reconcile="momentum", **SMALL)
+        params = dict(corpus_file=pattern, client=three, sg=1, seed=2, reconcile="momentum", staleness=0, **SMALL)
         reference = Word2Vec(**params)
         assert reference.last_cluster_stats.replicas == 3
         assert purity(reference.wv, groups)[0] >= 0.8
+        stale = Word2Vec(**dict(params, staleness=1))      # 3 replicas reconcile every round all the same
+        assert stale.last_cluster_stats.lag == [0] * len(stale.last_cluster_stats.lag)
+        np.testing.assert_array_equal(stale.W_out, reference.W_out)
         with pytest.raises(SystemError):
             Word2Vec(checkpoint_dir=str(tmp_path), checkpoint_every="1 words", callbacks=[_After(6, _crash)],
                      **params)
@@ -461,6 +527,9 @@ def test_bad_cluster_parameters_are_named(client):
         Word2Vec(client=client, reconcile="mean")
     with pytest.raises(ValueError, match=r"exchange_share must be a number in \(0, 1\]"):
         Word2Vec(client=client, exchange_share=0)
+    for bad in (2, True, 0.5):
+        with pytest.raises(ValueError, match="staleness must be 0 or 1"):
+            Word2Vec(client=client, staleness=bad)
     with pytest.raises(TypeError, match="dask.distributed.Client"):
         Word2Vec(client="tcp://localhost:8786")
     with pytest.raises(ValueError, match="corpus_file"):
@@ -546,7 +615,7 @@ def test_item_embedding_validation_on_the_cluster_keeps_the_best_epoch(client, t
     from embkit import ItemEmbedding
     train, test = _planted(0), _planted(1, n_pairs=5000)
     params = dict(vector_size=8, epochs=5, alpha=0.05, workers=1, seed=3, progress=False, client=client,
-                  syncs_per_epoch=2)
+                  syncs_per_epoch=2, staleness=0)     # the checkpointed run's (see the test above)
     fit = dict(validation=test, metric="mpr_approx", patience=2)
     model = ItemEmbedding(**params).fit(train, **fit)
     assert 1 <= len(model.history) <= 5
@@ -568,7 +637,8 @@ def test_an_item_embedding_cluster_run_resumes_bit_identical(client, tmp_path):
     from test_items import _planted
     from embkit import ItemEmbedding
     train = _planted(0)
-    params = dict(vector_size=16, epochs=3, workers=1, seed=1, progress=False, client=client, syncs_per_epoch=3)
+    params = dict(vector_size=16, epochs=3, workers=1, seed=1, progress=False, client=client, syncs_per_epoch=3,
+                  staleness=0)
     reference = ItemEmbedding(**params).fit(train)
     with pytest.raises(SystemError):
         ItemEmbedding(checkpoint_dir=str(tmp_path), checkpoint_every="1 pairs", callbacks=[_After(5, _crash)],

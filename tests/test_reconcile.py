@@ -337,6 +337,33 @@ def test_a_replica_that_sent_part_of_its_rows_keeps_the_rest():
     assert changed_rows(table, base).ids.tolist() == [1, 4]
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_reconciliation_adopted_under_training_leaves_only_the_trained_rows_apart(threads):
+    # a replica finds its rows (with stamps), trains on (some rows move again), then adopts the merged
+    # steps: the rows it did not train since are the reconciled rows exactly (the float16 rounding of its
+    # step dropped, as when it adopts at once), the trained ones the reconciled rows plus that training and
+    # the rounding; without the stamps every row it sent stays apart by its rounding
+    rng = np.random.default_rng(5)
+    found, start = _replica_round(rng, 400, 7, 0.6)
+    other = changed_rows(*_replica_round(rng, 400, 7, 0.5))
+    trained = np.sort(rng.choice(changed_rows(found, start).ids, 40, replace=False))
+    training = (rng.standard_normal((40, 7)) * 1e-3).astype(np.float32)
+    apart = {}
+    for stamp in (True, False):
+        table, base = found.copy(), start.copy()
+        sent = changed_rows(table, base, stamp=stamp, threads=threads)
+        assert (sent.stamps is not None) == stamp
+        table[trained] += training
+        adopt_update(merge(400, [sent, other], "sum"), table, base, sent, partial=True, replica=0,
+                     threads=threads, trained=True)
+        apart[stamp] = changed_rows(table, base).ids
+        own = sent.values.astype(np.float32)[np.searchsorted(sent.ids, trained)]
+        np.testing.assert_allclose(table[trained] - base[trained],
+                                   found[trained] - start[trained] - own + training, atol=1e-6)
+    np.testing.assert_array_equal(apart[True], trained)
+    assert len(apart[False]) > 2 * len(trained)
+
+
 def _replica_round(rng, n, dim, share_rows):
     """A base table and a table where ``share_rows`` of the rows moved (steps of every magnitude)."""
     base = rng.standard_normal((n, dim)).astype(np.float32)

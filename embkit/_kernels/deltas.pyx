@@ -12,7 +12,7 @@ bit, for any number of threads.
 """
 import numpy as np
 
-from libc.stdint cimport int32_t, uint16_t, uint64_t
+from libc.stdint cimport int32_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort
 from libc.string cimport memcpy, memmove
 from cython.parallel cimport parallel, prange
@@ -180,6 +180,19 @@ def share_threshold(const double[::1] energy, double share):
     return result
 
 
+cdef inline uint64_t _stamp(const float *row, Py_ssize_t d) noexcept nogil:
+    """A 64-bit digest of the bits of a row: a row whose digest is unchanged is taken as unchanged.  Two
+    sums over its 32-bit words, each weighted by its position, with no chain from one word to the next (a
+    hash that mixes word by word costs several times the pass it rides on)."""
+    cdef const uint32_t *words = <const uint32_t *>row
+    cdef uint64_t odd = 0, mixed = 0
+    cdef Py_ssize_t j
+    for j in range(d):
+        odd += <uint64_t>words[j] * <uint64_t>(2 * j + 1)
+        mixed += (<uint64_t>words[j] ^ 0x5bd1e995ULL) * <uint64_t>(0x9E3779B97F4A7C15ULL + 2 * <uint64_t>j)
+    return odd ^ ((mixed << 29) | (mixed >> 35))
+
+
 cdef inline bint _differs(const float *row, const float *base_row, Py_ssize_t d) noexcept nogil:
     cdef Py_ssize_t j
     for j in range(d):
@@ -198,22 +211,25 @@ cdef inline void _write_change(const float *row, const float *base_row, Py_ssize
 
 
 cdef Py_ssize_t _changed_range(const float[:, ::1] table, const float[:, ::1] base, uint16_t[:, ::1] values,
-                               int32_t[::1] ids, const unsigned char[::1] only, bint every, Py_ssize_t start,
-                               Py_ssize_t stop, float *step) noexcept nogil:
+                               int32_t[::1] ids, const unsigned char[::1] only, bint every, uint64_t *stamps,
+                               Py_ssize_t start, Py_ssize_t stop, float *step) noexcept nogil:
     """:func:`changed_rows` of the rows ``[start, stop)``, written from position ``start`` on; their number."""
     cdef Py_ssize_t i, k = start, d = table.shape[1]
     for i in range(start, stop):
         if (every or only[i]) and _differs(&table[i, 0], &base[i, 0], d):
             _write_change(&table[i, 0], &base[i, 0], d, step, &values[k, 0])
             ids[k] = <int32_t>i
+            if stamps != NULL:
+                stamps[k] = _stamp(&table[i, 0], d)
             k += 1
     return k - start
 
 
 def changed_rows(const float[:, ::1] table, const float[:, ::1] base, uint16_t[:, ::1] values,
-                 int32_t[::1] ids, const unsigned char[::1] only=None, int threads=1):
+                 int32_t[::1] ids, const unsigned char[::1] only=None, int threads=1, uint64_t[::1] stamps=None):
     """Write the rows where ``table`` differs from ``base`` (with ``only``, those of them where ``only`` is
-    not 0): their ids and ``table - base`` as float16 bits.
+    not 0): their ids and ``table - base`` as float16 bits; with ``stamps``, a digest of each such row of
+    ``table`` (for :func:`adopt_rows`).
 
     ``values`` and ``ids`` have room for every row; returns the number of rows written.  With ``threads``,
     each thread writes the rows of its ranges of rows from the range's first row on, and the ranges are then
@@ -223,7 +239,13 @@ def changed_rows(const float[:, ::1] table, const float[:, ::1] base, uint16_t[:
     cdef bint every = only is None
     cdef float *step = NULL
     cdef Py_ssize_t *counts
+    cdef uint64_t *stamp_ptr = NULL
     _check_pair(table, base, "changed_rows")
+    if stamps is not None:
+        if stamps.shape[0] < n:
+            raise ValueError("changed_rows: %d stamps for a table of %d rows" % (stamps.shape[0], n))
+        if n:
+            stamp_ptr = &stamps[0]
     if values.shape[0] < n or values.shape[1] != d or ids.shape[0] < n or (not every and only.shape[0] != n):
         raise ValueError("changed_rows: table %s, values %s, ids %s and only %s do not fit"
                          % ((n, d), (values.shape[0], values.shape[1]), ids.shape[0],
@@ -233,7 +255,7 @@ def changed_rows(const float[:, ::1] table, const float[:, ::1] base, uint16_t[:
     if threads <= 1:
         step = _scratch(d)
         with nogil:
-            k = _changed_range(table, base, values, ids, only, every, 0, n, step)
+            k = _changed_range(table, base, values, ids, only, every, stamp_ptr, 0, n, step)
         free(step)
         return k
     parts = min(n, PARTS_PER_THREAD * threads)
@@ -246,7 +268,7 @@ def changed_rows(const float[:, ::1] table, const float[:, ::1] base, uint16_t[:
             if step == NULL:
                 counts[p] = -1
             else:
-                counts[p] = _changed_range(table, base, values, ids, only, every, n * p // parts,
+                counts[p] = _changed_range(table, base, values, ids, only, every, stamp_ptr, n * p // parts,
                                            n * (p + 1) // parts, step)
         free(step)
     for p in range(parts):
@@ -259,6 +281,8 @@ def changed_rows(const float[:, ::1] table, const float[:, ::1] base, uint16_t[:
             if c and k != n * p // parts:
                 memmove(&values[k, 0], &values[n * p // parts, 0], c * d * sizeof(uint16_t))
                 memmove(&ids[k], &ids[n * p // parts], c * sizeof(int32_t))
+                if stamp_ptr != NULL:
+                    memmove(stamp_ptr + k, stamp_ptr + n * p // parts, c * sizeof(uint64_t))
             k += c
     free(counts)
     return k
@@ -501,12 +525,12 @@ def add_rows(float[:, ::1] table, const int32_t[::1] ids, const uint16_t[:, ::1]
 
 cdef void _adopt_range(float *table, float *base, Py_ssize_t d, const int32_t *ids, const uint16_t *values,
                        const int32_t *owner, int32_t me, Py_ssize_t a, Py_ssize_t m, const int32_t *sent_ids,
-                       const uint16_t *sent_values, Py_ssize_t b, Py_ssize_t s, bint exact, float *step,
-                       float *own_step) noexcept nogil:
+                       const uint16_t *sent_values, const uint64_t *stamps, Py_ssize_t b, Py_ssize_t s, bint exact,
+                       float *step, float *own_step) noexcept nogil:
     """:func:`adopt_rows` of the update's rows ``[a, m)`` and the sent rows ``[b, s)``."""
     cdef Py_ssize_t j
     cdef int32_t i
-    cdef bint merged, own
+    cdef bint merged, own, same
     while a < m or b < s:
         if owner != NULL and a < m and owner[a] == me:
             a += 1      # a row only this replica sent: its step is the one it sent, taken below
@@ -517,17 +541,19 @@ cdef void _adopt_range(float *table, float *base, Py_ssize_t d, const int32_t *i
             i, merged, own = sent_ids[b], False, True
         else:
             i, merged, own = ids[a], True, True
+        same = False
         if merged:
             floats_from_halves(values + a * d, step, d, 1)
             a += 1
         if own:
             floats_from_halves(sent_values + b * d, own_step, d, 1)
+            same = stamps != NULL and _stamp(table + i * d, d) == stamps[b]
             b += 1
             if not merged:
                 memcpy(step, own_step, d * sizeof(float))
         for j in range(d):
             base[i * d + j] += step[j]
-        if exact:
+        if exact or same:
             memcpy(table + i * d, base + i * d, d * sizeof(float))
         elif merged:
             for j in range(d):
@@ -539,15 +565,17 @@ cdef void _adopt_range(float *table, float *base, Py_ssize_t d, const int32_t *i
 
 def adopt_rows(float[:, ::1] table, float[:, ::1] base, const int32_t[::1] ids, const uint16_t[:, ::1] values,
                const int32_t[::1] sent_ids, const uint16_t[:, ::1] sent_values, bint exact,
-               const int32_t[::1] owner=None, int32_t me=-1, int threads=1):
+               const int32_t[::1] owner=None, int32_t me=-1, int threads=1, const uint64_t[::1] stamps=None):
     """A replica takes in a reconciliation, in one walk over the rows of the update and of what it sent.
 
     ``ids`` / ``values``: the merged steps; the rows only this replica sent have its own step as their
     merged step (bit for bit): the update may leave them out, or mark them with ``owner == me`` (a merge's
     owners), and they are taken from ``sent_ids`` / ``sent_values``.  ``base`` takes every merged step.
     With ``exact`` (it sent every row it changed) ``table`` equals ``base`` on those rows afterwards; else
-    ``table`` takes the merged step less what it sent, so that what it kept stays.  Ids increasing.  With
-    ``threads``, the rows are cut into ranges walked at once.
+    ``table`` takes the merged step less what it sent, so that what it kept stays; but with ``stamps`` (the
+    digests :func:`changed_rows` gave of the sent rows), a sent row whose digest is unchanged (not trained
+    since) equals ``base`` afterwards, as with ``exact``.  Ids increasing.  With ``threads``, the rows are
+    cut into ranges walked at once.
     """
     cdef Py_ssize_t m = ids.shape[0], s = sent_ids.shape[0], d = table.shape[1], n_rows = table.shape[0], p, parts
     cdef Py_ssize_t a0, a1, b0, b1
@@ -557,7 +585,8 @@ def adopt_rows(float[:, ::1] table, float[:, ::1] base, const int32_t[::1] ids, 
     _check_rows(ids, n_rows, "an update")
     _check_rows(sent_ids, n_rows, "a delta")
     if values.shape[0] != m or sent_values.shape[0] != s or (m and values.shape[1] != d) or \
-            (s and sent_values.shape[1] != d) or (owner is not None and owner.shape[0] != m):
+            (s and sent_values.shape[1] != d) or (owner is not None and owner.shape[0] != m) or \
+            (stamps is not None and stamps.shape[0] != s):
         raise ValueError("adopt_rows: %d ids for %d rows of values (%s owners), %d sent ids for %d rows"
                          % (m, values.shape[0], None if owner is None else owner.shape[0], s,
                             sent_values.shape[0]))
@@ -568,6 +597,7 @@ def adopt_rows(float[:, ::1] table, float[:, ::1] base, const int32_t[::1] ids, 
     cdef const int32_t *owner_ptr = &owner[0] if owner is not None and m else NULL
     cdef const int32_t *sent_ptr = &sent_ids[0] if s else NULL
     cdef const uint16_t *sent_value_ptr = &sent_values[0, 0] if s else NULL
+    cdef const uint64_t *stamp_ptr = &stamps[0] if stamps is not None and s else NULL
     cdef float *table_ptr = &table[0, 0]
     cdef float *base_ptr = &base[0, 0]
     cdef float *step = NULL
@@ -590,7 +620,7 @@ def adopt_rows(float[:, ::1] table, float[:, ::1] base, const int32_t[::1] ids, 
                 b0 = _lower_bound(sent_ptr, s, lo)
                 b1 = _lower_bound(sent_ptr, s, hi)
                 _adopt_range(table_ptr, base_ptr, d, id_ptr, value_ptr, owner_ptr, me, a0, a1, sent_ptr,
-                             sent_value_ptr, b0, b1, exact, step, own_step)
+                             sent_value_ptr, stamp_ptr, b0, b1, exact, step, own_step)
         free(step)
         free(own_step)
     for p in range(parts):

@@ -349,9 +349,9 @@ def finished_run(args, save, out):
 
 # ------------------------------------------------------------------------------------------ cluster
 def cluster_options(p):
-    """Add ``--scheduler``, ``--syncs-per-epoch``, ``--reconcile`` and ``--exchange-share`` (training on a Dask
-    cluster)."""
-    from embkit.cluster import EXCHANGE_SHARE, RECONCILE, ROUND_UNITS
+    """Add ``--scheduler``, ``--syncs-per-epoch``, ``--reconcile``, ``--exchange-share`` and ``--staleness``
+    (training on a Dask cluster)."""
+    from embkit.cluster import EXCHANGE_SHARE, RECONCILE, ROUND_UNITS, STALENESS
     from embkit.cluster.reconcile import MODES
     g = p.add_argument_group("cluster (needs the [cluster] extra)")
     g.add_argument("--scheduler", metavar="ADDRESS",
@@ -368,6 +368,10 @@ def cluster_options(p):
                    help="share of each round's squared step a worker sends (the rows that moved farthest; the "
                         "rest is kept for later rounds); default: %g"
                         % EXCHANGE_SHARE)
+    g.add_argument("--staleness", type=int, choices=(0, 1), default=STALENESS,
+                   help="1: each of two workers trains the next round while a round's rows are exchanged, "
+                        "adopting them a round late; 0: every round is reconciled before the next (as runs of "
+                        "more workers, or with checkpoints, always are); default: %d" % STALENESS)
 
 
 @contextlib.contextmanager

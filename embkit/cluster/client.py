@@ -13,7 +13,8 @@ A model given ``client=`` (a ``dask.distributed.Client``) trains like this:
    (``workers``), then reconciles with the other replicas directly: each merges every n-th row of the
    tables (:mod:`embkit.cluster.reconcile`; two replicas each merge every row) from the changed rows the
    others send it (with ``exchange_share`` below 1, the farthest moved of them, the rest kept for later
-   rounds) and sends the merged rows to the others;
+   rounds) and sends the merged rows to the others; with ``staleness`` 1 a replica trains the next round
+   while a round's rows travel, and adopts them when that round ends;
 3. the client's tables (the model's ``W_in`` / ``W_out``) are the reconciled ones when it needs them: a run
    with checkpoints or callbacks, or of one replica, has every round's merged rows sent to the client;
    another fetches the reconciled tables from a replica at an epoch's end when ``on_epoch`` reads them,
@@ -38,7 +39,8 @@ from embkit.cluster.mailbox import RoundAborted
 from embkit.cluster.plan import group_shards
 from embkit.cluster.reconcile import BLOCK_RATE, RowDelta, apply_update
 from embkit.cluster.replica import open_replica
-from embkit.cluster.settings import EXCHANGE_SHARE, check_client, distributed_module, rounds_per_epoch
+from embkit.cluster.settings import (EXCHANGE_SHARE, check_client, distributed_module, rounds_per_epoch,
+                                     run_staleness)
 from embkit.cluster.stats import ClusterStats
 from embkit.cluster.worker import ShardReadError
 from embkit.core import checkpoint
@@ -133,6 +135,7 @@ class _Run:
         # tables when it needs them (fetch): at an epoch's end for on_epoch, after a lost worker, at the end
         self.relay = True
         self.stale = False      # the model's tables are behind the replicas' (rounds not relayed)
+        self.tables_key = None      # (epoch, round) of the last reconciliation in the model's tables
         self.open([(g, workers[g % len(workers)]) for g in range(len(self.groups))])
 
     def _lost(self, future):
@@ -156,6 +159,7 @@ class _Run:
                 placements = [(g, self.replacement(g, attempts[g])) for g, _ in placements]
                 continue
             futures = {}
+            self.run["tables_key"] = self.tables_key        # what the replicas' tables hold
             for g, addr in placements:
                 self.drop(g)
                 self.address[g] = addr
@@ -317,30 +321,24 @@ class _Run:
     def round(self, epoch, r):
         """Train round ``r`` of ``epoch`` on every replica, which reconcile among themselves; returns their
         results.  When a worker is lost, the others' round is called off and every replica is opened again
-        from the client's tables (the reconciled ones of the last round), the lost one on a live worker."""
-        n = len(self.groups)
+        from the client's tables (the reconciled ones of the last round), the lost one on a live worker.  With
+        ``staleness`` 1 the tables a survivor gives may lack the last round (its rows were still on their way):
+        that round is then trained again first, reconciled at once (its results are not counted twice)."""
+        again = None
         attempt = 0
         while True:
             lost = [] if self.connected else self.connect()
-            if not lost:
-                calls = {g: self.ask(g, "train_round", epoch, r, self.run["rounds"], self.relay) for g in range(n)}
-                results = {}
-                try:
-                    for g, call in calls.items():
-                        try:
-                            results[g] = self.answer(g, call, [k for k in calls if k not in results and k != g])
-                        except RoundAborted:    # another replica was lost (it is answered below)
-                            results[g] = False
-                        if results[g] is None:
-                            self.abort()        # the others would wait for its rows
-                except BaseException:           # a replica's own error, or Ctrl-C: none may wait on
-                    self.abort()
-                    raise
-                if all(results.values()):
-                    return [results[g] for g in range(n)]
-                lost = [g for g in range(n) if results[g] is None]
+            if not lost and again is not None:
+                results, lost = self.call_round(epoch, again, 0)
+                if results is not None:
+                    again = None
+            if not lost and again is None:
+                results, lost = self.call_round(epoch, r, self.run["staleness"])
+                if results is not None:
+                    return results
             attempt += 1
-            placements = [(g, self.replacement(g, attempt) if g in lost else self.address[g]) for g in range(n)]
+            placements = [(g, self.replacement(g, attempt) if g in lost else self.address[g])
+                          for g in range(len(self.groups))]
             if self.momentum is not None:   # the replicas' momentum is a round ahead of the tables, or lost
                 self.momentum = (np.zeros_like(self.model.W_in), np.zeros_like(self.model.W_out))
             if self.stale and not self.fetch(exclude=lost):
@@ -348,9 +346,33 @@ class _Run:
                                "fetched last")
                 self.stale = False
             self.open(placements)
+            if self.run["staleness"] and r > 0 and self.tables_key != (epoch, r - 1):
+                again = r - 1
 
-    def reconcile(self, results):
-        """Add the merged rows of the round (each replica's own rows) to the model's tables (relayed), or
+    def call_round(self, epoch, r, staleness):
+        """One call of ``train_round`` on every replica: ``(results, [])``, or ``(None, lost groups)`` when a
+        worker was lost (or the round called off)."""
+        n = len(self.groups)
+        calls = {g: self.ask(g, "train_round", epoch, r, self.run["rounds"], self.relay, staleness)
+                 for g in range(n)}
+        results = {}
+        try:
+            for g, call in calls.items():
+                try:
+                    results[g] = self.answer(g, call, [k for k in calls if k not in results and k != g])
+                except RoundAborted:    # another replica was lost (it is answered below)
+                    results[g] = False
+                if results[g] is None:
+                    self.abort()        # the others would wait for its rows
+        except BaseException:           # a replica's own error, or Ctrl-C: none may wait on
+            self.abort()
+            raise
+        if all(results.values()):
+            return [results[g] for g in range(n)], []
+        return None, [g for g in range(n) if results[g] is None]
+
+    def reconcile(self, key, results):
+        """Add the merged rows of round ``key`` (each replica's own rows) to the model's tables (relayed), or
         note that they are behind the replicas' (fetched when needed: :meth:`fetch`)."""
         clock = time.perf_counter()
         tables = (self.model.W_in, self.model.W_out)
@@ -361,8 +383,10 @@ class _Run:
             res["merged"] = tuple(RowDelta.from_wire(w) for w in res["merged"])
             for update, table in zip(res["merged"], tables):
                 apply_update(update, table)
+            self.tables_key = key
         self.stats.rounds += 1
-        self.stats.rows_changed.append(sum(res["rows"] for res in results))
+        if any(res["reconciled"] for res in results):
+            self.stats.rows_changed.append(sum(res["rows"] for res in results))
         self.stats.bytes_up += sum(res["bytes_up"] for res in results)
         self.stats.bytes_down += sum(res["bytes_down"] for res in results)
         self.stats.apply_seconds += time.perf_counter() - clock
@@ -383,7 +407,9 @@ class _Run:
                 logger.debug("fetching the tables from %s failed: %s", self.address[g], exc)
                 continue
             if value is not None:
-                _, W_in, W_out = value
+                key, W_in, W_out = value
+                if key is not None:     # else it holds the tables it was opened with: the client's
+                    self.tables_key = key
                 np.copyto(self.model.W_in, W_in)
                 np.copyto(self.model.W_out, W_out)
                 self.stale = False
@@ -481,6 +507,7 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
         if start is not None and start.finished:
             return report
         job.relay = relays(model, len(job.groups), checkpointer)
+        run["staleness"] = run_staleness(model.staleness, len(job.groups), job.relay)
         with checkpoint.interruption_hint(model):
             try:
                 _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progress, desc, on_epoch)
@@ -496,6 +523,12 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
     return report
 
 
+def _rounds_between(key, adopted, rounds):
+    """Rounds from the reconciliation ``adopted`` (``(epoch, round)``, None before the first) to round ``key``."""
+    before = -1 if adopted is None else adopted[0] * rounds + adopted[1]
+    return key[0] * rounds + key[1] - before
+
+
 def _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progress, desc, on_epoch):
     """The epochs and rounds of a cluster run (:func:`~embkit.core.training.run_steps`, a round a step)."""
     def round_steps(epoch, first, units_before):
@@ -506,14 +539,17 @@ def _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progr
         round_start = time.perf_counter()
         results = job.round(epoch, r)
         round_seconds = time.perf_counter() - round_start
-        job.reconcile(results)
+        job.reconcile((epoch, r), results)
         job.stats.round_seconds += time.perf_counter() - round_start
         job.stats.train_seconds += max(res["seconds"] for res in results)
         job.stats.train_cpu_seconds += sum(res["cpu_seconds"] for res in results)
         job.stats.pass_seconds += max(res["pass_seconds"] for res in results)
         job.stats.wait_seconds += max(res["wait_seconds"] for res in results)
         job.stats.find_seconds += max(res["find_seconds"] for res in results)
+        job.stats.merge_seconds += max(res["merge_seconds"] for res in results)
+        job.stats.adopt_seconds += max(res["adopt_seconds"] for res in results)
         job.stats.call_seconds += round_seconds - max(res["round_seconds"] for res in results)
+        job.stats.lag.append(max(_rounds_between((epoch, r), res["adopted"], run["rounds"]) for res in results))
         if r == run["rounds"] - 1 and on_epoch is not None:
             job.fetch()     # on_epoch reads the reconciled tables
         return tuple(sum(res[key] for res in results) for key in ("loss", "examples", "units", "raw_units", "trained"))

@@ -58,14 +58,16 @@ WIRE_DTYPE = np.float16
 class RowDelta:
     """Steps of some rows of one table: ``ids`` (int32, increasing) and ``values`` (``len(ids) x dim``, of
     :data:`WIRE_DTYPE`); a merge's also ``owner``: per row, the index of the only replica that sent it
-    (its step is then that replica's, bit for bit), or -1."""
+    (its step is then that replica's, bit for bit), or -1; a replica's own delta may hold ``stamps``, a
+    digest of each row of its table when the delta was found (they stay on the replica: not on the wire)."""
 
-    __slots__ = ("ids", "values", "owner")
+    __slots__ = ("ids", "values", "owner", "stamps")
 
-    def __init__(self, ids, values, owner=None):
+    def __init__(self, ids, values, owner=None, stamps=None):
         self.ids = ids
         self.values = values
         self.owner = owner
+        self.stamps = stamps
 
     def without(self, replica):
         """The steps a replica needs: those of every row but the rows only ``replica`` sent (it knows them)."""
@@ -107,10 +109,15 @@ def _compact(values, ids, count, owner=None):
     return RowDelta(ids[:count], values[:count].view(WIRE_DTYPE), None if owner is None else owner[:count])
 
 
-def changed_rows(table, base, share=1.0, scratch=None, threads=1):
+def changed_rows(table, base, share=1.0, scratch=None, threads=1, rows=None, stamp=False):
     """:class:`RowDelta` of the rows where ``table`` differs from ``base`` (``table - base`` there); with
     ``share`` below 1, only the fewest rows (the farthest moved) that hold that share of
     ``sum ((table - base) ** 2)`` (rows moved exactly as far as the last of them included).
+
+    ``rows`` (a uint8 mask of the table's rows, or None) marks the only rows that may differ: the others are
+    not read (a round that touched a fifth of the rows compares a fifth of the table).  With ``share`` below
+    1 every row is read.  ``stamp``: the delta holds a digest of each of its rows of ``table`` (``stamps``),
+    with which :func:`adopt_update` tells the rows trained since from the others.
 
     ``scratch`` (a dict the caller keeps for one table) holds the buffers from one call to the next, so that
     a replica does not allocate (and the system zero) a table's worth of memory every round; the result
@@ -121,14 +128,19 @@ def changed_rows(table, base, share=1.0, scratch=None, threads=1):
     if scratch.get("shape") != table.shape:
         scratch.clear()
         scratch.update(shape=table.shape, values=np.empty(table.shape, dtype=np.uint16),
-                       ids=np.empty(table.shape[0], dtype=np.int32), energy=np.empty(table.shape[0], np.float64))
+                       ids=np.empty(table.shape[0], dtype=np.int32), energy=np.empty(table.shape[0], np.float64),
+                       stamps=np.empty(table.shape[0], dtype=np.uint64))
     values, ids = scratch["values"], scratch["ids"]
-    only = None
+    stamps = scratch["stamps"] if stamp else None
+    only = None if rows is None else np.ascontiguousarray(rows, dtype=np.uint8)
     if share < 1:
         energy = scratch["energy"]
         _kernel.row_energies(table, base, energy, threads)
         only = (energy >= _kernel.share_threshold(energy, share)).view(np.uint8)
-    return _compact(values, ids, _kernel.changed_rows(table, base, values, ids, only, threads))
+    count = _kernel.changed_rows(table, base, values, ids, only, threads, stamps)
+    delta = _compact(values, ids, count)
+    delta.stamps = None if stamps is None else stamps[:count]
+    return delta
 
 
 def _buffer(scratch, name, shape, dtype, zero=False):
@@ -229,8 +241,9 @@ def split(delta, parts):
     cuts = np.searchsorted(owner[order], np.arange(parts + 1))
     ids, values = delta.ids[order], delta.values[order]
     rows = None if delta.owner is None else delta.owner[order]
-    return [RowDelta(ids[a:b], values[a:b], None if rows is None else rows[a:b])
-            for a, b in zip(cuts[:-1], cuts[1:])]
+    stamps = None if delta.stamps is None else delta.stamps[order]
+    return [RowDelta(ids[a:b], values[a:b], None if rows is None else rows[a:b],
+                     None if stamps is None else stamps[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
 
 
 def local_rows(delta, parts):
@@ -249,7 +262,7 @@ def apply_update(update, table):
         _kernel.add_rows(table, update.ids, _bits(update.values))
 
 
-def adopt_update(update, table, base, sent=None, partial=False, replica=None, threads=1):
+def adopt_update(update, table, base, sent=None, partial=False, replica=None, threads=1, trained=False):
     """Make a replica's ``base`` the reconciled table: ``base`` takes the merged steps (as the client's table
     did) and ``table`` copies the changed rows from it, in one pass (:func:`embkit._kernels.deltas.adopt_rows`).
 
@@ -271,10 +284,15 @@ def adopt_update(update, table, base, sent=None, partial=False, replica=None, th
         (as if the update left them out, without copying it).
     threads : int
         OpenMP threads of the pass (the result is the same for any number).
+    trained : bool
+        ``table`` trained on since ``sent`` was found (with ``partial``): a sent row whose digest
+        (``sent.stamps``) is unchanged was not, and equals ``base`` afterwards (its float16 rounding dropped,
+        as without ``partial``), so that it does not differ from the reconciled table in later rounds.
     """
     if sent is None:
         sent = RowDelta(np.zeros(0, np.int32), np.zeros((0, table.shape[1]), WIRE_DTYPE))
     owner = None if replica is None or update.owner is None else np.ascontiguousarray(update.owner, dtype=np.int32)
     _kernel.adopt_rows(table, base, np.ascontiguousarray(update.ids, dtype=np.int32), _bits(update.values),
                        np.ascontiguousarray(sent.ids, dtype=np.int32), _bits(sent.values), not partial, owner,
-                       -1 if replica is None else replica, threads)
+                       -1 if replica is None else replica, threads,
+                       sent.stamps if trained and partial and sent.stamps is not None else None)

@@ -22,6 +22,12 @@ a round, whatever the number of replicas.  Two replicas need only one of the two
 other its whole delta and merges every row itself (:meth:`Replica._swap`: the same steps as the owners'
 merges, bit for bit, and about the same bytes, with one wait for a peer a round instead of two).
 
+With ``staleness`` 1 (:data:`~embkit.cluster.settings.STALENESS`) a round's call only posts the replica's
+rows: the next call trains its round at once and adopts the merged rows of the round before when its training
+ends (:meth:`Replica.train_round`), so that the exchange and a late peer hide behind the training; an epoch's
+last round is adopted before its call returns.  Finding the changed ``W_in`` rows reads only those of the
+round's words (the chunks' ``input_rows``).
+
 A shard is an object with ``name`` (what an error names), ``open(model)`` (read it on the worker, return
 its units per epoch) and ``chunks(model, start, stop)`` (the chunks of its units ``[start, stop)``).
 
@@ -70,15 +76,22 @@ class Replica:
         self.momentum = (None, None)
         if momentum is not None:
             self.set_momentum(momentum)
-        # the buffers of each table's changed rows, reused every round: what views them is delivered within
-        # the round (the peers' posts are awaited, and the client calls the next round once it has the result)
-        self.scratch = ({}, {})
+        # the buffers of each table's changed rows, two sets used in turn: what views a set is delivered and
+        # merged by every peer before the set's next use (a round's posts are awaited within the round, or
+        # with staleness 1 within the next one, which no peer ends before it has merged this one's rows)
+        self.scratch = (({}, {}), ({}, {}))
+        self.turn = 0       # the set of scratch buffers of the next round's changed rows
+        self.pending = None     # with staleness 1, the exchange of the last round, adopted after the next
         self.merge_scratch = ({}, {})      # the same for the merges of each table
-        self.reconciled = None      # (epoch, round) of the last reconciliation adopted
+        self.reconciled = run.get("tables_key")     # (epoch, round) of the last reconciliation adopted
         self.peers = None
         self.mail = Mailbox(wanted())
         self.pipe = open_pipeline(self.trainer, max(1, int(model.workers)))
         self.threads = max(1, int(model.workers))     # of the passes over the rows, as of the kernels
+        # the W_in rows that may differ from their base: those of the round's chunks' words (where the chunks
+        # tell them: ``input_rows``; a reconciliation adopted under training leaves no other row apart)
+        self.touched = np.zeros(model.W_in.shape[0], dtype=np.uint8)
+        self.marked = False     # whether every chunk of the round told its rows
 
     @property
     def base_in(self):
@@ -138,13 +151,20 @@ class Replica:
         """Units of a shard trained before round ``epoch_round`` of an epoch of ``rounds`` (cut evenly)."""
         return units * epoch_round // rounds
 
-    def train_round(self, epoch, round_index, rounds, relay=True):
+    def train_round(self, epoch, round_index, rounds, relay=True, staleness=0):
         """Train round ``round_index`` of the ``rounds`` of ``epoch`` on every shard (:meth:`train`), then
         reconcile with the peers (module docstring); ``relay``: send the client the merged rows.
 
+        With ``staleness`` 1 the round's rows are only sent: the next round trains at once, and adopts this
+        round's merged rows when it ends, before it finds its own (the peers' steps of a round reach a
+        replica one round late).  An epoch's last round, and every round with ``staleness`` 0, is adopted
+        before the call returns, so that every replica holds the same reconciled tables after it.
+
         Returns :meth:`train`'s dict with ``pass_seconds`` (finding, merging and adopting rows; of which
-        ``find_seconds`` finding them), ``round_seconds`` (the whole call),
-        ``wait_seconds`` (waiting for the peers' parts), ``bytes_up`` / ``bytes_down`` (changed rows sent to
+        ``find_seconds`` finding them, ``merge_seconds`` merging and ``adopt_seconds`` adopting),
+        ``round_seconds`` (the whole call), ``wait_seconds`` (waiting for the peers' parts), ``reconciled``
+        (reconciliations adopted in the call: 0, 1 or 2), ``adopted`` (the ``(epoch, round)`` of the last
+        one adopted, or None), ``bytes_up`` / ``bytes_down`` (changed rows sent to
         the other owners; merged rows sent to the other replicas and the client), ``worker``, ``rows`` (the
         merged rows of this replica's rows of both tables) and ``merged``: with ``relay``, their steps (one
         :attr:`~embkit.cluster.reconcile.RowDelta.wire` tuple per table) for the client's tables, else None.
@@ -152,19 +172,44 @@ class Replica:
         started = time.perf_counter()
         result = self.train(epoch, round_index, rounds)
         finding = time.perf_counter()
+        result.update(find_seconds=0.0, merge_seconds=0.0, adopt_seconds=0.0, wait_seconds=0.0, reconciled=0,
+                      rows=0, bytes_up=0, bytes_down=0, merged=None)
+        if self.pending is not None:    # the last round's rows, adopted under what this round trained
+            pending, self.pending = self.pending, None
+            self._add(result, self._finish(*pending))
         last = epoch == self.run["epochs"] - 1 and round_index == rounds - 1
         share = 1.0 if last else self.run.get("share", 1.0)     # the run's last round sends what is left
-        sent = tuple(changed_rows(t, b, share, s, self.threads)
-                     for t, b, s in zip((self.model.W_in, self.model.W_out), self.bases, self.scratch))
-        result["find_seconds"] = time.perf_counter() - finding
-        result.update(self.reconcile((epoch, round_index), sent, share < 1, relay))
-        if not last:
+        clock = time.perf_counter()
+        scratch = self.scratch[self.turn]       # two sets of buffers: a pending round's delta stays intact
+        self.turn = 1 - self.turn
+        marks = (self.touched if self.marked and self.run.get("share", 1.0) >= 1 else None, None)
+        late = bool(staleness) and not relay and round_index < rounds - 1   # a relayed round reaches the client whole
+        sent = tuple(changed_rows(t, b, share, s, self.threads, m, stamp=late and share >= 1)
+                     for t, b, s, m in zip((self.model.W_in, self.model.W_out), self.bases, scratch, marks))
+        result["find_seconds"] += time.perf_counter() - clock
+        key = (epoch, round_index)
+        exchange = (key, sent, self._send(key, sent), share < 1, relay)
+        if late:
+            self.pending = exchange + (True,)
+        else:
+            self._add(result, self._finish(*exchange))
+        if result["reconciled"] and not last:
             self.refresh_sampler(result["progress"])
         done = time.perf_counter()
         result["pass_seconds"] = done - finding - result["wait_seconds"]
         result["round_seconds"] = done - started
         result["worker"] = worker_name()
+        result["adopted"] = self.reconciled
         return result
+
+    @staticmethod
+    def _add(result, exchange):
+        """Add the entries of one reconciliation (:meth:`_finish`) to a round's result."""
+        for name in ("merge_seconds", "adopt_seconds", "wait_seconds", "rows", "bytes_up", "bytes_down"):
+            result[name] += exchange[name]
+        result["reconciled"] += 1
+        if exchange["merged"] is not None:
+            result["merged"] = exchange["merged"]
 
     def round_chunks(self, round_index, rounds):
         """The chunks of round ``round_index`` of every shard, those that can be joined (``join``) joined up to
@@ -204,8 +249,20 @@ class Replica:
         def seed_of(index):
             return ((epoch * rounds + round_index) * 1000003 + index) * 65537 + self.group
 
-        steps = ChunkSteps(self.pipe, self.trainer, self.round_chunks(round_index, rounds), 0, done, total_units,
-                           seed_of, check, getattr(model, "batch_words", None))
+        self.touched.fill(0)
+        self.marked = True
+
+        def marked(chunks):
+            for chunk in chunks:
+                rows = getattr(chunk, "input_rows", None)
+                if rows is None:
+                    self.marked = False
+                else:
+                    self.touched[rows] = 1
+                yield chunk
+
+        steps = ChunkSteps(self.pipe, self.trainer, marked(self.round_chunks(round_index, rounds)), 0, done,
+                           total_units, seed_of, check, getattr(model, "batch_words", None))
         loss = 0.0
         examples = units = raw = trained = 0
         try:
@@ -229,18 +286,46 @@ class Replica:
         """Exchange the rows of ``sent`` (this replica's delta of each table) with the peers, merge this
         replica's rows and adopt the merged rows of all; the result's exchange entries (with ``relay``, the
         merged rows for the client)."""
-        if self.replicas == 2:
-            return self._swap(key, sent, partial, relay)
+        return self._finish(key, sent, self._send(key, sent), partial, relay)
+
+    def _send(self, key, sent):
+        """Post this replica's delta of round ``key`` to its peers (the whole of it to the other of two
+        replicas, else each owner its part); what :meth:`_finish` needs of it."""
+        g, n = self.group, self.replicas
+        if n == 1:
+            return {"posts": [], "parts": None, "up": 0}
+        if n == 2:
+            return {"posts": [self._post(1 - g, ("delta",) + key, sent)], "parts": None,
+                    "up": sum(d.nbytes for d in sent)}
+        parts = [split(d, n) for d in sent]
+        others = [p for p in range(n) if p != g]
+        return {"posts": [self._post(p, ("part",) + key, tuple(part[p] for part in parts)) for p in others],
+                "parts": parts, "up": sum(part[p].nbytes for part in parts for p in others)}
+
+    def _finish(self, key, sent, posted, partial, relay=True, under_training=False):
+        """Take the peers' rows of round ``key``, merge this replica's rows and adopt the merged rows of all
+        (``under_training``: the table has trained on since it found ``sent``, so it takes the merged steps
+        less its own instead of becoming the reconciled table); the exchange entries of the round."""
+        clock = {"merge_seconds": 0.0, "adopt_seconds": 0.0, "wait_seconds": 0.0}
+        args = (key, sent, posted, partial or under_training, under_training, relay, clock)
+        out = self._swap(*args) if self.replicas == 2 else self._owners(*args)
+        out.update(clock)
+        return out
+
+    def _owners(self, key, sent, posted, partial, trained, relay, clock):
+        """:meth:`_finish` with ``n`` owners (one or 3 and more replicas): each merges its rows from the parts
+        it receives, then sends the merged rows to the others."""
         g, n = self.group, self.replicas
         others = [p for p in range(n) if p != g]
-        parts = [split(d, n) for d in sent]
-        posts = [self._post(p, ("part",) + key, tuple(part[p] for part in parts)) for p in others]
-        up = sum(part[p].nbytes for part in parts for p in others)
+        parts = posted["parts"] if n > 1 else [[d] for d in sent]
+        posts = list(posted["posts"])
         waited = time.perf_counter()
         got = self.mail.take(("part",) + key, others)
-        wait = time.perf_counter() - waited
+        clock["wait_seconds"] += time.perf_counter() - waited
         got[g] = tuple(part[g] for part in parts)
+        merging = time.perf_counter()
         merged = tuple(self._merge(t, [got[k][t] for k in range(n)]) for t in range(2))
+        clock["merge_seconds"] += time.perf_counter() - merging
         down = 0
         for q in others:
             back = tuple(m.without(q) for m in merged)
@@ -248,43 +333,55 @@ class Replica:
             down += sum(b.nbytes for b in back)
         waited = time.perf_counter()
         got = self.mail.take(("merged",) + key, others)
-        wait += time.perf_counter() - waited
+        clock["wait_seconds"] += time.perf_counter() - waited
         got[g] = merged     # the rows only it sent stay as they are (no float32 round trip): adopt skips them
-        for t, (table, base) in enumerate(zip((self.model.W_in, self.model.W_out), self.bases)):
+        adopting = time.perf_counter()
+        for t in range(2):
             for p in range(n):      # the owners' rows are disjoint: each part adopts the merged rows of one
-                adopt_update(got[p][t], table, base, parts[t][p], partial, g, self.threads)
+                self._adopt(t, got[p][t], parts[t][p], partial, trained)
+        clock["adopt_seconds"] += time.perf_counter() - adopting
         self.reconciled = key
         self._delivered(key, posts)
-        return self._result([RowDelta(m.ids, m.values) for m in merged], relay, up, down, wait)
+        return self._result([RowDelta(m.ids, m.values) for m in merged], relay, posted["up"], down)
 
     @staticmethod
-    def _result(mine, relay, up, down, wait):
+    def _result(mine, relay, up, down):
         """The exchange entries of a round's result: ``mine`` are the merged rows this replica reports."""
         sent = sum(m.nbytes for m in mine) if relay else 0
         return {"merged": tuple(m.wire for m in mine) if relay else None, "rows": sum(len(m) for m in mine),
-                "bytes_up": up, "bytes_down": down + sent, "wait_seconds": wait}
+                "bytes_up": up, "bytes_down": down + sent}
 
-    def _swap(self, key, sent, partial, relay=True):
-        """:meth:`reconcile` of two replicas: each sends the other its whole delta and merges every row itself,
-        in group order as the owner of each row would (the same steps, bit for bit): one message each way
-        where the owners take two (a part, then the merged rows), for about the same bytes."""
+    def _swap(self, key, sent, posted, partial, trained, relay, clock):
+        """:meth:`_finish` of two replicas: each has sent the other its whole delta and merges every row
+        itself, in group order as the owner of each row would (the same steps, bit for bit): one message each
+        way where the owners take two (a part, then the merged rows), for about the same bytes."""
         g = self.group
         peer = 1 - g
-        post = self._post(peer, ("delta",) + key, sent)
         waited = time.perf_counter()
         deltas = self.mail.take(("delta",) + key, [peer])
-        wait = time.perf_counter() - waited
+        clock["wait_seconds"] += time.perf_counter() - waited
         deltas[g] = sent
         mine = []
         for t, (table, base) in enumerate(zip((self.model.W_in, self.model.W_out), self.bases)):
+            merging = time.perf_counter()
             merged = merge(table.shape[0], [deltas[0][t], deltas[1][t]], self.run["mode"], None, None, 2,
                            self.threads, self.merge_scratch[t])
-            adopt_update(merged, table, base, sent[t], partial, g, self.threads)
+            adopting = time.perf_counter()
+            clock["merge_seconds"] += adopting - merging
+            self._adopt(t, merged, sent[t], partial, trained)
+            clock["adopt_seconds"] += time.perf_counter() - adopting
             half = slice(0, len(merged) // 2) if g == 0 else slice(len(merged) // 2, None)
             mine.append(RowDelta(merged.ids[half], merged.values[half]))   # the client takes half from each
         self.reconciled = key
-        self._delivered(key, [post])
-        return self._result(mine, relay, sum(d.nbytes for d in sent), 0, wait)
+        self._delivered(key, posted["posts"])
+        return self._result(mine, relay, posted["up"], 0)
+
+    def _adopt(self, t, update, sent, partial, trained):
+        """Adopt the merged steps ``update`` of table ``t`` (:func:`~embkit.cluster.reconcile.adopt_update`):
+        ``trained``, under a round trained since ``sent`` was found, whose untouched rows become the
+        reconciled rows exactly (by their stamps), as a reconciliation adopted at once makes them."""
+        adopt_update(update, (self.model.W_in, self.model.W_out)[t], self.bases[t], sent, partial, self.group,
+                     self.threads, trained)
 
     def _merge(self, t, deltas):
         """The merged steps of this replica's rows of table ``t`` from every replica's part (in group order;
@@ -336,7 +433,8 @@ def open_replica(data, shards, run, group=0):
 
     ``data`` is ``(spec, (W_in, W_out), momentum)``: the spec ``(model class, parameters, state)``, the
     reconciled tables and the block momentum of both (or None); ``run`` holds ``epochs``, ``alpha``,
-    ``min_alpha``, ``share``, ``mode`` and ``replicas``; ``group`` is this replica's index.
+    ``min_alpha``, ``share``, ``mode``, ``replicas`` and ``tables_key`` (the ``(epoch, round)`` of the last
+    reconciliation in the tables, None before the first); ``group`` is this replica's index.
     """
     spec, tables, momentum = data
     return Replica(spec, shards, tables[0], tables[1], run, group, momentum)

@@ -4,11 +4,11 @@ from embkit.cluster.reconcile import DEFAULT_MODE, MODES
 from embkit.core.checks import POSITIVE_INT, check_param
 
 __all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "LONE_ROUND_UNITS", "LONE_UNITS_PER_ROW", "RECONCILE",
-           "EXCHANGE_SHARE", "WORKER_WAIT", "distributed_module", "check_cluster_params", "check_client",
-           "rounds_per_epoch"]
+           "EXCHANGE_SHARE", "STALENESS", "WORKER_WAIT", "distributed_module", "check_cluster_params", "check_client",
+           "rounds_per_epoch", "run_staleness"]
 
 #: model parameters of cluster training (runtime settings: not saved with a model)
-CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile", "exchange_share"})
+CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile", "exchange_share", "staleness"})
 #: ``syncs_per_epoch`` of a model that does not choose: None, rounds of about :data:`ROUND_UNITS` units
 SYNCS_PER_EPOCH = None
 #: units (words, pairs) a replica trains per round when ``syncs_per_epoch`` is None: about the longest rounds
@@ -26,6 +26,14 @@ LONE_UNITS_PER_ROW = 16
 RECONCILE = DEFAULT_MODE
 #: ``exchange_share`` of a model that does not choose: every changed row goes to every reconciliation
 EXCHANGE_SHARE = 1.0
+#: ``staleness`` of a model that does not choose.  0: every round's rows are merged and adopted before the
+#: next round trains (a replica waits for the slowest); the default, because on two busy cores staleness 1
+#: hid the waits but not the CPU they cost, and its passes cost more (CLUSTER.md).  1: a replica sends a round's rows and trains the next
+#: round at once, adopting the merged rows when that round ends: the peers' steps of a round reach it one round
+#: late (bounded staleness of one round), and the exchange and the peers' lateness hide behind its training.
+#: An epoch's last round is always adopted at once (every replica holds the reconciled tables at an epoch's
+#: end).  It applies to runs of two replicas that do not send the client their rows (:func:`run_staleness`).
+STALENESS = 0
 #: seconds a run waits for a first worker before it calls the cluster empty
 WORKER_WAIT = 10.0
 
@@ -41,13 +49,14 @@ def distributed_module():
 
 
 def check_cluster_params(model):
-    """ValueError naming a bad ``syncs_per_epoch`` / ``reconcile`` / ``exchange_share``; TypeError for a
-    ``client`` that is not a ``dask.distributed.Client``."""
+    """ValueError naming a bad ``syncs_per_epoch`` / ``reconcile`` / ``exchange_share`` / ``staleness``;
+    TypeError for a ``client`` that is not a ``dask.distributed.Client``."""
     if model.syncs_per_epoch is not None:
         check_param("syncs_per_epoch", model.syncs_per_epoch, *POSITIVE_INT)
     if model.reconcile not in MODES:
         raise ValueError("reconcile must be one of %s, got %r" % (", ".join(MODES), model.reconcile))
     check_param("exchange_share", model.exchange_share, lambda v: 0 < v <= 1, "a number in (0, 1]")
+    check_param("staleness", model.staleness, lambda v: not isinstance(v, bool) and v in (0, 1), "0 or 1")
     if model.client is not None:
         distributed = distributed_module()
         if not isinstance(model.client, distributed.Client):
@@ -67,6 +76,14 @@ def check_client(client, wait=None):
                              "or scale the cluster up" % (client, wait, client.scheduler.address)) from None
         workers = client.nthreads()
     return dict(workers)
+
+
+def run_staleness(staleness, replicas, relay):
+    """The staleness a run trains with: the model's ``staleness`` for two replicas that do not send the client
+    their rows (``relay``: checkpoints or callbacks, which read the tables after any round), else 0.  With 3
+    replicas or more the block momentum merge takes each round's steps as made from the last reconciled
+    tables: 8 workers a round late lost the model on gcide (CLUSTER.md), so they reconcile every round."""
+    return int(staleness) if replicas == 2 and not relay else 0
 
 
 def rounds_per_epoch(syncs_per_epoch, units, rows=0):

@@ -15,7 +15,8 @@ class ClusterStats:
         Bytes of changed rows the replicas sent to the owners of those rows, and of merged rows the
         owners sent to the other replicas and to the client, over the run.
     rows_changed : list of int
-        Rows (both tables) changed per reconciliation.
+        Rows (both tables) changed per round that adopted a reconciliation (with ``staleness`` 1 an epoch's
+        last round adopts two: theirs together).
     round_seconds, apply_seconds : float
         Wall time of the rounds (training and reconciling) and of the client adding the merged rows to
         its tables, or fetching them.
@@ -27,13 +28,16 @@ class ClusterStats:
         ``round_seconds`` is reconciling and the calls).
     train_cpu_seconds : float
         CPU time of the worker processes while their replicas trained, summed over replicas and rounds.
-    pass_seconds, find_seconds, wait_seconds : float
+    pass_seconds, find_seconds, merge_seconds, adopt_seconds, wait_seconds : float
         Time the slowest replica of each round spent finding, merging and adopting rows (of which finding the
-        changed rows: ``find_seconds``), and waiting for the other replicas' rows (their lateness and the
-        transfer), summed over rounds.
+        changed rows, merging them and adopting the merged rows: the next three, each the slowest replica's),
+        and waiting for the other replicas' rows (their lateness and the transfer), summed over rounds.
     call_seconds : float
         Wall time of the rounds outside the slowest replica's call: the calls there and back, and the results'
         transfer to the client.
+    lag : list of int
+        Per round, the rounds by which the replicas' reconciled tables were behind the round just trained when
+        its call returned (0: reconciled; 1 with ``staleness`` 1 but at an epoch's end).
     reopened : list of str
         One entry per replica opened again after its worker was lost.
     """
@@ -45,7 +49,9 @@ class ClusterStats:
         self.rows_changed = []
         self.round_seconds = self.apply_seconds = self.train_seconds = self.pass_seconds = 0.0
         self.wait_seconds = self.find_seconds = self.call_seconds = self.train_cpu_seconds = 0.0
+        self.merge_seconds = self.adopt_seconds = 0.0
         self.reopened = []
+        self.lag = []
 
     @property
     def bytes_per_round(self):
@@ -59,5 +65,6 @@ class ClusterStats:
                 "apply_seconds": self.apply_seconds, "train_seconds": self.train_seconds,
                 "train_cpu_seconds": self.train_cpu_seconds,
                 "pass_seconds": self.pass_seconds, "find_seconds": self.find_seconds,
+                "merge_seconds": self.merge_seconds, "adopt_seconds": self.adopt_seconds,
                 "wait_seconds": self.wait_seconds, "call_seconds": self.call_seconds,
-                "reopened": list(self.reopened)}
+                "lag": list(self.lag), "reopened": list(self.reopened)}

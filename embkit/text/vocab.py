@@ -325,6 +325,12 @@ class EncodedChunk:
         """What the ``windows`` driver's ``train_chunk`` takes before its common arguments."""
         return self.tokens, self.ends
 
+    @property
+    def input_rows(self):
+        """The ``W_in`` rows that training the chunk may change: its words (the ``windows`` driver writes the
+        input rows of the words in a window only)."""
+        return self.tokens
+
     @classmethod
     def join(cls, chunks):
         """One chunk of ``chunks``' sentences, in order."""

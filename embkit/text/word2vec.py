@@ -5,7 +5,7 @@ import os
 import numpy as np
 
 from embkit._kernels.windows import WindowTrainer
-from embkit.cluster import EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH, ClusterTraining
+from embkit.cluster import EXCHANGE_SHARE, RECONCILE, STALENESS, SYNCS_PER_EPOCH, ClusterTraining
 from embkit.core.base import EmbeddingModel, class_only
 from embkit.core.checkpoint import CheckpointError, fingerprint
 from embkit.core.checks import (BOOL, COUNT, FINITE_REAL, INT64_MAX, MAX_WINDOW, NON_NEGATIVE_INT, NON_NEGATIVE_REAL,
@@ -163,6 +163,12 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         bytes at about the same quality (CLUSTER.md); a replica lost mid-run, and a run stopped
         before its last round, lose what the replicas kept, and a resumed run does not end bit for bit as
         the uninterrupted one.
+    staleness : {0, 1}
+        With ``client``: 1 lets a replica train the next round while the last round's rows are exchanged,
+        adopting them when that round ends (the other replicas' steps arrive one round late; an epoch's last
+        round is reconciled at once); 0 (the default) reconciles every round before the next.  It applies to
+        two workers: runs of more, and runs with checkpoints or callbacks, reconcile every round
+        (:func:`embkit.cluster.settings.run_staleness`, CLUSTER.md).
     """
 
     chunk_param = "chunk_tokens"
@@ -192,7 +198,7 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
                  chunk_tokens=1 << 18, hot_rows=0, batch_size=None, checkpoint_dir=None, checkpoint_every=600,
                  progress=False,
                  client=None, syncs_per_epoch=SYNCS_PER_EPOCH, reconcile=RECONCILE,
-                 exchange_share=EXCHANGE_SHARE):
+                 exchange_share=EXCHANGE_SHARE, staleness=STALENESS):
         sg, hs, cbow_mean, null_word, sorted_vocab = (check_flag(name, value) for name, value in (
             ("sg", sg), ("hs", hs), ("cbow_mean", cbow_mean), ("null_word", null_word), ("sorted_vocab", sorted_vocab)))
         if loss is None:
@@ -224,6 +230,7 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         self.hot_rows = hot_rows
         self.client, self.syncs_per_epoch, self.reconcile = client, syncs_per_epoch, reconcile
         self.exchange_share = exchange_share
+        self.staleness = staleness
         self.batch_size = batch_size
         self.vocab = None
         self._wv = None

@@ -18,8 +18,13 @@ and SimLex-999 Spearman.
 Usage::
 
     python -m eval.bench.cluster [--corpus FILE] [--epochs 5] [--alpha 0.05] [--seeds 1 2 3] [--clusters 1 2]
-                                 [--syncs N] [--reconcile momentum] [--exchange-share 1] [--interleave]
-                                 [--repeat-corpus K] [--no-quality] [--repeat 1] [--threads 1] [--json out.json]
+                                 [--syncs N] [--reconcile momentum] [--exchange-share 1] [--staleness 0 1]
+                                 [--interleave]
+                                 [--repeat-corpus K] [--no-quality] [--repeat 1] [--threads 1] [--grid NxT ...]
+                                 [--json out.json]
+
+``--grid 2x8 4x4 8x2`` replaces ``--clusters`` and ``--threads``: for each pair, one process of T threads,
+then a cluster of N workers of T threads each (a machine's cores shared out in different ways).
 
 ``--repeat N`` runs every seed's trainers N times, one after the other (1 process, 1 worker, 2 workers, 1
 process, ...), so that the speed of each is a mean over runs spread across the sitting, and each cluster's
@@ -41,7 +46,7 @@ import time
 import numpy as np
 
 from embkit import Word2Vec
-from embkit.cluster import EXCHANGE_SHARE, RECONCILE, SYNCS_PER_EPOCH
+from embkit.cluster import EXCHANGE_SHARE, RECONCILE, STALENESS, SYNCS_PER_EPOCH
 from embkit.cluster.reconcile import MODES
 from eval.bench.word2vec import default_corpus, evaluate
 
@@ -66,9 +71,9 @@ def write_shards(corpus, directory, n, interleave=False, repeat=1, seed=0):
     return directory
 
 
-def params(args, seed):
+def params(args, seed, threads):
     return dict(vector_size=100, window=5, negative=5, sample=1e-3, min_count=5, sg=1, epochs=args.epochs,
-                workers=args.threads, seed=seed, alpha=args.alpha)
+                workers=threads, seed=seed, alpha=args.alpha)
 
 
 def _cpu_seconds():
@@ -83,15 +88,15 @@ def cpu_seconds(client=None):
     return _cpu_seconds() + (0.0 if client is None else sum(client.run(_cpu_seconds).values()))
 
 
-def run_one(args, label, seed, corpus, client=None, n_workers=0):
+def run_one(args, label, seed, corpus, threads, client=None, n_workers=0, staleness=STALENESS):
     """One run: training seconds (the epochs alone: a cluster's replicas have read their shards) and
     end-to-end seconds (vocabulary, reading, training), exchange statistics and quality."""
     clock, cpu = time.perf_counter(), cpu_seconds(client)
     if client is None:
-        model = Word2Vec(**params(args, seed))
+        model = Word2Vec(**params(args, seed, threads))
     else:
         model = Word2Vec(client=client, syncs_per_epoch=args.syncs, reconcile=args.reconcile,
-                         exchange_share=args.exchange_share, **params(args, seed))
+                         exchange_share=args.exchange_share, staleness=staleness, **params(args, seed, threads))
     model.build_vocab(corpus_file=corpus)
     own = _cpu_seconds()
     model.train()
@@ -99,7 +104,8 @@ def run_one(args, label, seed, corpus, client=None, n_workers=0):
     cpu = cpu_seconds(client) - cpu
     end_to_end = time.perf_counter() - clock
     report = model.last_report
-    row = {"trainer": label, "workers": n_workers, "threads": args.threads, "seed": seed, "train_s": report.seconds,
+    row = {"trainer": label, "workers": n_workers, "threads": threads, "seed": seed, "train_s": report.seconds,
+           "staleness": staleness if client is not None else None,
            "end_to_end_s": end_to_end, "cpu_s": cpu, "words_per_s": report.words_per_second, "words": report.words}
     if client is None:      # the CPU time of training in this process (a cluster's replicas report their own)
         row["kernel_cpu_s"] = own
@@ -108,7 +114,8 @@ def run_one(args, label, seed, corpus, client=None, n_workers=0):
         row.update(rounds=stats.rounds, bytes_per_round=stats.bytes_per_round,
                    rows_per_round=float(np.mean(stats.rows_changed)), apply_s=stats.apply_seconds,
                    kernel_s=stats.train_seconds, kernel_cpu_s=stats.train_cpu_seconds, pass_s=stats.pass_seconds,
-                   find_s=stats.find_seconds, wait_s=stats.wait_seconds, call_s=stats.call_seconds,
+                   find_s=stats.find_seconds, merge_s=stats.merge_seconds, adopt_s=stats.adopt_seconds,
+                   wait_s=stats.wait_seconds, call_s=stats.call_seconds,
                    vocabulary=len(model.vocab))
     nan = float("nan")
     row.update(analogy=nan, ws353=nan, simlex999=nan)
@@ -120,10 +127,10 @@ def run_one(args, label, seed, corpus, client=None, n_workers=0):
           % (label, seed, row["train_s"], end_to_end, cpu, row["words_per_s"], row["analogy"], row["ws353"],
              row["simlex999"],
              ", training CPU %.1f s" % own if stats is None else
-             ", %d rounds of %.1f MB, kernels %.1f s (CPU %.1f s), replicas' passes %.1f s (finding rows %.1f s), "
-             "waits %.1f s, calls %.1f s, client %.1f s"
+             ", %d rounds of %.1f MB, kernels %.1f s (CPU %.1f s), replicas' passes %.1f s (finding rows %.1f s, "
+             "merging %.1f s, adopting %.1f s), waits %.1f s, calls %.1f s, client %.1f s"
              % (row["rounds"], row["bytes_per_round"] / 1e6, row["kernel_s"], row["kernel_cpu_s"], row["pass_s"],
-                row["find_s"],
+                row["find_s"], row["merge_s"], row["adopt_s"],
                 row["wait_s"], row["call_s"], row["apply_s"])),
           flush=True)
     return row
@@ -153,15 +160,15 @@ def table(rows):
             np.mean([r["words_per_s"] for r in sel]) / base, rounds, mb,
             cell([r["analogy"] for r in sel], "%.4f"),
             cell([r["ws353"] for r in sel], "%.4f"), cell([r["simlex999"] for r in sel], "%.4f")))
-    single = [r["words_per_s"] for r in rows if r["trainer"] == "1 process"]
-    for label in labels[1:]:
-        sel = [r["words_per_s"] for r in rows if r["trainer"] == label]
-        if single and len(sel) == len(single):      # runs of one repeat sat side by side
-            cpu = [r["cpu_s"] for r in rows if r["trainer"] == label]
-            cpu1 = [r["cpu_s"] for r in rows if r["trainer"] == "1 process"]
-            print("\n%s against 1 process, run by run: words/s %s; CPU seconds end to end %s"
-                  % (label, ", ".join("%.2fx" % (b / a) for a, b in zip(single, sel)),
-                     ", ".join("%.2fx" % (b / a) for a, b in zip(cpu1, cpu))))
+    for label in labels:
+        sel = [r for r in rows if r["trainer"] == label]
+        if not sel[0]["workers"]:
+            continue
+        ones = [r for r in rows if not r["workers"] and r["threads"] == sel[0]["threads"]]
+        if ones and len(sel) == len(ones):      # runs of one repeat sat side by side
+            print("\n%s against 1 process of as many threads, run by run: words/s %s; CPU seconds end to end %s"
+                  % (label, ", ".join("%.2fx" % (b["words_per_s"] / a["words_per_s"]) for a, b in zip(ones, sel)),
+                     ", ".join("%.2fx" % (b["cpu_s"] / a["cpu_s"]) for a, b in zip(ones, sel))))
 
 
 def main(argv=None):
@@ -182,23 +189,43 @@ def main(argv=None):
     p.add_argument("--reconcile", default=RECONCILE, choices=MODES)
     p.add_argument("--exchange-share", type=float, default=EXCHANGE_SHARE,
                    help="share of a round's squared step each replica sends (1: every changed row)")
+    p.add_argument("--staleness", type=int, nargs="+", default=[STALENESS], choices=(0, 1),
+                   help="staleness of the cluster runs; several: each cluster runs with each, interleaved")
     p.add_argument("--repeat", type=int, default=1, help="runs of every seed's trainers, interleaved")
     p.add_argument("--threads", type=int, default=1, help="kernel threads of every trainer (and of each worker)")
+    p.add_argument("--grid", nargs="+", default=None, metavar="NxT",
+                   help="instead of --clusters and --threads: for each NxT, one process of T threads against a "
+                        "cluster of N workers of T threads each (e.g. 2x8 4x4 8x2)")
     p.add_argument("--json", default=None, metavar="FILE")
     args = p.parse_args(argv)
+    pairs = [(0, args.threads)] + [(n, args.threads) for n in args.clusters]
+    if args.grid:
+        try:
+            grid = [tuple(int(v) for v in g.lower().split("x")) for g in args.grid]
+        except ValueError:
+            p.error("--grid takes NxT pairs such as 2x8, got %s" % " ".join(args.grid))
+        if any(len(g) != 2 or min(g) < 1 for g in grid):
+            p.error("--grid takes NxT pairs of positive numbers such as 2x8, got %s" % " ".join(args.grid))
+        pairs = [(k, t) for n, t in grid for k in (0, n)]
+    if args.no_single:
+        pairs = [(n, t) for n, t in pairs if n]
     from distributed import Client, LocalCluster
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         pattern = write_shards(args.corpus, tmp, args.shards, args.interleave, args.repeat_corpus)
         for seed in [s for s in args.seeds for _ in range(args.repeat)]:
-            if not args.no_single:
-                rows.append(run_one(args, "1 process", seed, pattern))
-            for n in args.clusters:
-                with LocalCluster(n_workers=n, threads_per_worker=args.threads, processes=True,
-                                  dashboard_address=None) as lc, Client(lc) as client:
-                    rows.append(run_one(args, "cluster, %d worker%s" % (n, "s" if n > 1 else ""), seed, pattern,
-                                        client, n))
+            for n, threads in pairs:
+                each = "" if not args.grid else " x %d thread%s" % (threads, "s" if threads > 1 else "")
+                if not n:
+                    rows.append(run_one(args, "1 process" + each, seed, pattern, threads))
+                    continue
+                for staleness in args.staleness:
+                    stale = ", staleness %d" % staleness if len(args.staleness) > 1 else ""
+                    label = "cluster, %d worker%s%s%s" % (n, "s" if n > 1 else "", each, stale)
+                    with LocalCluster(n_workers=n, threads_per_worker=threads, processes=True,
+                                      dashboard_address=None) as lc, Client(lc) as client:
+                        rows.append(run_one(args, label, seed, pattern, threads, client, n, staleness))
     table(rows)
     print("\n`python -m eval.bench.cluster %s`" % " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])))
     if args.json:
