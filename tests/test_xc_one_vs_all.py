@@ -188,6 +188,7 @@ def test_napkinxc_peer_scores_a_planted_set(planted, tmp_path):
 def test_any_thread_count_trains_the_same_model(planted, monkeypatch):
     # blocks of 16 labels: the 60 labels make four label tasks a step, and two members train side by side
     monkeypatch.setattr(one_vs_all, "LABEL_BLOCK", 16)
+    monkeypatch.setattr(one_vs_all, "MAX_THREADS", 3)
     train, test = planted
     kw = dict(vector_size=16, ensemble=2, epochs=2, seed=3, heads=(), progress=False)
     one = ExtremeClassifier(workers=1, **kw).fit(train)

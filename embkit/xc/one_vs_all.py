@@ -17,7 +17,8 @@ Threads: the members train side by side (they share no parameter), and a step's 
 gradients and Adam steps of the label rows and biases) is cut into blocks of :data:`LABEL_BLOCK` labels that
 run on the chunk's threads while NumPy's products and ufuncs release the GIL.  The blocks do not depend on
 the thread count and their input gradients are summed in block order, so any number of threads trains the
-same model.
+same model.  A step's sparse indexing and bookkeeping hold the GIL, so past :data:`MAX_THREADS` threads the
+trainer waits on it more than it gains (measured slower at 4, 8 and 16 than at 2): it uses at most that many.
 
 :class:`OneVsAll` is the solver :class:`~embkit.xc.classifier.ExtremeClassifier` asks, :class:`Logistic`
 its loss and :class:`OneVsAllBatches` its trainer.
@@ -33,10 +34,12 @@ from embkit.xc.heads import DEFAULT_HEADS
 from embkit.xc.solver import Solver
 
 __all__ = ["OneVsAll", "Logistic", "OneVsAllBatches", "member_scores", "initial_bias", "OPTIMIZER_ARRAYS",
-           "LABEL_BLOCK"]
+           "LABEL_BLOCK", "MAX_THREADS"]
 
 #: labels whose scores, gradients and Adam steps a step computes as one task of its threads
 LABEL_BLOCK = 128
+#: most threads the trainer uses (its steps' Python parts serialise more)
+MAX_THREADS = 2
 
 _BETA1, _BETA2, _EPS = 0.9, 0.999, 1e-8
 
@@ -137,8 +140,9 @@ class OneVsAllBatches:
         """Nothing to refresh: every label is a negative."""
 
     def train_chunk(self, order, examples_before, chunk_seed, n_threads):
-        """Train the rows ``order`` on ``n_threads`` threads; returns ``(loss_sum, label_steps, examples)``."""
-        threads = max(1, int(n_threads))
+        """Train the rows ``order`` on ``n_threads`` threads (at most :data:`MAX_THREADS`); returns ``(loss_sum,
+        label_steps, examples)``."""
+        threads = max(1, min(int(n_threads), MAX_THREADS))
         n_labels = len(self.W_out)
         blocks = [slice(lo, min(lo + LABEL_BLOCK, n_labels)) for lo in range(0, n_labels, LABEL_BLOCK)]
         label_pool = ThreadPoolExecutor(threads) if threads > 1 and len(blocks) > 1 else None
