@@ -28,11 +28,12 @@ RECONCILE = DEFAULT_MODE
 EXCHANGE_SHARE = 1.0
 #: ``staleness`` of a model that does not choose.  0: every round's rows are merged and adopted before the
 #: next round trains (a replica waits for the slowest); the default, because on two busy cores staleness 1
-#: hid the waits but not the CPU they cost, and its passes cost more (CLUSTER.md).  1: a replica sends a round's rows and trains the next
-#: round at once, adopting the merged rows when that round ends: the peers' steps of a round reach it one round
-#: late (bounded staleness of one round), and the exchange and the peers' lateness hide behind its training.
-#: An epoch's last round is always adopted at once (every replica holds the reconciled tables at an epoch's
-#: end).  It applies to runs of two replicas that do not send the client their rows (:func:`run_staleness`).
+#: hid the waits but not the CPU they cost, and its passes cost more (CLUSTER.md).  1: a replica sends a
+#: round's rows and trains the next round at once, adopting the merged rows when that round ends: the peers'
+#: steps of a round reach it one round late (bounded staleness of one round), and the exchange and the peers'
+#: lateness hide behind its training.  An epoch's last round is always adopted at once (every replica holds
+#: the reconciled tables at an epoch's end).  It applies to runs of two replicas that do not send the client
+#: their rows (:func:`run_staleness`).
 STALENESS = 0
 #: seconds a run waits for a first worker before it calls the cluster empty
 WORKER_WAIT = 10.0

@@ -1,11 +1,12 @@
 """A file corpus read in blocks and split into words on worker threads, handed back in corpus order.
 
 One thread reads and decodes the text (:meth:`embkit.text.corpus.TextCorpus.iter_blocks`), ``workers -
-SPARED_THREADS`` threads (at least one) split the blocks into words without the GIL (:func:`embkit._kernels.words.tokenize`), and the
-caller takes the blocks in order (with one worker, all of it happens in the calling thread), so what it builds from them (counts, first-seen ids, chunks) is the same
-for any number of threads.  At most a few blocks per thread are held at once, so memory stays bounded
-whatever the corpus size; an error while reading (naming the file and line) or splitting is raised in the
-caller after the threads have stopped.
+SPARED_THREADS`` threads (at least one) split the blocks into words without the GIL
+(:func:`embkit._kernels.words.tokenize`), and the caller takes the blocks in order (with one worker, all of it
+happens in the calling thread), so what it builds from them (counts, first-seen ids, chunks) is the same for
+any number of threads.  At most a few blocks per thread are held at once, so memory stays bounded whatever
+the corpus size; an error while reading (naming the file and line) or splitting is raised in the caller after
+the threads have stopped.
 """
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
