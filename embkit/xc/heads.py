@@ -21,13 +21,12 @@ a head fitted on part of the rows is refitted on all of them without reading tha
 :data:`HEADS` maps names to heads and :data:`HEAD_PARAMS` gives the parameters of ``head_params`` with their
 defaults.
 """
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
 from embkit._kernels.rows import top_k_sparse_rows
+from embkit.core.threads import map_on_threads
 
 #: cells (rows x training rows) of a block of the neighbours' cosines
 _NEIGHBOUR_CELLS = 1 << 23
@@ -40,11 +39,7 @@ def blocked_sum(product, n_rows, workers):
     """``sum(product(rows) for rows in blocks)`` over ``workers`` threads, the rows ``0..n_rows`` cut into one
     block per thread (scipy's sparse products release the GIL)."""
     cuts = np.linspace(0, n_rows, max(1, min(workers, n_rows)) + 1).astype(np.int64)
-    blocks = [slice(a, b) for a, b in zip(cuts[:-1], cuts[1:])]
-    if len(blocks) == 1:
-        return product(blocks[0])
-    with ThreadPoolExecutor(len(blocks)) as pool:
-        parts = list(pool.map(product, blocks))
+    parts = map_on_threads(product, [slice(a, b) for a, b in zip(cuts[:-1], cuts[1:])], workers)
     total = parts[0]
     for part in parts[1:]:
         total = total + part
@@ -219,13 +214,7 @@ class Neighbours(Head):
             ids[start:start + step], sims[start:start + step] = top_k_sparse_rows(
                 S.indptr.astype(np.int64), S.indices.astype(np.int32), S.data.astype(np.float32), k, 1)
 
-        starts = range(0, n, step)
-        if workers > 1 and len(starts) > 1:
-            with ThreadPoolExecutor(min(workers, len(starts))) as pool:
-                list(pool.map(nearest, starts))
-        else:
-            for start in starts:
-                nearest(start)
+        map_on_threads(nearest, range(0, n, step), workers)
         keep = (ids >= 0) & (sims > 0)
         weights = np.where(keep, np.maximum(sims, 0.0), 0.0).astype(np.float64) ** params["neighbour_power"]
         totals = weights.sum(axis=1, keepdims=True)

@@ -30,6 +30,7 @@ import scipy.sparse as sp
 
 from embkit._kernels.losses import Loss
 from embkit.core.checks import POSITIVE_INT, check_param
+from embkit.core.threads import map_on_threads
 from embkit.xc.heads import DEFAULT_HEADS
 from embkit.xc.solver import Solver
 
@@ -150,11 +151,7 @@ class OneVsAllBatches:
             def member(m):
                 return self._train_member(m, order, examples_before, chunk_seed, blocks, label_pool)
 
-            if threads > 1 and self.members > 1:
-                with ThreadPoolExecutor(min(self.members, threads)) as pool:
-                    losses = list(pool.map(member, range(self.members)))
-            else:
-                losses = [member(m) for m in range(self.members)]
+            losses = map_on_threads(member, range(self.members), threads)
         finally:
             if label_pool is not None:
                 label_pool.shutdown()

@@ -15,14 +15,13 @@ Usage::
 """
 import argparse
 import contextlib
-import importlib
 import json
 import statistics
 import sys
 import time
 
 from embkit import Word2Vec
-from eval.bench.scaling import parse_variant
+from eval.bench.scaling import parse_variant, set_module_constant
 from eval.paths import shared_data
 
 
@@ -32,18 +31,11 @@ def module_constants(constants):
     saved = []
     try:
         for dotted, value in constants.items():
-            if "." not in dotted:
-                raise SystemExit("--variant: %r is not a module constant (@package.module.NAME=value)" % dotted)
-            module, name = dotted.rsplit(".", 1)
-            module = importlib.import_module(module)
-            if not hasattr(module, name):
-                raise SystemExit("--variant: %s has no constant %s" % (module.__name__, name))
-            saved.append((module, name, getattr(module, name)))
-            setattr(module, name, value)
+            saved.append((dotted, set_module_constant(dotted, value)))
         yield
     finally:
-        for module, name, value in reversed(saved):
-            setattr(module, name, value)
+        for dotted, value in reversed(saved):
+            set_module_constant(dotted, value)
 
 
 def run(corpus, threads, repeats, epochs, variants=(), out=sys.stdout):

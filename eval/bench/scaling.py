@@ -117,14 +117,28 @@ def import_embkit_from(folder):
     spec.loader.exec_module(module)
 
 
+def set_module_constant(dotted, value):
+    """Set the constant ``package.module.NAME`` to ``value``; returns the value it had (SystemExit naming a
+    name that is not a module's constant)."""
+    module, _, name = dotted.rpartition(".")
+    try:
+        module = importlib.import_module(module) if module else None
+    except ImportError:
+        module = None
+    if module is None or not hasattr(module, name):
+        raise SystemExit("--variant: %r is not a module constant (@package.module.NAME=value)" % dotted)
+    old = getattr(module, name)
+    setattr(module, name, value)
+    return old
+
+
 def child(args):
     if args.embkit_path:
         import_embkit_from(args.embkit_path)
     if args.child == "embkit":
         import gensim.models  # noqa: F401 - an older embkit imports it in build_vocab: keep it out of the timing
     for name, value in args.constants.items():          # @module.NAME=value: a module constant of the run
-        module, _, attr = name.rpartition(".")
-        setattr(__import__(module, fromlist=[attr]), attr, value)
+        set_module_constant(name, value)
     runner = RUNNERS[args.child]
     jobs = [(t, 1, t in args.quality_threads) for t in args.threads]
     jobs += [(t, seed, True) for t in args.quality_threads if t in args.threads
