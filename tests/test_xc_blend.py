@@ -256,3 +256,53 @@ def test_the_one_vs_all_model_trains_fewer_epochs_when_heads_are_blended():
     assert alone.epochs == OneVsAll.DEFAULTS["epochs"]
     assert blended.epochs == OneVsAll.BLENDED_DEFAULTS["epochs"] != alone.epochs
     assert ExtremeClassifier(epochs=7).epochs == 7                  # a value given is kept
+
+
+def _head_fits(planted, **params):
+    from embkit.xc.head_fits import HeadFits
+    train, _ = planted
+    A, Y = _weighted(train.X), train.Y
+    order = np.random.default_rng(3).permutation(A.shape[0])
+    fitted, held_out = np.sort(order[300:]), np.sort(order[:300])
+    return HeadFits(A, Y, fitted, held_out, tuple(HEADS), head_params(params), 2), A, Y, fitted, held_out
+
+
+def _dense(S):
+    return S.toarray() if sp.issparse(S) else np.asarray(S)
+
+
+def test_heads_fitted_beside_training_equal_heads_fitted_after(planted):
+    beside = _head_fits(planted)[0].start()
+    after, A, Y, fitted, held_out = _head_fits(planted)
+    params = head_params({})
+    for name, head in HEADS.items():
+        alone = head.fit(A[fitted], Y[fitted], params, 1)
+        expected = _dense(head.scores(alone, A[held_out], params))
+        for fits in (beside, after):
+            scores = fits.held_out_scorer(name)
+            np.testing.assert_allclose(_dense(scores(slice(None))), expected, rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(_dense(scores(slice(10, 20))), expected[10:20], rtol=1e-4, atol=1e-5)
+        first, second = beside.whole_state(name), after.whole_state(name)
+        assert sorted(first) == sorted(second) == sorted(head.fit(A, Y, params, 1))
+        for key in first:
+            np.testing.assert_array_equal(first[key], second[key])
+
+
+def test_an_error_in_the_heads_thread_reaches_the_caller(planted):
+    fits = _head_fits(planted)[0]
+    fits.params = dict(fits.params, l2=-1e6)         # a Gram matrix that is not positive definite
+    fits.start()
+    with pytest.raises(np.linalg.LinAlgError):
+        fits.whole_state("least_squares")
+
+
+def test_a_fit_stopped_by_an_error_leaves_no_heads_thread(planted):
+    import threading
+    train, _ = planted
+
+    def stop(epoch, report):
+        raise RuntimeError("stopped by the caller")
+
+    with pytest.raises(RuntimeError, match="stopped by the caller"):
+        ExtremeClassifier(epochs=3, workers=2, progress=False).fit(train, on_epoch=stop)
+    assert not [t for t in threading.enumerate() if t.name == "embkit-xc-heads"]

@@ -39,7 +39,8 @@ from embkit.core.checks import (COUNT, FINITE_REAL, POSITIVE_INT, POSITIVE_REAL,
 from embkit.core.sparse_checks import check_sparse
 from embkit.xc.blend import blend, choose_weights, top_k
 from embkit.xc.features import FEATURE_WEIGHTINGS, feature_weights, weight_rows
-from embkit.xc.heads import HEADS, add_statistics, head_params as checked_head_params
+from embkit.xc.head_fits import HeadFits
+from embkit.xc.heads import HEADS, head_params as checked_head_params
 from embkit.xc.prediction_input import feature_rows
 from embkit.xc.one_vs_all import OneVsAll
 from embkit.xc.sampled import Sampled
@@ -434,6 +435,14 @@ class ExtremeClassifier(EmbeddingModel):
             for start in range(0, len(order), self.chunk_examples):
                 yield _RowChunk(order[start:start + self.chunk_examples])
 
+        self.blend_heads, self.blend_weights, self._head_state = (), None, {}
+        fits = None
+        if split is not None:
+            if self.feature_weight_vector is None:      # the heads take tf-idf weighted rows all the same
+                self._head_state[_HEAD_WEIGHTS] = feature_weights(X, "tfidf")
+            fits = HeadFits(self._head_rows(X), Y, *split, self.head_params, self.workers)
+            if solver.blas_threads == 1:    # the heads' products may share the training's BLAS limit
+                fits.start()
         self._data = (X, Y)
         try:
             with _blas_threads(solver.blas_threads):
@@ -441,15 +450,16 @@ class ExtremeClassifier(EmbeddingModel):
                             desc="xc %s %s" % (self.solver, self.loss),
                             min_chunk_per_thread=solver.min_chunk_per_thread(self, len(trained)),
                             fingerprint=fingerprint(X.indptr, X.indices, X.data, Y.indptr, Y.indices))
+        except BaseException:
+            if fits is not None:
+                fits.cancel()
+            raise
         finally:
             self._data = None
             self._optimizer = None
-        self.blend_heads, self.blend_weights, self._head_state = (), None, {}
-        if split is not None:
-            if self.feature_weight_vector is None:      # the heads take tf-idf weighted rows all the same
-                self._head_state[_HEAD_WEIGHTS] = feature_weights(X, "tfidf")
+        if fits is not None:
             with _blas_threads(1):
-                self._fit_blend(X, self._head_rows(X), Y, *split)
+                self._fit_blend(X, Y, fits)
             if not self.blend_heads:
                 self._head_state = {}
         return self
@@ -481,34 +491,23 @@ class ExtremeClassifier(EmbeddingModel):
         order = np.random.default_rng([self.seed, _BLEND_STREAM]).permutation(rows)
         return np.sort(order[n_valid:]), np.sort(order[:n_valid]), tuple(usable)
 
-    def _fit_blend(self, X, H, Y, fitted, valid, usable):
-        """Choose the weights of the model's scores and of the heads ``usable`` on the held-out rows
-        ``valid`` (the model, trained on the rows ``fitted``, and heads fitted on those rows score them), then
-        fit the heads of nonzero weight on every row of ``H`` and ``Y``.  ``X``: the rows weighted as the
-        model's, ``H`` as the heads' (:meth:`_head_rows`)."""
-        A, Ya, B, model_rows = H[fitted], Y[fitted], H[valid], X[valid]
+    def _fit_blend(self, X, Y, fits):
+        """Choose the weights of the model's scores and of the heads of ``fits`` (a :class:`HeadFits`) on its
+        held-out rows (the model, trained on the other rows, and the heads fitted on those score them), then
+        keep the heads of nonzero weight fitted on every row.  ``X``: the rows weighted as the
+        model's."""
+        model_rows = X[fits.held_out]
         # every scorer scores the held-out rows a block at a time (dense over the labels only in a block)
         scores = [lambda rows: self._own_scores(self.embed_weighted(model_rows[rows]))]
-        sums = {}
-        for name in usable:
-            head = HEADS[name]
-            sums[name] = head.statistics(A, Ya, self.workers)
-            state = head.fit(A, Ya, self.head_params, self.workers, statistics=sums[name])
-            scores.append(lambda rows, head=head, state=state: head.scores(state, B[rows], self.head_params,
-                                                                           self.workers))
-        weights, value = choose_weights(scores, Y[valid], workers=self.workers)
-        logger.info("blend weights (model, %s) %s: mean P@1/3/5 %.4f on %d held-out rows", ", ".join(usable),
-                    weights, value, len(valid))
-        kept = [name for name, w in zip(usable, weights[1:]) if w > 0]
+        scores += [fits.held_out_scorer(name) for name in fits.usable]
+        weights, value = choose_weights(scores, Y[fits.held_out], workers=self.workers)
+        logger.info("blend weights (model, %s) %s: mean P@1/3/5 %.4f on %d held-out rows",
+                    ", ".join(fits.usable), weights, value, len(fits.held_out))
+        kept = [name for name, w in zip(fits.usable, weights[1:]) if w > 0]
         self.blend_weights = (float(weights[0]),) + tuple(float(w) for w in weights[1:] if w > 0)
         self.blend_heads = tuple(kept)
-        others = np.setdiff1d(np.arange(H.shape[0]), fitted)
         for name in kept:
-            head = HEADS[name]
-            total = sums[name]
-            if total is not None:      # the sums of the fitted rows plus those of every other row
-                total = add_statistics(total, head.statistics(H[others], Y[others], self.workers))
-            self._head_state.update(head.fit(H, Y, self.head_params, self.workers, statistics=total))
+            self._head_state.update(fits.whole_state(name))
 
     @classmethod
     def resume(cls, directory, X, Y=None, on_epoch=None, callbacks=(), progress=None, **params):
