@@ -26,8 +26,8 @@ its loss and :class:`OneVsAllBatches` its trainer.
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import scipy.sparse as sp
 
+from embkit._kernels.batch_rows import adam_block, adam_used_rows, batch_hidden, batch_labels
 from embkit._kernels.losses import Loss
 from embkit.core.checks import POSITIVE_INT, check_param
 from embkit.core.threads import map_on_threads
@@ -84,8 +84,15 @@ class Logistic(Loss):
 
         The binary cross-entropy of every label, ``log(1 + e^S) - y S = -log(1 - sigmoid(S)) - y S``.
         """
-        G = _sigmoid(S)
-        loss = float(-np.log(np.maximum(1.0 - G, 1e-30)).sum() - S[Y > 0].sum())
+        G = np.clip(S, -30.0, 30.0)                 # the sigmoid in place: a pass a ufunc
+        np.negative(G, out=G)
+        np.exp(G, out=G)
+        G += 1.0
+        np.reciprocal(G, out=G)
+        rest = np.subtract(1.0, G, dtype=np.float32)
+        np.maximum(rest, 1e-30, out=rest)
+        np.log(rest, out=rest)
+        loss = -float(rest.sum()) - float(np.vdot(S, Y))
         G -= Y
         return loss, G
 
@@ -136,6 +143,10 @@ class OneVsAllBatches:
         self.batch_size, self.members = batch_size, members
         self.alpha, self.min_alpha, self.total = alpha, min_alpha, total_examples
         self.normalize, self.tau, self.seed = normalize, np.float32(tau), seed
+        # the CSR arrays as the batch kernels take them, and a row-slot scratch per member (one thread each)
+        self._csr_x = (X.indptr.astype(np.int64), X.indices.astype(np.int32), X.data.astype(np.float32))
+        self._csr_y = (Y.indptr.astype(np.int64), Y.indices.astype(np.int32))
+        self._slots = [np.full(len(W_in), -1, dtype=np.int32) for _ in range(members)]
 
     def before_chunk(self, progress):
         """Nothing to refresh: every label is a negative."""
@@ -162,7 +173,7 @@ class OneVsAllBatches:
         d = self.W_in.shape[1] // self.members
         cols = slice(m * d, (m + 1) * d)
         rng = np.random.default_rng([self.seed, m, chunk_seed])
-        mine = order if self.members == 1 else rng.permutation(order)
+        mine = (order if self.members == 1 else rng.permutation(order)).astype(np.int64)
         loss = 0.0
         for start in range(0, len(mine), self.batch_size):
             idx = mine[start:start + self.batch_size]
@@ -172,16 +183,11 @@ class OneVsAllBatches:
         return loss
 
     def _step(self, idx, cols, m, lr, blocks, label_pool):
-        Xb = self.X[idx]
-        Yb = self.Y[idx].toarray()
-        # the feature rows the batch uses, and the batch with its columns renumbered to them
-        mask = np.zeros(self.X.shape[1], dtype=bool)
-        mask[Xb.indices] = True
-        used = np.flatnonzero(mask)
-        where = np.cumsum(mask) - 1
-        Xc = sp.csr_matrix((Xb.data, where[Xb.indices], Xb.indptr), shape=(len(idx), len(used)))
-        w_in = self.W_in[used, cols]
-        H = np.asarray(Xc @ w_in, dtype=np.float32)
+        X, d = self._csr_x, cols.stop - cols.start
+        H = np.empty((len(idx), d), dtype=np.float32)
+        batch_hidden(*X, idx, self.W_in, cols.start, H)
+        Yb = np.empty((len(idx), len(self.W_out)), dtype=np.float32)
+        batch_labels(*self._csr_y, idx, Yb)
         if self.normalize:
             U, norms = _unit(H)
             H = U / self.tau
@@ -202,10 +208,8 @@ class OneVsAllBatches:
             dH /= self.tau
             dH -= U * np.einsum("ij,ij->i", U, dH)[:, None]
             dH /= norms
-        g_in = np.asarray(Xc.T @ dH, dtype=np.float32)
-        mo, ve = st["adam_m_in"][used, cols], st["adam_v_in"][used, cols]
-        _adam(w_in, g_in, mo, ve, step)
-        self.W_in[used, cols], st["adam_m_in"][used, cols], st["adam_v_in"][used, cols] = w_in, mo, ve
+        adam_used_rows(*X, idx, np.ascontiguousarray(dH, dtype=np.float32), self.W_in, st["adam_m_in"],
+                       st["adam_v_in"], cols.start, step, _BETA1, _BETA2, _EPS, self._slots[m])
         return loss
 
     def _label_step(self, block, H, Yb, cols, m, step):
@@ -218,7 +222,8 @@ class OneVsAllBatches:
         G /= np.float32(len(H))
         dH = G @ W_out
         st = self.state
-        _adam(W_out, G.T @ H, st["adam_m_out"][block, cols], st["adam_v_out"][block, cols], step)
+        adam_block(self.W_out, st["adam_m_out"], st["adam_v_out"], np.ascontiguousarray(G.T @ H), block.start,
+                   cols.start, step, _BETA1, _BETA2, _EPS)
         if self.learn_bias:
             _adam(self.bias[m, block], G.sum(axis=0), st["adam_m_bias"][m, block], st["adam_v_bias"][m, block],
                   step)

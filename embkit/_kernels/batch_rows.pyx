@@ -1,0 +1,152 @@
+# cython: cdivision=True, boundscheck=False, wraparound=False
+"""The input side of a mini-batch step on sparse rows: hidden vectors, labels, and lazy Adam on the table rows.
+
+A batch is a list ``rows`` of rows of a CSR matrix ``X`` (``indptr``, ``indices``, ``data``).  Its hidden
+vectors read the columns ``c0 .. c0 + d`` of a table ``W`` (one row per feature): ``H[b] = sum_f X[r_b, f]
+W[f, c0:c0 + d]``.  The gradient of the table is ``X_batch^T dH``, nonzero on the rows the batch uses only;
+:func:`adam_used_rows` sums it row by row and takes an Adam step on those rows and their moments alone
+(lazy Adam, as for sparse embeddings).  Every pass reads and writes the tables in place (no gathered copy of
+the rows) without the GIL, so the one-vs-all trainer's members run side by side on threads.  Sums run in the
+batch's order: a batch gives the same result on any thread.
+"""
+from libc.math cimport sqrtf
+from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport calloc, malloc, free
+
+from embkit._kernels.common cimport emb_axpy
+
+
+cdef Py_ssize_t _check_batch(const int64_t[::1] indptr, const int32_t[::1] indices, Py_ssize_t n_data,
+                             const int64_t[::1] rows, Py_ssize_t n_columns) except -1:
+    """The stored entries of the batch's rows; ValueError unless every row of ``rows`` is a row of the CSR
+    arrays (``n_data`` values) with columns below ``n_columns``."""
+    cdef Py_ssize_t n = indptr.shape[0] - 1, b, k, total = 0
+    cdef int64_t r
+    if n < 0 or indptr[n] > indices.shape[0] or indptr[n] > n_data:
+        raise ValueError("indptr does not fit the stored entries")
+    for b in range(rows.shape[0]):
+        r = rows[b]
+        if r < 0 or r >= n:
+            raise ValueError("batch row %d is not a row of the %d-row matrix" % (r, n))
+        if indptr[r] > indptr[r + 1]:
+            raise ValueError("indptr decreases at row %d" % r)
+        for k in range(indptr[r], indptr[r + 1]):
+            if indices[k] < 0 or indices[k] >= n_columns:
+                raise ValueError("row %d has column %d, beyond the %d columns" % (r, indices[k], n_columns))
+        total += indptr[r + 1] - indptr[r]
+    return total
+
+
+cdef inline void adam_row(float *w, float *m, float *v, const float *g, int d, float step, float beta1,
+                          float beta2, float eps) noexcept nogil:
+    """One Adam step of ``d`` parameters ``w`` with moments ``m``, ``v`` and gradient ``g``."""
+    cdef int j
+    cdef float a1 = 1.0 - beta1, a2 = 1.0 - beta2
+    for j in range(d):
+        m[j] = beta1 * m[j] + a1 * g[j]
+        v[j] = beta2 * v[j] + a2 * g[j] * g[j]
+        w[j] -= step * m[j] / (sqrtf(v[j]) + eps)
+
+
+def batch_hidden(const int64_t[::1] indptr not None, const int32_t[::1] indices not None,
+                 const float[::1] data not None, const int64_t[::1] rows not None, const float[:, ::1] W not None,
+                 Py_ssize_t c0, float[:, ::1] out not None):
+    """``out[b] = sum_f X[rows[b], f] * W[f, c0:c0 + d]`` (``d = out.shape[1]``) for every row of the batch."""
+    cdef Py_ssize_t n_rows = rows.shape[0], d = out.shape[1], b, k, j
+    if out.shape[0] != n_rows or c0 < 0 or c0 + d > W.shape[1]:
+        raise ValueError("out must be %d x d with columns c0 .. c0 + d of the table" % n_rows)
+    _check_batch(indptr, indices, data.shape[0], rows, W.shape[0])
+    with nogil:
+        for b in range(n_rows):
+            for j in range(d):
+                out[b, j] = 0.0
+            if d == 0:
+                continue
+            for k in range(indptr[rows[b]], indptr[rows[b] + 1]):
+                emb_axpy(data[k], &W[indices[k], c0], &out[b, 0], <int>d)
+
+
+def batch_labels(const int64_t[::1] indptr not None, const int32_t[::1] indices not None,
+                 const int64_t[::1] rows not None, float[:, ::1] out not None):
+    """``out[b, j] = 1`` for the stored columns ``j`` of row ``rows[b]`` of a CSR matrix, 0 elsewhere."""
+    cdef Py_ssize_t n_rows = rows.shape[0], n_labels = out.shape[1], b, k, j
+    if out.shape[0] != n_rows:
+        raise ValueError("out must have a row per batch row")
+    _check_batch(indptr, indices, indices.shape[0], rows, n_labels)
+    with nogil:
+        for b in range(n_rows):
+            for j in range(n_labels):
+                out[b, j] = 0.0
+            for k in range(indptr[rows[b]], indptr[rows[b] + 1]):
+                out[b, indices[k]] = 1.0
+
+
+def adam_used_rows(const int64_t[::1] indptr not None, const int32_t[::1] indices not None,
+                   const float[::1] data not None, const int64_t[::1] rows not None, const float[:, ::1] dH not None,
+                   float[:, ::1] W not None, float[:, ::1] M not None, float[:, ::1] V not None, Py_ssize_t c0,
+                   float step, float beta1, float beta2, float eps, int32_t[::1] slots not None):
+    """An Adam step of the table rows the batch uses, on the columns ``c0 .. c0 + d`` (``d = dH.shape[1]``).
+
+    The gradient of row ``f`` is ``sum_b X[rows[b], f] * dH[b]``; then ``M = beta1 M + (1 - beta1) g``,
+    ``V = beta2 V + (1 - beta2) g^2`` and ``W -= step * M / (sqrt(V) + eps)`` on those rows and columns.
+    ``slots``: an int32 scratch of a slot per table row, all -1 (and left so: a caller keeps one per thread).
+    Returns the number of rows stepped.
+    """
+    cdef Py_ssize_t n_rows = rows.shape[0], d = dH.shape[1], n_table = W.shape[0], b, k, j, u
+    cdef Py_ssize_t n_used = 0
+    cdef int32_t f
+    cdef float *G
+    cdef int32_t *used
+    if dH.shape[0] != n_rows:
+        raise ValueError("dH must have a row per batch row")
+    if (M.shape[0] != n_table or V.shape[0] != n_table or M.shape[1] != W.shape[1] or V.shape[1] != W.shape[1]
+            or slots.shape[0] != n_table):
+        raise ValueError("the moments and the slots must have the table's shape")
+    if c0 < 0 or c0 + d > W.shape[1]:
+        raise ValueError("columns %d .. %d are not the table's" % (c0, c0 + d))
+    cdef Py_ssize_t n_entries = _check_batch(indptr, indices, data.shape[0], rows, n_table)
+    if n_rows == 0 or d == 0:
+        return 0
+    used = <int32_t *> malloc(max(1, n_entries) * sizeof(int32_t))
+    if used == NULL:
+        raise MemoryError()
+    with nogil:
+        for b in range(n_rows):
+            for k in range(indptr[rows[b]], indptr[rows[b] + 1]):
+                f = indices[k]
+                if slots[f] < 0:
+                    slots[f] = <int32_t> n_used
+                    used[n_used] = f
+                    n_used += 1
+        G = <float *> calloc(max(1, n_used * d), sizeof(float))
+        if G != NULL:
+            for b in range(n_rows):
+                for k in range(indptr[rows[b]], indptr[rows[b] + 1]):
+                    emb_axpy(data[k], &dH[b, 0], &G[slots[indices[k]] * d], <int>d)
+            for u in range(n_used):
+                f = used[u]
+                adam_row(&W[f, c0], &M[f, c0], &V[f, c0], &G[u * d], <int>d, step, beta1, beta2, eps)
+        for u in range(n_used):
+            slots[used[u]] = -1
+    free(used)
+    if G == NULL:
+        raise MemoryError()
+    free(G)
+    return n_used
+
+
+def adam_block(float[:, ::1] W not None, float[:, ::1] M not None, float[:, ::1] V not None,
+               const float[:, ::1] G not None, Py_ssize_t r0, Py_ssize_t c0, float step, float beta1, float beta2,
+               float eps):
+    """An Adam step of the block of rows ``r0 .. r0 + n`` and columns ``c0 .. c0 + d`` of a table (``G``:
+    its gradient, ``n x d``), as :func:`adam_used_rows` steps a row, in one pass over the block."""
+    cdef Py_ssize_t n = G.shape[0], d = G.shape[1], i
+    if M.shape[0] != W.shape[0] or V.shape[0] != W.shape[0] or M.shape[1] != W.shape[1] or V.shape[1] != W.shape[1]:
+        raise ValueError("the moments must have the table's shape")
+    if r0 < 0 or c0 < 0 or r0 + n > W.shape[0] or c0 + d > W.shape[1]:
+        raise ValueError("rows %d .. %d and columns %d .. %d are not the table's" % (r0, r0 + n, c0, c0 + d))
+    if n == 0 or d == 0:
+        return
+    with nogil:
+        for i in range(n):
+            adam_row(&W[r0 + i, c0], &M[r0 + i, c0], &V[r0 + i, c0], &G[i, 0], <int>d, step, beta1, beta2, eps)
