@@ -441,27 +441,28 @@ class ExtremeClassifier(EmbeddingModel):
             if self.feature_weight_vector is None:      # the heads take tf-idf weighted rows all the same
                 self._head_state[_HEAD_WEIGHTS] = feature_weights(X, "tfidf")
             fits = HeadFits(self._head_rows(X), Y, *split, self.head_params, self.workers)
-            if solver.blas_threads == 1:    # the heads' products may share the training's BLAS limit
-                fits.start()
         self._data = (X, Y)
         try:
             with _blas_threads(solver.blas_threads):
-                self._train(chunks, len(trained), self.label_counts, n_labels, on_epoch=on_epoch,
-                            desc="xc %s %s" % (self.solver, self.loss),
-                            min_chunk_per_thread=solver.min_chunk_per_thread(self, len(trained)),
-                            fingerprint=fingerprint(X.indptr, X.indices, X.data, Y.indptr, Y.indices))
+                if fits is not None and solver.blas_threads == 1:
+                    fits.start()        # beside the training: the heads' products keep one BLAS thread too
+                try:
+                    self._train(chunks, len(trained), self.label_counts, n_labels, on_epoch=on_epoch,
+                                desc="xc %s %s" % (self.solver, self.loss),
+                                min_chunk_per_thread=solver.min_chunk_per_thread(self, len(trained)),
+                                fingerprint=fingerprint(X.indptr, X.indices, X.data, Y.indptr, Y.indices))
+                finally:
+                    self._data = None
+                    self._optimizer = None
+                if fits is not None:
+                    with _blas_threads(1):
+                        self._fit_blend(X, Y, fits)
         except BaseException:
             if fits is not None:
                 fits.cancel()
             raise
-        finally:
-            self._data = None
-            self._optimizer = None
-        if fits is not None:
-            with _blas_threads(1):
-                self._fit_blend(X, Y, fits)
-            if not self.blend_heads:
-                self._head_state = {}
+        if not self.blend_heads:
+            self._head_state = {}
         return self
 
     def _head_rows(self, X):
