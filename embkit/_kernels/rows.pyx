@@ -14,8 +14,8 @@ import numpy as np
 
 from cython.parallel cimport prange
 from libc.math cimport sqrt
-from libc.stdint cimport uint64_t, int32_t, int64_t
-from libc.stdlib cimport malloc, free
+from libc.stdint cimport uint8_t, uint64_t, int32_t, int64_t
+from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memset
 
 from embkit._kernels.common cimport emb_axpy, emb_dot, emb_scale_copy, rng_below
@@ -309,4 +309,106 @@ def top_k_sparse_rows(const int64_t[::1] indptr not None, const int32_t[::1] ind
         for b in range(k):
             if iv[r, b] >= 0:
                 iv[r, b] = indices[indptr[r] + iv[r, b]]
+    return ids, vals
+
+
+cdef inline void push_best(float v, int64_t id, int k, int *filled, int64_t *ids, float *vals) noexcept nogil:
+    """Offer ``(v, id)`` to the sorted list of the ``k`` best (higher value first, then lower id)."""
+    cdef int a
+    if filled[0] == k and not (v > vals[k - 1] or (v == vals[k - 1] and id < ids[k - 1])):
+        return
+    a = filled[0] if filled[0] < k else k - 1
+    while a > 0 and (v > vals[a - 1] or (v == vals[a - 1] and id < ids[a - 1])):
+        vals[a] = vals[a - 1]
+        ids[a] = ids[a - 1]
+        a -= 1
+    vals[a] = v
+    ids[a] = id
+    if filled[0] < k:
+        filled[0] += 1
+
+
+def top_k_sparse_products(const int64_t[::1] a_indptr not None, const int32_t[::1] a_indices not None,
+                          const float[::1] a_data not None, const int64_t[::1] b_indptr not None,
+                          const int32_t[::1] b_indices not None, const float[::1] b_data not None,
+                          Py_ssize_t n_columns, int k, int n_threads=1):
+    """The ``k`` largest positive entries of every row of the product ``A @ B`` of two CSR matrices, and their
+    columns, best first (ties: the lower column first), without forming the product, over ``n_threads``
+    threads.
+
+    ``A`` is ``n x m`` and ``B`` ``m x n_columns`` (e.g. query rows against an inverted index of training
+    rows).  A row of the product is summed into a dense accumulator of its thread, in the order of ``A``'s
+    entries and then ``B``'s, then read back (every column, or the columns it reached when they are few);
+    entries that are not positive never compete, and a row with fewer than ``k`` positive entries is padded
+    with id -1 and value 0.
+    """
+    if k < 1:
+        raise ValueError("k must be >= 1, got %d" % k)
+    cdef Py_ssize_t n = a_indptr.shape[0] - 1, m = b_indptr.shape[0] - 1, r, e, f, j, t
+    if n < 0 or m < 0 or a_indptr[n] > a_indices.shape[0] or a_indptr[n] > a_data.shape[0] \
+            or b_indptr[m] > b_indices.shape[0] or b_indptr[m] > b_data.shape[0]:
+        raise ValueError("an indptr does not fit its stored entries")
+    for e in range(a_indptr[n]):
+        if a_indices[e] < 0 or a_indices[e] >= m:
+            raise ValueError("A has column %d, beyond B's %d rows" % (a_indices[e], m))
+    for e in range(b_indptr[m]):
+        if b_indices[e] < 0 or b_indices[e] >= n_columns:
+            raise ValueError("B has column %d, beyond its %d columns" % (b_indices[e], n_columns))
+    ids = np.full((n, k), -1, dtype=np.int64)
+    vals = np.zeros((n, k), dtype=np.float32)
+    if n == 0 or n_columns == 0:
+        return ids, vals
+    cdef int64_t[:, ::1] iv = ids
+    cdef float[:, ::1] vv = vals
+    cdef int threads = max(1, min(n_threads, n))
+    cdef float *acc
+    cdef uint8_t *seen
+    cdef int32_t *touched
+    cdef Py_ssize_t n_touched, reach, per = (n + threads - 1) // threads
+    cdef int32_t c
+    cdef float x
+    cdef int filled, failed = 0
+    for t in prange(threads, nogil=True, schedule="static", num_threads=threads):
+        acc = <float *> calloc(n_columns, sizeof(float))
+        seen = <uint8_t *> calloc(n_columns, sizeof(uint8_t))
+        touched = <int32_t *> malloc(n_columns * sizeof(int32_t))
+        if acc == NULL or seen == NULL or touched == NULL:
+            failed += 1
+        else:
+            for r in range(t * per, min(n, (t + 1) * per)):
+                reach = 0
+                for e in range(a_indptr[r], a_indptr[r + 1]):
+                    reach = reach + b_indptr[a_indices[e] + 1] - b_indptr[a_indices[e]]
+                filled = 0
+                if 8 * reach >= n_columns:          # many sums a column: read every column back
+                    for e in range(a_indptr[r], a_indptr[r + 1]):
+                        f = a_indices[e]
+                        x = a_data[e]
+                        for j in range(b_indptr[f], b_indptr[f + 1]):
+                            acc[b_indices[j]] += x * b_data[j]
+                    for j in range(n_columns):
+                        if acc[j] > 0.0:
+                            push_best(acc[j], j, k, &filled, &iv[r, 0], &vv[r, 0])
+                        acc[j] = 0.0
+                else:                               # few: list the columns reached
+                    n_touched = 0
+                    for e in range(a_indptr[r], a_indptr[r + 1]):
+                        f = a_indices[e]
+                        x = a_data[e]
+                        for j in range(b_indptr[f], b_indptr[f + 1]):
+                            c = b_indices[j]
+                            if not seen[c]:
+                                seen[c] = 1
+                                touched[n_touched] = c
+                                n_touched = n_touched + 1
+                            acc[c] += x * b_data[j]
+                    for j in range(n_touched):
+                        c = touched[j]
+                        if acc[c] > 0.0:
+                            push_best(acc[c], c, k, &filled, &iv[r, 0], &vv[r, 0])
+                        acc[c] = 0.0
+                        seen[c] = 0
+        free(acc); free(seen); free(touched)
+    if failed:
+        raise MemoryError()
     return ids, vals

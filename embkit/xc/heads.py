@@ -25,11 +25,8 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from embkit._kernels.rows import top_k_sparse_rows
+from embkit._kernels.rows import top_k_sparse_products
 from embkit.core.threads import map_on_threads
-
-#: cells (rows x training rows) of a block of the neighbours' cosines
-_NEIGHBOUR_CELLS = 1 << 23
 
 __all__ = ["Head", "Centroids", "LeastSquares", "Neighbours", "HEADS", "HEAD_PARAMS", "DEFAULT_HEADS",
            "head_params", "blocked_sum", "add_statistics"]
@@ -202,20 +199,12 @@ class Neighbours(Head):
         indices = state["neighbour_labels_indices"]
         Y = sp.csr_matrix((np.ones(len(indices), np.float32), indices, state["neighbour_labels_indptr"]), shape=shape)
         k = min(int(params["neighbours"]), max(AT.shape[1], 1))
-        ids = np.empty((B.shape[0], k), dtype=np.int64)
-        sims = np.empty((B.shape[0], k), dtype=np.float32)
-        n, workers = B.shape[0], max(1, int(workers))
-        # blocks of rows bound the cosines held at once (one block a thread), and give every thread a share
-        step = max(1, min(_NEIGHBOUR_CELLS // max(AT.shape[1], 1), -(-n // workers)))
-
-        def nearest(start):
-            S = sp.csr_matrix(B[start:start + step] @ AT)
-            S.data[S.data < 0] = 0.0        # a negative cosine is no evidence
-            ids[start:start + step], sims[start:start + step] = top_k_sparse_rows(
-                S.indptr.astype(np.int64), S.indices.astype(np.int32), S.data.astype(np.float32), k, 1)
-
-        map_on_threads(nearest, range(0, n, step), workers)
-        keep = (ids >= 0) & (sims > 0)
+        B = sp.csr_matrix(B)
+        # the k best cosines of every row, summed row by row without forming the rows x training rows product
+        arrays = [np.asarray(a, dtype=t) for M in (B, AT)
+                  for a, t in ((M.indptr, np.int64), (M.indices, np.int32), (M.data, np.float32))]
+        ids, sims = top_k_sparse_products(*arrays, AT.shape[1], k, max(1, int(workers)))
+        keep = ids >= 0                   # a cosine that is not positive is no evidence
         weights = np.where(keep, np.maximum(sims, 0.0), 0.0).astype(np.float64) ** params["neighbour_power"]
         totals = weights.sum(axis=1, keepdims=True)
         np.divide(weights, totals, out=weights, where=totals > 0)
