@@ -1,4 +1,5 @@
-"""The batch kernels of the one-vs-all trainer's input side against SciPy products and NumPy's Adam."""
+"""The batch kernels of the one-vs-all trainer's input side against SciPy products and NumPy's Adam, and the sparse
+Gram matrix of the least-squares head."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -76,3 +77,21 @@ def test_a_column_beyond_the_table_is_refused(batch):
         batch_hidden(*_csr(X), rows, W[:30], 0, np.zeros((len(rows), 4), dtype=np.float32))
     with pytest.raises(ValueError, match="columns"):
         batch_hidden(*_csr(X), rows, W, 10, np.zeros((len(rows), 4), dtype=np.float32))
+
+
+def test_the_sparse_gram_matrix_is_the_product_in_float64():
+    from embkit._kernels.gram import sparse_gram
+    A = sp.random(50, 20, density=0.3, format="csr", random_state=6, dtype=np.float32)
+    G = sparse_gram(*_csr(A), 20)
+    want = A.toarray().astype(np.float64).T @ A.toarray().astype(np.float64)
+    np.testing.assert_allclose(G, want, rtol=1e-12, atol=1e-12)
+    assert G.dtype == np.float64 and (G == G.T).all()
+    unsorted = _csr(A)
+    indices = unsorted[1].copy()
+    row = np.flatnonzero(np.diff(A.indptr) >= 2)[0]
+    a = A.indptr[row]
+    indices[a], indices[a + 1] = indices[a + 1], indices[a]
+    with pytest.raises(ValueError, match="column ids must increase"):
+        sparse_gram(unsorted[0], indices, unsorted[2], 20)
+    with pytest.raises(ValueError, match="below 10"):
+        sparse_gram(*_csr(A), 10)

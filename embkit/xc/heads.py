@@ -25,6 +25,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from embkit._kernels.gram import sparse_gram
 from embkit._kernels.rows import top_k_sparse_products
 from embkit.core.threads import map_on_threads
 
@@ -151,11 +152,15 @@ class LeastSquares(Head):
         return None
 
     def statistics(self, A, Y, workers):
-        """``(G, R)``: the Gram matrix ``A1^T A1`` (float64, ``(F + 1)^2``) and ``A1^T Y`` (``(F + 1) x L``) of
-        the rows with a constant column appended (the Gram matrix's blocks summed in float64)."""
-        A1 = sp.hstack([A, np.ones((A.shape[0], 1), dtype=np.float32)], format="csr")
+        """``(G, R)``: the Gram matrix ``A1^T A1`` (float64, ``(F + 1)^2``: :func:`~embkit._kernels.gram.sparse_gram`)
+        and ``A1^T Y`` (``(F + 1) x L``) of the rows with a constant column appended."""
+        A1 = sp.csr_matrix(sp.hstack([A, np.ones((A.shape[0], 1), dtype=np.float32)], format="csr"),
+                           dtype=np.float32)
+        A1.sum_duplicates()             # strictly increasing column ids per row, as the Gram kernel takes them
         Yf = sp.csr_matrix(Y, dtype=np.float32)
-        G = blocked_sum(lambda rows: (A1[rows].T @ A1[rows]).toarray().astype(np.float64), A1.shape[0], workers)
+
+        # one pass over the rows: a Gram matrix a thread would cost more to allocate and add than to compute
+        G = sparse_gram(A1.indptr.astype(np.int64), A1.indices.astype(np.int32), A1.data, A1.shape[1])
         R = blocked_sum(lambda rows: (A1[rows].T @ Yf[rows]).toarray(), A1.shape[0], workers)
         return G, R
 
