@@ -17,8 +17,10 @@ Threads: the members train side by side (they share no parameter), and a step's 
 gradients and Adam steps of the label rows and biases) is cut into blocks of :data:`LABEL_BLOCK` labels that
 run on the chunk's threads while NumPy's products and ufuncs release the GIL.  The blocks do not depend on
 the thread count and their input gradients are summed in block order, so any number of threads trains the
-same model.  A step's sparse indexing and bookkeeping hold the GIL, so past :data:`MAX_THREADS` threads the
-trainer waits on it more than it gains (measured slower at 4, 8 and 16 than at 2): it uses at most that many.
+same model.  The input side of a step (the batch's hidden vectors and labels, the lazy Adam step of the
+feature rows it uses) and the label rows' Adam steps are kernels without the GIL
+(:mod:`embkit._kernels.batch_rows`); a step's Python bookkeeping holds it, and past :data:`MAX_THREADS`
+threads the trainer measured slower (at 4, 8 and 16 threads, before those kernels): it uses at most that many.
 
 :class:`OneVsAll` is the solver :class:`~embkit.xc.classifier.ExtremeClassifier` asks, :class:`Logistic`
 its loss and :class:`OneVsAllBatches` its trainer.
