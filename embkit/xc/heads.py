@@ -158,7 +158,6 @@ class LeastSquares(Head):
                            dtype=np.float32)
         A1.sum_duplicates()             # strictly increasing column ids per row, as the Gram kernel takes them
         Yf = sp.csr_matrix(Y, dtype=np.float32)
-
         # one pass over the rows: a Gram matrix a thread would cost more to allocate and add than to compute
         G = sparse_gram(A1.indptr.astype(np.int64), A1.indices.astype(np.int32), A1.data, A1.shape[1])
         R = blocked_sum(lambda rows: (A1[rows].T @ Yf[rows]).toarray(), A1.shape[0], workers)
@@ -209,8 +208,8 @@ class Neighbours(Head):
         arrays = [np.asarray(a, dtype=t) for M in (B, AT)
                   for a, t in ((M.indptr, np.int64), (M.indices, np.int32), (M.data, np.float32))]
         ids, sims = top_k_sparse_products(*arrays, AT.shape[1], k, max(1, int(workers)))
-        keep = ids >= 0                   # a cosine that is not positive is no evidence
-        weights = np.where(keep, np.maximum(sims, 0.0), 0.0).astype(np.float64) ** params["neighbour_power"]
+        keep = ids >= 0                   # a cosine that is not positive is no evidence: never listed
+        weights = np.where(keep, sims, 0.0).astype(np.float64) ** params["neighbour_power"]
         totals = weights.sum(axis=1, keepdims=True)
         np.divide(weights, totals, out=weights, where=totals > 0)
         rows = np.repeat(np.arange(len(ids)), keep.sum(axis=1))
