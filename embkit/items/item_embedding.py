@@ -155,8 +155,9 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         embedding alone).
     count_norm : {"cosine", "none"}
         How the blend's counts are prepared (:func:`~embkit.items.count_blend.blend_counts`): ``"cosine"``
-        (the default) divides each count by the geometric mean of its items' pair counts and multiplies it
-        by their mean, so that the pairs of popular items weigh less; ``"none"`` blends the raw counts.
+        (the default) divides each count by the geometric mean of its two items' pair counts and multiplies
+        it by the mean pair count of an item, so that the pairs of popular items weigh less; ``"none"`` blends
+        the raw counts.
     loss_params, sampler_params : dict, optional
         Extra parameters of the loss and sampler (e.g. ``{"T": 3, "degeneracy": "popularity"}``).
     chunk_pairs : int
