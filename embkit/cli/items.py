@@ -21,6 +21,7 @@ from embkit.cli.common import (UsageError, begin_run, checkpoint_options, cluste
                                cluster_summary, help_formatter, key_values, model_defaults, objective_options,
                                output_options, record_command, sampler_params, train_logging, train_options)
 from embkit.items.cooccurrence import DEFAULT_DIRECTIONS, DEFAULT_WINDOW, DIRECTIONS
+from embkit.items.count_blend import COUNT_NORMS
 from embkit.items.item_embedding import ItemEmbedding
 
 #: ``--protocol`` values: leave-one-out (rating data only) and the split of the pair occurrences.
@@ -63,6 +64,9 @@ def add_parser(subparsers, common):
     t.add_argument("--count-weight", type=float, default=None, metavar="W",
                    help="weight of the log of a history's co-occurrence counts in its scores (default: chosen on the "
                         "validation users with leave-one-out, 0 otherwise)")
+    t.add_argument("--count-norm", choices=COUNT_NORMS, default=model_defaults(ItemEmbedding)["count_norm"],
+                   help="how the blended counts are prepared: divided by the geometric mean of their items' pair "
+                        "counts (cosine, the default) or raw (none)")
     t.add_argument("--metric", default=None,
                    help="validation metric that picks the best epoch (default: ndcg10 leave-one-out, mpr_approx "
                         "for pairs)")
@@ -124,7 +128,8 @@ def cmd_items(args, out):
     if not args.resume:
         params = dict(vector_size=args.vector_size, loss=args.loss, sampler=args.sampler, negative=args.negative,
                       alpha=args.alpha, epochs=args.epochs, workers=args.workers, seed=args.seed,
-                      recency=args.recency, count_weight=args.count_weight, sampler_params=sampler_params(args),
+                      recency=args.recency, count_weight=args.count_weight, count_norm=args.count_norm,
+                      sampler_params=sampler_params(args),
                       loss_params=key_values(args.loss_param, "--loss-param"), progress=not args.quiet,
                       checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every,
                       syncs_per_epoch=args.syncs_per_epoch, reconcile=args.reconcile,

@@ -2,20 +2,29 @@
 
 A history's blended score of item ``j`` is ``<u, W_out[j]> + w * log(1 + c_j)``, where ``u`` is the
 recency-weighted sum of the history's context vectors, ``c = h @ C`` the same recency-weighted sum of the
-count rows ``C[i]`` of the history's items (``h``: the history's weights, :mod:`embkit.items.histories`)
-and ``w >= 0`` the blend weight.  The embedding score is a log-probability up to a constant, so the counts
+rows ``C[i]`` of the history's items (``h``: the history's weights, :mod:`embkit.items.histories`) and
+``w >= 0`` the blend weight.  The embedding score is a log-probability up to a constant, so the counts
 enter on a log scale too; ``w = 0`` is the embedding alone.
 
-:func:`choose_count_weight` picks ``w`` from :data:`COUNT_WEIGHTS` by a validation metric; the counts and
-the weight are part of a trained :class:`~embkit.ItemEmbedding` (saved with it).
+``C`` is the training count matrix as :func:`blend_counts` prepares it: by default (``"cosine"``) each count
+``c_ij`` divided by ``sqrt(n_i n_j)``, the geometric mean of its row's and its column's sums, and multiplied
+by the mean of those sums, so that a pair of items of average popularity keeps its count while the pairs of
+popular items, which the embedding's scores already favour, weigh less; ``"none"`` keeps the raw counts.
+
+:func:`choose_count_weight` picks ``w`` from :data:`COUNT_WEIGHTS` by a validation metric; the prepared
+counts and the weight are part of a trained :class:`~embkit.ItemEmbedding` (saved with it).
 """
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["COUNT_WEIGHTS", "count_scores", "choose_count_weight", "count_matrix_of", "check_count_matrix"]
+__all__ = ["COUNT_WEIGHTS", "COUNT_NORMS", "count_scores", "choose_count_weight", "blend_counts", "count_matrix_of",
+           "check_count_matrix"]
 
 #: The weights ``fit(validation=...)`` tries, smallest first (a tie keeps the smaller one).
-COUNT_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
+COUNT_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+#: How :func:`blend_counts` prepares the counts: divided by the geometric mean of their row's and column's
+#: sums (``"cosine"``, the default of ``ItemEmbedding(count_norm=...)``), or kept as they are (``"none"``).
+COUNT_NORMS = ("cosine", "none")
 
 
 def count_scores(weights, counts, weight):
@@ -44,6 +53,34 @@ def choose_count_weight(evaluate, metric, weights=COUNT_WEIGHTS):
         if value > best_value:
             best, best_value = float(weight), value
     return best, tried
+
+
+def blend_counts(matrix, norm="cosine"):
+    """The float32 CSR matrix of the blend's ``C`` (see the module): counts prepared by ``norm``.
+
+    Parameters
+    ----------
+    matrix : scipy.sparse matrix (items x items)
+        Non-negative co-occurrence counts, rows the context items.
+    norm : {"cosine", "none"}
+        ``"cosine"``: ``c_ij * m / sqrt(n_i n_j)`` with ``n_i`` the sum of row ``i``, ``n_j`` the sum of column
+        ``j`` (1 for an empty one) and ``m`` the counts' sum over the number of items; ``"none"``: ``c_ij``.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix of float32
+        Sorted indices, no stored zeros (:func:`count_matrix_of`).
+    """
+    if norm not in COUNT_NORMS:
+        raise ValueError("count_norm must be one of %s, got %r" % (", ".join(map(repr, COUNT_NORMS)), norm))
+    counts = sp.csr_matrix(matrix, dtype=np.float64, copy=True)
+    if norm == "cosine":
+        rows = np.asarray(counts.sum(axis=1)).ravel()
+        cols = np.asarray(counts.sum(axis=0)).ravel()
+        mean = counts.data.sum() / max(counts.shape[0], 1)
+        counts = (sp.diags(mean / np.sqrt(np.maximum(rows, 1.0))) @ counts
+                  @ sp.diags(1.0 / np.sqrt(np.maximum(cols, 1.0))))
+    return count_matrix_of(counts)
 
 
 def count_matrix_of(matrix):

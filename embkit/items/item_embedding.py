@@ -32,7 +32,7 @@ from embkit.core.checks import NON_NEGATIVE_REAL, POSITIVE_INT, check_param, opt
 from embkit.core.batched_softmax import check_batch_size
 from embkit.core.sparse_checks import MAX_ROWS, check_sparse
 from embkit.core.validation import BestEpoch
-from embkit.items.count_blend import check_count_matrix, choose_count_weight, count_matrix_of
+from embkit.items.count_blend import COUNT_NORMS, blend_counts, check_count_matrix, choose_count_weight
 from embkit.items.histories import history_matrix
 from embkit.items.item_ids import ItemIds
 from embkit.items.leave_one_out import HeldOut
@@ -118,7 +118,8 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
     """Item vectors from an item -> item co-occurrence matrix, for next-item recommendation and similar items.
 
     The defaults (sampled softmax with unigram negatives, 30 epochs, ``recency=0.6``, with the pairs of
-    ``PairCounts.from_timelines``'s defaults, and the count blend's weight chosen on the validation users)
+    ``PairCounts.from_timelines``'s defaults, and the count blend of the cosine-normalised counts with its
+    weight chosen on the validation users)
     are the configuration that ranked held-out next items best on validation users
     (``eval/studies/item_defaults.py``; RESULTS.md, "Recommendation").
 
@@ -152,6 +153,11 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         default): ``fit(validation=HeldOut)`` picks it from :data:`~embkit.items.count_blend.COUNT_WEIGHTS`
         by the validation metric, after the best epoch is restored; without such validation it is 0 (the
         embedding alone).
+    count_norm : {"cosine", "none"}
+        How the blend's counts are prepared (:func:`~embkit.items.count_blend.blend_counts`): ``"cosine"``
+        (the default) divides each count by the geometric mean of its two items' pair counts and multiplies
+        it by the mean pair count of an item, so that the pairs of popular items weigh less; ``"none"`` blends
+        the raw counts.
     loss_params, sampler_params : dict, optional
         Extra parameters of the loss and sampler (e.g. ``{"T": 3, "degeneracy": "popularity"}``).
     chunk_pairs : int
@@ -188,7 +194,8 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
     blend_history : dict
         Validation metric of each count weight tried by ``fit`` (empty when none was).
     pair_counts : scipy.sparse.csr_matrix or None
-        The training co-occurrence counts (float32, the model's rows), kept when ``blend_weight > 0``.
+        The training co-occurrence counts as ``count_norm`` prepares them for the blend (float32, the model's
+        rows), kept when ``blend_weight > 0``.
     """
 
     chunk_param = "chunk_pairs"
@@ -207,13 +214,15 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
 
     def __init__(self, vector_size=100, loss="sampled_softmax", sampler=None, negative=5, alpha=0.025,
                  min_alpha=None, epochs=30, workers=2, seed=1, loss_params=None, sampler_params=None,
-                 chunk_pairs=1 << 16, batch_size=None, recency=0.6, count_weight=None, callbacks=(),
+                 chunk_pairs=1 << 16, batch_size=None, recency=0.6, count_weight=None, count_norm="cosine",
+                 callbacks=(),
                  checkpoint_dir=None, checkpoint_every=600, progress=True, client=None, syncs_per_epoch=SYNCS_PER_EPOCH,
                  reconcile=RECONCILE, exchange_share=EXCHANGE_SHARE, staleness=STALENESS):
         self.chunk_pairs = chunk_pairs
         self.batch_size = batch_size
         self.recency = recency
         self.count_weight = count_weight
+        self.count_norm = count_norm
         self.blend_weight = 0.0
         self.blend_history = {}
         self.pair_counts = None
@@ -246,6 +255,8 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         check_batch_size(self.batch_size, self.loss)
         check_param("recency", self.recency, lambda v: 0 <= v <= 1, "a number in [0, 1]")
         check_param("count_weight", self.count_weight, *optional(NON_NEGATIVE_REAL))
+        check_param("count_norm", self.count_norm, lambda v: v in COUNT_NORMS,
+                    "one of " + ", ".join(map(repr, COUNT_NORMS)), str)
 
     # ------------------------------------------------------------------ training
     def _kernel_trainer(self, loss, sampler, alpha, min_alpha, total):
@@ -349,7 +360,7 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         ``held_out`` queries (0 without them); keep the counts when the weight is above zero."""
         if self.count_weight == 0:
             return
-        self.pair_counts = count_matrix_of(matrix)
+        self.pair_counts = blend_counts(matrix, self.count_norm)
         if self.count_weight is not None:
             weight = float(self.count_weight)
         elif held_out is not None and self._loss_class().CLASS_ROWS:
@@ -491,6 +502,14 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
             arrays.update({"pair_counts." + key: getattr(self.pair_counts, key)
                            for key in ("indptr", "indices", "data")})
         return arrays
+
+    @classmethod
+    def _from_archive(cls, config, words, arrays, path):
+        """The saved model; one written before ``count_norm`` existed blends the raw counts it holds."""
+        model = super()._from_archive(config, words, arrays, path)
+        if "count_norm" not in (config.get("params") or {}):
+            model.count_norm = "none"
+        return model
 
     def _restore(self, state, words, arrays):
         self._ids = ItemIds.from_saved(words, arrays)

@@ -157,7 +157,7 @@ def _params_text(row):
         return "the defaults, epochs and count weight those of the row above (%s; %s)" % (
             "/".join(str(run["epochs"]) for run in row["runs"]), weights)
     if row["method"].startswith("embkit"):
-        keep = ("loss", "sampler", "negative", "epochs", "alpha", "vector_size", "recency")
+        keep = ("loss", "sampler", "negative", "epochs", "alpha", "vector_size", "recency", "count_norm")
         if row["params"].get("count_weight") is not None:
             keep += ("count_weight",)
         elif weights:

@@ -9,7 +9,8 @@ ItemEmbedding parameters; each stage varies one group of them around ``--base`` 
 Every run also ranks all items by cosine to each validation user's last item in each vector space (context,
 target, both), which is how well ``similar_items`` finds what comes next.  The scores include the count
 blend with the weight ``fit`` chose on the same validation items at the model's recency (``--base
-'{"count_weight": 0}'`` measures the embedding alone; the stage ``blend`` compares the weights).
+'{"count_weight": 0}'`` measures the embedding alone; the stage ``blend`` compares the embedding alone with
+the blend of the raw and of the cosine-normalised counts, ``count_norm``).
 
 Usage::
 
@@ -27,9 +28,12 @@ import numpy as np
 from embkit import ItemEmbedding
 from embkit.evaluation import evaluate_next_items
 from embkit.items.cooccurrence import DEFAULT_DIRECTIONS, DEFAULT_WINDOW, DIRECTIONS, PairCounts
+from embkit.items.count_blend import COUNT_NORMS, COUNT_WEIGHTS, blend_counts
 from embkit.items.recommender import SPACES
 from eval.bench.recommend import load
 
+#: Random halvings of the validation users behind :func:`cross_fitted_blend`.
+CROSS_FIT_REPEATS = 5
 #: stage -> configurations ``(window, parameters)`` on top of the defaults: ItemEmbedding parameters, and
 #: ``directions`` for ``PairCounts.from_timelines``.
 STAGES = {
@@ -42,8 +46,9 @@ STAGES = {
     "negatives": [(None, dict(negative=k, alpha=a)) for k in (5, 10, 20) for a in (0.0125, 0.025, 0.05)],
     "epochs": [(None, dict(epochs=e)) for e in (10, 20, 30, 50)],
     "size": [(None, dict(vector_size=d)) for d in (32, 64, 100, 200)],
-    # the embedding alone against the count weight chosen on validation (null; every weight's score is kept)
-    "blend": [(None, dict(count_weight=w)) for w in (0.0, None)],
+    # the embedding alone against the count weight chosen on validation (every weight's score is kept), with
+    # the counts prepared each way of COUNT_NORMS
+    "blend": [(None, dict(count_weight=0.0))] + [(None, dict(count_norm=norm)) for norm in COUNT_NORMS],
     "defaults": [(None, {})],
 }
 
@@ -62,6 +67,38 @@ def similar_items_quality(model, held_out):
     return out
 
 
+def cross_fitted_blend(model, counts, held_out, repeats=CROSS_FIT_REPEATS):
+    """Validation Hit@10, NDCG@10 and MPR of the count weight chosen on other users: the users are halved at
+    random, the weight of :data:`~embkit.items.count_blend.COUNT_WEIGHTS` with the best NDCG@10 on one half
+    scores the other, both ways; the mean over ``repeats`` halvings (fixed seeds), at the model's recency.
+
+    ``fit`` chooses the weight on the users it is then scored on, which favours the configurations with more
+    freedom; this measures what the choice is worth on users it did not see.  None for a model whose weight
+    was given (``count_weight``).
+    """
+    if model.count_weight is not None:
+        return None
+    weights, seen, targets = model._held_out_queries(held_out)
+    kept = model.pair_counts
+    model.pair_counts = blend_counts(counts.matrix, model.count_norm)
+    try:
+        def metrics(users, weight):
+            r = model._evaluate_held_out(weights[users], seen[users], targets[users], (10,), held_out.name, weight)
+            return np.array([r.hit[10], r.ndcg[10], r.mpr])
+        totals = []
+        for seed in range(repeats):
+            order = np.random.default_rng(seed).permutation(len(targets))
+            halves = (order[:len(order) // 2], order[len(order) // 2:])
+            total = 0
+            for choose_on, score_on in (halves, halves[::-1]):
+                best = max(COUNT_WEIGHTS, key=lambda w: metrics(choose_on, w)[1])   # the first of equals
+                total = total + len(score_on) * metrics(score_on, best)
+            totals.append(total / len(targets))
+    finally:
+        model.pair_counts = kept
+    return dict(zip(("hit", "ndcg", "mpr"), np.mean(totals, axis=0).tolist()))
+
+
 def run(timelines_split, window, params, seed, workers, recencies, patience):
     start = time.perf_counter()
     params = dict(params)
@@ -70,6 +107,7 @@ def run(timelines_split, window, params, seed, workers, recencies, patience):
     model = ItemEmbedding(**dict(params, seed=seed, workers=workers, progress=False))
     model.fit(counts, validation=timelines_split.validation, patience=patience or None)
     seconds = time.perf_counter() - start
+    cross_fitted = cross_fitted_blend(model, counts, timelines_split.validation)
     by_recency = {}
     for recency in recencies:
         model.recency = recency
@@ -77,6 +115,7 @@ def run(timelines_split, window, params, seed, workers, recencies, patience):
         by_recency[str(recency)] = {"hit": r.hit[10], "ndcg": r.ndcg[10], "mpr": r.mpr}
     return dict(seconds=seconds, best_epoch=model.best_epoch, epochs_run=model.last_report.epochs,
                 blend_weight=model.blend_weight, blend_history=model.blend_history, validation=by_recency,
+                cross_fitted=cross_fitted,
                 similar=similar_items_quality(model, timelines_split.validation))
 
 
@@ -85,6 +124,11 @@ def best_recency(runs):
     recencies = list(runs[0]["validation"])
     best = max(recencies, key=lambda r: np.mean([x["validation"][r]["ndcg"] for x in runs]))
     return best, {m: np.mean([x["validation"][best][m] for x in runs]) for m in ("hit", "ndcg", "mpr")}
+
+
+def _spread(values):
+    """``"mean ± sd"`` of values (sd 0 for one)."""
+    return "%.2f ± %.2f" % (np.mean(values), np.std(values, ddof=1) if len(values) > 1 else 0.0)
 
 
 def markdown(results):
@@ -153,6 +197,11 @@ def main(argv=None):
                      100 * mean["mpr"], np.mean([x["seconds"] for x in runs]),
                      "/".join(str(x["best_epoch"]) for x in runs), "/".join("%g" % x["blend_weight"] for x in runs),
                      similar), flush=True)
+            if all(x["cross_fitted"] for x in runs):
+                print("%-16s   the count weight chosen on other validation users, mean ± sd over seeds: %s"
+                      % (name, "  ".join("%s %s" % (label, _spread([100 * x["cross_fitted"][m] for x in runs]))
+                                         for label, m in (("Hit@10", "hit"), ("NDCG@10", "ndcg"), ("MPR", "mpr")))),
+                      flush=True)
     if args.json:
         try:
             with open(args.json) as fh:
