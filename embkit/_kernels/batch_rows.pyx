@@ -1,5 +1,5 @@
 # cython: cdivision=True, boundscheck=False, wraparound=False
-"""The input side of a mini-batch step on sparse rows: hidden vectors, labels, and lazy Adam on the table rows.
+"""A mini-batch step on sparse rows, in place and without the GIL: hidden vectors, labels, Adam on table rows.
 
 A batch is a list ``rows`` of rows of a CSR matrix ``X`` (``indptr``, ``indices``, ``data``).  Its hidden
 vectors read the columns ``c0 .. c0 + d`` of a table ``W`` (one row per feature): ``H[b] = sum_f X[r_b, f]
@@ -7,7 +7,8 @@ W[f, c0:c0 + d]``.  The gradient of the table is ``X_batch^T dH``, nonzero on th
 :func:`adam_used_rows` sums it row by row and takes an Adam step on those rows and their moments alone
 (lazy Adam, as for sparse embeddings).  Every pass reads and writes the tables in place (no gathered copy of
 the rows) without the GIL, so the one-vs-all trainer's members run side by side on threads.  Sums run in the
-batch's order: a batch gives the same result on any thread.
+batch's order: a batch gives the same result on any thread.  :func:`adam_block` steps a block of a table's
+rows and columns (the label rows of a step) in one pass.
 """
 from libc.math cimport sqrtf
 from libc.stdint cimport int32_t, int64_t
@@ -19,21 +20,35 @@ from embkit._kernels.common cimport emb_axpy
 cdef Py_ssize_t _check_batch(const int64_t[::1] indptr, const int32_t[::1] indices, Py_ssize_t n_data,
                              const int64_t[::1] rows, Py_ssize_t n_columns) except -1:
     """The stored entries of the batch's rows; ValueError unless every row of ``rows`` is a row of the CSR
-    arrays (``n_data`` values) with columns below ``n_columns``."""
-    cdef Py_ssize_t n = indptr.shape[0] - 1, b, k, total = 0
-    cdef int64_t r
+    arrays (``n_data`` values) with columns below ``n_columns`` (the scan runs without the GIL)."""
+    cdef Py_ssize_t n = indptr.shape[0] - 1, b, k, total = 0, bad_entry = -1
+    cdef int64_t r = 0
+    cdef int problem = 0
     if n < 0 or indptr[n] > indices.shape[0] or indptr[n] > n_data:
         raise ValueError("indptr does not fit the stored entries")
-    for b in range(rows.shape[0]):
-        r = rows[b]
-        if r < 0 or r >= n:
-            raise ValueError("batch row %d is not a row of the %d-row matrix" % (r, n))
-        if indptr[r] > indptr[r + 1]:
-            raise ValueError("indptr decreases at row %d" % r)
-        for k in range(indptr[r], indptr[r + 1]):
-            if indices[k] < 0 or indices[k] >= n_columns:
-                raise ValueError("row %d has column %d, beyond the %d columns" % (r, indices[k], n_columns))
-        total += indptr[r + 1] - indptr[r]
+    with nogil:
+        for b in range(rows.shape[0]):
+            r = rows[b]
+            if r < 0 or r >= n:
+                problem = 1
+                break
+            if indptr[r] > indptr[r + 1]:
+                problem = 2
+                break
+            for k in range(indptr[r], indptr[r + 1]):
+                if indices[k] < 0 or indices[k] >= n_columns:
+                    bad_entry = k
+                    break
+            if bad_entry >= 0:
+                problem = 3
+                break
+            total += indptr[r + 1] - indptr[r]
+    if problem == 1:
+        raise ValueError("batch row %d is not a row of the %d-row matrix" % (r, n))
+    if problem == 2:
+        raise ValueError("indptr decreases at row %d" % r)
+    if problem == 3:
+        raise ValueError("row %d has column %d, beyond the %d columns" % (r, indices[bad_entry], n_columns))
     return total
 
 

@@ -443,8 +443,9 @@ class ExtremeClassifier(EmbeddingModel):
             fits = HeadFits(self._head_rows(X), Y, *split, self.head_params, self.workers)
         self._data = (X, Y)
         try:
-            with _blas_threads(solver.blas_threads):
-                if fits is not None and solver.blas_threads == 1:
+            blas_limit = solver.blas_threads(self)
+            with _blas_threads(blas_limit):
+                if fits is not None and blas_limit == 1:
                     fits.start()        # beside the training: the heads' products keep one BLAS thread too
                 try:
                     self._train(chunks, len(trained), self.label_counts, n_labels, on_epoch=on_epoch,

@@ -266,9 +266,10 @@ class OneVsAll(Solver):
                 "feature_weighting": "tfidf", "normalize_rows": True, "ensemble": 2, "normalize_classes": False}
     #: the defaults that differ when heads are blended
     BLENDED_DEFAULTS = {"epochs": 4}
-    #: the trainer's threads run the members and the label blocks, each with a single-threaded BLAS (the
-    #: products are small: threaded BLAS on them costs more than it gives, and much more on a busy machine)
-    blas_threads = 1
+    def blas_threads(self, model):
+        """1: the trainer's threads run the members and the label blocks, each with a single-threaded BLAS (the
+        products are small: threaded BLAS on them costs more than it gives, and much more on a busy machine)."""
+        return 1
 
     def defaults(self, loss, heads=()):
         return dict(self.DEFAULTS, **(self.BLENDED_DEFAULTS if heads else {}))

@@ -63,6 +63,11 @@ class Sampled(Solver):
         return registry.build_objective(model.loss, model.sampler_name, counts, n_classes, model.negative,
                                         model.loss_params, model._sampler_params(), model.W_out)
 
+    def blas_threads(self, model):
+        """The library's setting for the BLAS batches of ``batch_size``; else 1 (the per-example kernel makes no
+        BLAS call, and the heads fit beside it)."""
+        return None if model.batch_size is not None else 1
+
     def trainer(self, model, X, Y, loss, sampler, alpha, min_alpha, total):
         if model.batch_size is not None:
             return FullSoftmaxBatches(X, Y, model.W_in, model.W_out, model.batch_size, alpha, min_alpha, total,

@@ -21,8 +21,6 @@ class Solver:
         The loss it trains when ``loss`` is None.
     DEFAULTS : dict
         Constructor parameter -> the value it takes when left at None.
-    blas_threads : int or None
-        Threads of the BLAS library during training (None: the library's setting).
     default_heads : tuple of str
         The heads (:data:`~embkit.xc.heads.HEADS`) of ``heads=None``.
     """
@@ -30,8 +28,13 @@ class Solver:
     name = None
     default_loss = None
     DEFAULTS = {}
-    blas_threads = None
     default_heads = ()
+
+    def blas_threads(self, model):
+        """Threads of the BLAS library while ``model`` trains (None: the library's setting).  At 1, the heads
+        of a blend are fitted on a thread of their own during the training (their products on one BLAS
+        thread too)."""
+        return None
 
     @property
     def losses(self):
