@@ -19,8 +19,10 @@ __all__ = ["splits_in_blocks", "tokenized_blocks", "ordered_map", "count_blocks"
 
 #: blocks a thread may have read or split ahead of the caller
 BLOCKS_AHEAD = 2
-#: threads of ``workers`` left to the reader and the caller who merges the blocks; the others split words
-SPARED_THREADS = 1
+#: threads of ``workers`` left to the reader and the caller who merges the blocks; the others split words.
+#: 0: every worker splits, the reader and the caller run beside them (their work is a fraction of the
+#: splitting, and with one splitter of two workers the splitting alone took as long as all of it on one thread)
+SPARED_THREADS = 0
 
 
 def splits_in_blocks(corpus):
