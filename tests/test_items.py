@@ -153,13 +153,59 @@ def test_report_counts_pairs_per_epoch(planted_split):
 def test_validation_history_and_early_stopping(planted_split):
     train, test = planted_split
     model = ItemEmbedding(vector_size=8, epochs=6, alpha=0.05, progress=False)
-    model.fit(train, validation=test, metric="mpr_approx", patience=1)
+    model.fit(train, validation=test, metric="mpr_approx", patience=1, keep="best")
     assert 1 <= len(model.history) <= 6
     assert [row["epoch"] for row in model.history] == list(range(1, len(model.history) + 1))
     best = max(model.history, key=lambda r: r["mpr_approx"])
     assert model.best_epoch == best["epoch"]
     # the kept tables are the best epoch's: evaluating them again gives its score
     assert model.evaluate(test).mpr_approx == pytest.approx(best["mpr_approx"], abs=1e-9)
+
+
+def test_the_kept_tables_are_the_mean_from_the_best_epoch_on(planted_split):
+    train, test = planted_split
+
+    class Tables:                       # any object with gensim's callback methods
+        def __init__(self):
+            self.seen = []
+
+        def on_epoch_end(self, model):
+            self.seen.append((model.W_in.copy(), model.W_out.copy()))
+
+    tables = Tables()
+    # a constant, large step: the validation score moves up and down, so an epoch before the last is best
+    model = ItemEmbedding(vector_size=8, epochs=5, alpha=0.3, min_alpha=0.3, workers=1, progress=False,
+                          callbacks=[tables], count_weight=0)
+    model.fit(train, validation=test, metric="prec5")
+    best = model.best_epoch
+    assert len(tables.seen) == 5 and best is not None and best < 5
+    kept = tables.seen[best - 1:]
+    np.testing.assert_allclose(model.W_in, np.mean([t[0] for t in kept], axis=0), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(model.W_out, np.mean([t[1] for t in kept], axis=0), rtol=1e-6, atol=1e-7)
+    with pytest.raises(ValueError, match="keep must be one of average, best"):
+        ItemEmbedding(vector_size=8, epochs=1, progress=False).fit(train, validation=test, keep="last")
+
+
+def test_best_epoch_averages_the_epochs_after_the_best():
+    from types import SimpleNamespace
+    from embkit.core.validation import BestEpoch
+    model = SimpleNamespace(W_in=np.zeros((2, 3), np.float32), W_out=np.zeros((2, 3), np.float32))
+    scores = iter([0.1, 0.5, 0.4, 0.7, 0.6, 0.65])
+    tracker = BestEpoch(model, lambda epoch, report: {"m": next(scores)}, "m", keep="average")
+    for epoch in range(6):
+        model.W_in[...] = epoch
+        model.W_out[...] = 10 * epoch
+        tracker(epoch, None)
+    assert tracker.best_epoch == 4
+    state = tracker.get_state()
+    again = BestEpoch(model, None, "m", keep="average")
+    again.set_state(state)
+    tracker.restore()
+    np.testing.assert_allclose(model.W_in, np.mean([3, 4, 5]))        # epochs 4, 5, 6 (W_in 3, 4, 5)
+    np.testing.assert_allclose(model.W_out, np.mean([30, 40, 50]))
+    model.W_in[...] = model.W_out[...] = -1
+    again.restore()                     # a checkpoint's state restores the same mean
+    np.testing.assert_allclose(model.W_in, 4.0)
 
 
 # ----------------------------------------------------------------------------- API

@@ -20,6 +20,7 @@ import json
 from embkit.cli.common import (UsageError, begin_run, checkpoint_options, cluster_client, cluster_line, cluster_options,
                                cluster_summary, help_formatter, key_values, model_defaults, objective_options,
                                output_options, record_command, sampler_params, train_logging, train_options)
+from embkit.core.validation import KEEPS
 from embkit.items.cooccurrence import DEFAULT_DIRECTIONS, DEFAULT_WINDOW, DIRECTIONS
 from embkit.items.count_blend import COUNT_NORMS
 from embkit.items.item_embedding import ItemEmbedding
@@ -72,7 +73,10 @@ def add_parser(subparsers, common):
                         "for pairs)")
     t.add_argument("--patience", type=int, default=0, metavar="N",
                    help="stop after N epochs without validation improvement (0, the default: run every epoch; "
-                        "the best epoch is kept either way)")
+                        "the best epoch is kept either way, see --keep)")
+    t.add_argument("--keep", choices=KEEPS, default="average",
+                   help="the tables kept after validation: the mean of those of the best epoch and of the epochs "
+                        "after it (average, the default) or the best epoch's (best)")
     t.add_argument("--negatives-eval", type=int, default=100, metavar="N",
                    help="--protocol pairs: uniform negatives per test pair for the approximate MPR")
     output_options(p)
@@ -146,7 +150,7 @@ def cmd_items(args, out):
             record_command(args)
             model = ItemEmbedding(**params, **cluster)
             model.fit(train, validation=val, metric=args.metric, patience=args.patience or None,
-                      n_negatives=args.negatives_eval)
+                      n_negatives=args.negatives_eval, keep=args.keep)
         model.client = None
     if protocol == "pairs":
         result = model.evaluate(test, n_negatives=args.negatives_eval, seed=args.seed)

@@ -31,7 +31,7 @@ from embkit.core.checkpoint import fingerprint
 from embkit.core.checks import NON_NEGATIVE_REAL, POSITIVE_INT, check_param, optional
 from embkit.core.batched_softmax import check_batch_size
 from embkit.core.sparse_checks import MAX_ROWS, check_sparse
-from embkit.core.validation import BestEpoch
+from embkit.core.validation import KEEPS, BestEpoch, check_keep
 from embkit.items.count_blend import COUNT_NORMS, blend_counts, check_count_matrix, choose_count_weight
 from embkit.items.histories import history_matrix
 from embkit.items.item_ids import ItemIds
@@ -210,7 +210,8 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
     STATE_FIELDS = {"blend_weight": (NON_NEGATIVE_REAL, False)}
     RUN_ARG_FIELDS = {"metric": ((lambda v: v in VALIDATION_METRICS + NEXT_ITEM_METRICS,
                                   "one of " + ", ".join(VALIDATION_METRICS + NEXT_ITEM_METRICS), str), False),
-                      "patience": (optional(POSITIVE_INT), False), "n_negatives": (POSITIVE_INT, False)}
+                      "patience": (optional(POSITIVE_INT), False), "n_negatives": (POSITIVE_INT, False),
+                      "keep": ((lambda v: v in KEEPS, "one of " + ", ".join(KEEPS), str), False)}
 
     def __init__(self, vector_size=100, loss="sampled_softmax", sampler=None, negative=5, alpha=0.025,
                  min_alpha=None, epochs=30, workers=2, seed=1, loss_params=None, sampler_params=None,
@@ -267,7 +268,7 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         return PairTrainer(self.W_in, self.W_out, contexts, targets, entries, loss, sampler, self.negative, alpha,
                            min_alpha, total, self.seed)
 
-    def fit(self, pairs, validation=None, metric=None, patience=None, items=None, n_negatives=100):
+    def fit(self, pairs, validation=None, metric=None, patience=None, items=None, n_negatives=100, keep="average"):
         """Train on a co-occurrence matrix; optionally track a validation split and stop early.
 
         Parameters
@@ -275,7 +276,8 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         pairs : scipy.sparse matrix, PairCounts or array-like
             Training co-occurrences (see :func:`as_pair_matrix`).
         validation : HeldOut, or the same kinds as `pairs`, optional
-            Scored after every epoch (``history``); the tables of the best epoch by `metric` are kept.  A
+            Scored after every epoch (``history``); the tables of the best epoch by `metric` are kept (see
+            `keep`).  A
             :class:`~embkit.items.leave_one_out.HeldOut` set (users' histories and next items) is scored
             with the leave-one-out metrics, held-out pairs with the pair metrics (see :meth:`evaluate`).
         metric : str, optional
@@ -287,6 +289,11 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
             Item ids (default: from `pairs` if it has them, else the rows ``0, 1, ...``).
         n_negatives : int
             Uniform negatives per validation pair for the approximate MPR.
+        keep : {"average", "best"}
+            With `validation`: the tables kept are the mean of those of the best epoch and of every epoch
+            after it (``"average"``, the default: chosen on the validation items of ml-100k and
+            ml-latest-small, the epoch picked on half of the users and scored on the other half), or the best
+            epoch's own.
 
         Returns
         -------
@@ -306,6 +313,7 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
             raise ValueError("metric must be one of %s, got %r" % (", ".join(allowed), metric))
         if patience is not None:
             check_param("patience", patience, *POSITIVE_INT)
+        check_keep(keep)
         val, val_arrays = None, (None,)
         if next_items:
             val = self._held_out_queries(validation)     # refuses ids the model does not know before training
@@ -330,7 +338,7 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
                 left -= n_pairs
                 yield PairChunk(n_pairs)
 
-        run_args = {"metric": metric, "patience": patience, "n_negatives": n_negatives}
+        run_args = {"metric": metric, "patience": patience, "n_negatives": n_negatives, "keep": keep}
         digest = fingerprint(coo.row, coo.col, coo.data, *val_arrays)
         tracker = None
         if val is not None:
@@ -338,7 +346,7 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
                 result = (self._evaluate_held_out(*val, NEXT_ITEM_KS, validation.name) if next_items else
                           self._evaluate_pair_rows(val, (5, 15, 50), n_negatives, 0, None, None))
                 return dict(loss=report.epoch_loss[-1], **_metrics_of(result))
-            tracker = BestEpoch(self, score, metric, patience)
+            tracker = BestEpoch(self, score, metric, patience, keep)
         try:
             self._fit(lambda: self._train(chunks, pairs_per_epoch, self.counts, n, on_epoch=tracker,
                                           desc="items %s" % self.loss, run_args=run_args, fingerprint=digest),
@@ -386,7 +394,8 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         (``workers`` may change).  Returns the trained model.
         """
         model, run = cls._open_checkpoint(directory, params, callbacks, progress)
-        return model.fit(pairs, validation=validation, items=items, **run["args"])
+        args = dict({"keep": "best"}, **run["args"])      # a run from before ``keep`` kept the best epoch's
+        return model.fit(pairs, validation=validation, items=items, **args)
 
     # ------------------------------------------------------------------ queries
     def _check_fitted(self):
