@@ -616,7 +616,7 @@ def test_item_embedding_validation_on_the_cluster_keeps_the_best_epoch(client, t
     train, test = _planted(0), _planted(1, n_pairs=5000)
     params = dict(vector_size=8, epochs=5, alpha=0.05, workers=1, seed=3, progress=False, client=client,
                   syncs_per_epoch=2, staleness=0)     # the checkpointed run's (see the test above)
-    fit = dict(validation=test, metric="mpr_approx", patience=2)
+    fit = dict(validation=test, metric="mpr_approx", patience=2, keep="best")
     model = ItemEmbedding(**params).fit(train, **fit)
     assert 1 <= len(model.history) <= 5
     assert [row["epoch"] for row in model.history] == list(range(1, len(model.history) + 1))
