@@ -86,6 +86,7 @@ def test_the_sparse_gram_matrix_is_the_product_in_float64():
     want = A.toarray().astype(np.float64).T @ A.toarray().astype(np.float64)
     np.testing.assert_allclose(G, want, rtol=1e-12, atol=1e-12)
     assert G.dtype == np.float64 and (G == G.T).all()
+    np.testing.assert_array_equal(sparse_gram(*_csr(A), 20, 3), G)       # the same sums on any thread count
     unsorted = _csr(A)
     indices = unsorted[1].copy()
     row = np.flatnonzero(np.diff(A.indptr) >= 2)[0]

@@ -158,8 +158,7 @@ class LeastSquares(Head):
                            dtype=np.float32)
         A1.sum_duplicates()             # strictly increasing column ids per row, as the Gram kernel takes them
         Yf = sp.csr_matrix(Y, dtype=np.float32)
-        # one pass over the rows: a Gram matrix a thread would cost more to allocate and add than to compute
-        G = sparse_gram(A1.indptr.astype(np.int64), A1.indices.astype(np.int32), A1.data, A1.shape[1])
+        G = sparse_gram(A1.indptr.astype(np.int64), A1.indices.astype(np.int32), A1.data, A1.shape[1], workers)
         R = blocked_sum(lambda rows: (A1[rows].T @ Yf[rows]).toarray(), A1.shape[0], workers)
         return G, R
 
