@@ -114,3 +114,24 @@ def test_an_unreadable_byte_range_names_the_file_and_the_range(tmp_path, monkeyp
     path.unlink()
     with pytest.raises(ShardReadError, match=r"gone\.txt \[bytes \d+-\d+\)"):
         count_shard(shard)
+
+
+def test_shards_counted_one_after_another_give_the_merged_counts_in_order(tmp_path, monkeypatch):
+    from embkit.cluster import ShardReadError
+    from embkit.text.shards import count_shards, merge_counts
+    path = tmp_path / "big.txt"
+    path.write_text(awkward_text() + "\n" + awkward_text()[::-1], encoding="utf-8")
+    (tmp_path / "empty.txt").write_text("", encoding="utf-8")
+    monkeypatch.setattr(shards_mod, "SPLIT_BYTES", 400)
+    shards = ShardedCorpus(str(path)).shards() + ShardedCorpus(str(tmp_path / "empty.txt")).shards()
+    assert len(shards) >= 4
+    merged = count_shard(shards[0])
+    for shard in shards[1:]:
+        merged = merge_counts(merged, count_shard(shard))
+    words, counts, raw, sentences = count_shards(shards)
+    assert words == merged[0] and counts.tolist() == merged[1].tolist()        # first-seen order kept
+    assert (raw, sentences) == (merged[2], merged[3])
+    assert count_shards(shards[-1:])[2] == 0                                      # an empty shard counts nothing
+    shards[2].path = str(tmp_path / "gone.txt")
+    with pytest.raises(ShardReadError, match=r"gone\.txt"):
+        count_shards(shards)

@@ -10,10 +10,11 @@ each cut just after an ASCII blank (so no token is split; a line cut in two is t
 least as many files as there are workers, or decompress it.  Files are listed on the client; only the
 workers read them, each its own shards.
 
-Vocabulary: every shard is counted on a worker (``max_vocab_size`` bounds what it holds: whenever it counts
-more distinct words, the rarest are pruned, word2vec.c's rule, so a rare word's count can come out lower);
-the counts are merged pairwise on the workers, each merge pruned to ``max_vocab_size`` the same way; the
-client chooses the vocabulary from the merged counts (``min_count``, ``max_final_vocab``, ``trim_rule``) and
+Vocabulary: the shards are cut into one run of consecutive shards per worker, and each run is counted by one
+task on a worker, its shards one after another into one table (``max_vocab_size`` bounds what it holds:
+whenever it counts more distinct words, the rarest are pruned, word2vec.c's rule, so a rare word's count can
+come out lower); the runs' counts are merged pairwise on the workers in corpus order, each merge pruned to
+``max_vocab_size`` the same way; the client chooses the vocabulary from the merged counts (``min_count``, ``max_final_vocab``, ``trim_rule``) and
 sends it once to every worker.
 """
 import glob as _glob
@@ -29,12 +30,12 @@ from embkit.core.checkpoint import fingerprint
 from embkit.cluster import ShardReadError, check_client, worker_name
 from embkit.text.chunk_cache import ChunkCache
 from embkit.text.corpus import MAX_SENTENCE_LENGTH, ReadStats, TextCorpus
-from embkit.text.vocab import EncodedChunk, Vocab, keep_word
+from embkit.text.vocab import EmptyVocabularyError, EncodedChunk, Vocab, keep_word
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["ShardedCorpus", "TextShard", "ShardCorpus", "resolve_files", "split_ranges", "count_shard",
-           "merge_counts", "cluster_vocab", "sharded_run", "SPLIT_BYTES"]
+           "count_shards", "merge_counts", "cluster_vocab", "sharded_run", "SPLIT_BYTES"]
 
 #: plain-text files larger than this many bytes are read as several shards (byte ranges of about this size)
 SPLIT_BYTES = 32 << 20
@@ -174,12 +175,36 @@ def _read_error(path, exc):
 def count_shard(shard, max_vocab_size=None, trim_rule=None, max_sentence_length=MAX_SENTENCE_LENGTH):
     """Task: ``(words, counts, raw_words, sentences)`` of one shard, a :class:`TextShard` (see
     :meth:`Vocab.count`)."""
+    return count_shards([shard], max_vocab_size, trim_rule, max_sentence_length)
+
+
+class _ShardChain:
+    """Shards read one after another as one corpus (``iter_blocks``), a read error naming its shard."""
+
+    def __init__(self, shards, max_sentence_length):
+        self.corpora = [(shard.name, shard.corpus(max_sentence_length)) for shard in shards]
+        self.max_sentence_length = max_sentence_length
+        self.stats = ReadStats()
+
+    def __repr__(self):
+        return "shards %s" % ", ".join(name for name, _ in self.corpora)
+
+    def iter_blocks(self, block_chars):
+        for name, corpus in self.corpora:
+            try:
+                yield from corpus.iter_blocks(block_chars)
+            except (OSError, ValueError, EOFError, UnicodeError) as exc:
+                raise _read_error(name, exc) from None
+
+
+def count_shards(shards, max_vocab_size=None, trim_rule=None, max_sentence_length=MAX_SENTENCE_LENGTH):
+    """Task: ``(words, counts, raw_words, sentences)`` of :class:`TextShard` objects counted one after another
+    into one table (words in first-seen order, as merging the shards' counts in order gives them; with
+    ``max_vocab_size``, pruned as the words are counted across them).  Empty shards count nothing."""
     try:
-        return Vocab.count(shard.corpus(max_sentence_length), max_vocab_size, trim_rule)
-    except (OSError, ValueError, EOFError, UnicodeError) as exc:
-        if "is empty" in str(exc):      # an empty shard counts nothing; the corpus may still have words
-            return [], np.zeros(0, np.int64), 0, 0
-        raise _read_error(shard.name, exc) from None
+        return Vocab.count(_ShardChain(shards, max_sentence_length), max_vocab_size, trim_rule)
+    except EmptyVocabularyError:        # empty shards: the corpus may still have words
+        return [], np.zeros(0, np.int64), 0, 0
 
 
 def _prune(counter, max_vocab_size, trim_rule):
@@ -232,15 +257,18 @@ def cluster_vocab(client, corpus, model, trim_rule=None):
     """The vocabulary of ``corpus`` counted on the workers (see the module docstring); returns a
     :class:`Vocab` chosen with the model's ``min_count``, ``max_final_vocab`` and ``sorted_vocab``."""
     check_client(client)
-    futures = [client.submit(count_shard, shard, model.max_vocab_size, trim_rule, corpus.max_sentence_length,
-                             pure=False) for shard in corpus.shards()]
+    shards = corpus.shards()
+    # one task per worker, over consecutive shards (fewer tasks and merges; the same words in the same order)
+    n_groups = max(1, min(len(shards), len(client.scheduler_info().get("workers", ())) or 1))
+    cuts = np.linspace(0, len(shards), n_groups + 1).round().astype(int)
+    futures = [client.submit(count_shards, shards[a:b], model.max_vocab_size, trim_rule,
+                             corpus.max_sentence_length, pure=False) for a, b in zip(cuts[:-1], cuts[1:])]
     while len(futures) > 1:
         merged = [client.submit(merge_counts, futures[i], futures[i + 1], model.max_vocab_size, trim_rule,
                                 pure=False) for i in range(0, len(futures) - 1, 2)]
         futures = merged + futures[len(futures) - len(futures) % 2:]
     words, counts, raw, sentences = futures[0].result()
     if raw == 0:
-        from embkit.text.vocab import EmptyVocabularyError
         raise EmptyVocabularyError("the corpus %r is empty: no tokens found in its %d files"
                                    % (corpus.source, len(corpus.files)))
     vocab, _ = Vocab.from_counts(words, counts, raw, model.min_count, model.max_final_vocab, trim_rule,
