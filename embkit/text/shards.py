@@ -14,8 +14,8 @@ Vocabulary: the shards are cut into one run of consecutive shards per worker, an
 task on a worker, its shards one after another into one table (``max_vocab_size`` bounds what it holds:
 whenever it counts more distinct words, the rarest are pruned, word2vec.c's rule, so a rare word's count can
 come out lower); the runs' counts are merged pairwise on the workers in corpus order, each merge pruned to
-``max_vocab_size`` the same way; the client chooses the vocabulary from the merged counts (``min_count``, ``max_final_vocab``, ``trim_rule``) and
-sends it once to every worker.
+``max_vocab_size`` the same way; the client chooses the vocabulary from the merged counts (``min_count``,
+``max_final_vocab``, ``trim_rule``) and sends it once to every worker.
 """
 import glob as _glob
 import io
