@@ -118,8 +118,8 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
     """Item vectors from an item -> item co-occurrence matrix, for next-item recommendation and similar items.
 
     The defaults (sampled softmax with unigram negatives, 30 epochs, ``recency=0.6``, with the pairs of
-    ``PairCounts.from_timelines``'s defaults, and the count blend of the cosine-normalised counts with its
-    weight chosen on the validation users)
+    ``PairCounts.from_timelines``'s defaults, the tables of the epochs from the best one on averaged, and the
+    count blend of the cosine-normalised counts with its weight chosen on the validation users)
     are the configuration that ranked held-out next items best on validation users
     (``eval/studies/item_defaults.py``; RESULTS.md, "Recommendation").
 
@@ -276,10 +276,10 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         pairs : scipy.sparse matrix, PairCounts or array-like
             Training co-occurrences (see :func:`as_pair_matrix`).
         validation : HeldOut, or the same kinds as `pairs`, optional
-            Scored after every epoch (``history``); the tables of the best epoch by `metric` are kept (see
-            `keep`).  A
-            :class:`~embkit.items.leave_one_out.HeldOut` set (users' histories and next items) is scored
-            with the leave-one-out metrics, held-out pairs with the pair metrics (see :meth:`evaluate`).
+            Scored after every epoch (``history``); the tables kept are those of the best epoch by `metric`
+            (see `keep`).  A :class:`~embkit.items.leave_one_out.HeldOut` set (users' histories and next
+            items) is scored with the leave-one-out metrics, held-out pairs with the pair metrics (see
+            :meth:`evaluate`).
         metric : str, optional
             For held-out pairs one of :data:`VALIDATION_METRICS` (default ``"mpr_approx"``), for a
             ``HeldOut`` set one of :data:`NEXT_ITEM_METRICS` (default ``"ndcg10"``); higher is better.
