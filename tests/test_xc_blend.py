@@ -165,21 +165,22 @@ def _held_out_rows(model, train):
 
 
 def test_the_model_is_trained_once_and_never_on_the_held_out_rows(planted):
+    # one epoch: the held-out rows' labels decide whether a second one runs (the blend's verdict), not the model
     train, _ = planted
-    first = ExtremeClassifier(epochs=2, workers=1, progress=False).fit(train)
+    first = ExtremeClassifier(epochs=1, workers=1, progress=False).fit(train)
     held_out = _held_out_rows(first, train)
     assert 0 < len(held_out) < train.X.shape[0]
     Y = train.Y.tolil()
     Y[held_out] = Y[np.roll(held_out, 1)]          # other labels for the held-out rows only
     Y = sp.csr_matrix(Y)
     assert (Y != train.Y).nnz
-    second = ExtremeClassifier(epochs=2, workers=1, progress=False).fit(train.X, Y)
+    second = ExtremeClassifier(epochs=1, workers=1, progress=False).fit(train.X, Y)
     np.testing.assert_array_equal(first.W_in, second.W_in)
     np.testing.assert_array_equal(first.W_out, second.W_out)
     np.testing.assert_array_equal(first.label_biases, second.label_biases)
     changed = train.Y.tolil()
     changed[np.setdiff1d(np.arange(train.X.shape[0]), held_out)[:5]] = Y[held_out[:5]]
-    third = ExtremeClassifier(epochs=2, workers=1, progress=False).fit(train.X, sp.csr_matrix(changed))
+    third = ExtremeClassifier(epochs=1, workers=1, progress=False).fit(train.X, sp.csr_matrix(changed))
     assert (third.W_out != first.W_out).any()           # the other rows are trained on
 
 
@@ -341,3 +342,14 @@ def test_a_fit_stopped_by_an_error_leaves_no_heads_thread(planted):
     with pytest.raises(RuntimeError, match="stopped by the caller"):
         ExtremeClassifier(epochs=3, workers=2, progress=False).fit(train, on_epoch=stop)
     assert not [t for t in threading.enumerate() if t.name == "embkit-xc-heads"]
+
+
+def test_the_model_stops_after_its_first_epoch_when_the_blend_leaves_it_out(planted):
+    train, test = planted
+    alone = ExtremeClassifier(epochs=3, workers=2, progress=False, heads=("least_squares",)).fit(train)
+    assert alone.blend_weights[0] == 0 and alone.last_report.epochs == 1
+    used = ExtremeClassifier(epochs=3, workers=2, progress=False, heads=("neighbours",)).fit(train)
+    assert used.blend_weights[0] > 0 and used.last_report.epochs == 3
+    # the stopped model predicts as the blend of its heads alone says
+    one = ExtremeClassifier(epochs=1, workers=2, progress=False, heads=("least_squares",)).fit(train)
+    np.testing.assert_array_equal(alone.predict(test.X, k=3)[0], one.predict(test.X, k=3)[0])

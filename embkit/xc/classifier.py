@@ -236,9 +236,11 @@ class ExtremeClassifier(EmbeddingModel):
         With heads, the model is trained once, on the training rows less those held out
         (``blend_validation``); the blend weights (a grid on the simplex, the model's own scores alone
         included) are those of the best mean P@1/3/5 on the held-out rows, scored by the model and by heads
-        fitted on the other rows; then the heads of nonzero weight are fitted on every row.  The weights are
-        chosen over each held-out row's candidate labels (every scorer's top labels), so no score matrix is
-        dense over every label at once.  A head that cannot be fitted on the data (least squares beyond
+        fitted on the other rows; then the heads of nonzero weight are fitted on every row.  The heads are
+        fitted on a thread of their own while the model trains (when the training keeps BLAS on one thread,
+        as both solvers do but for ``batch_size`` batches); then, after the model's first epoch, a blend that
+        gives it weight 0 stops its training there.  The weights are chosen over each held-out row's
+        candidate labels (every scorer's top labels), so no score matrix is dense over every label at once.  A head that cannot be fitted on the data (least squares beyond
         ``max_gram_features`` features) is left out, and so is the blend with fewer than 20 rows on either
         side of the split.
     head_params : dict, optional
@@ -447,8 +449,10 @@ class ExtremeClassifier(EmbeddingModel):
             with _blas_threads(blas_limit):
                 if fits is not None and blas_limit == 1:
                     fits.start()        # beside the training: the heads' products keep one BLAS thread too
+                watch = fits is not None and fits.running and self.epochs > 1
                 try:
-                    self._train(chunks, len(trained), self.label_counts, n_labels, on_epoch=on_epoch,
+                    self._train(chunks, len(trained), self.label_counts, n_labels,
+                                on_epoch=self._stop_unused(X, Y, fits, on_epoch) if watch else on_epoch,
                                 desc="xc %s %s" % (self.solver, self.loss),
                                 min_chunk_per_thread=solver.min_chunk_per_thread(self, len(trained)),
                                 fingerprint=fingerprint(X.indptr, X.indices, X.data, Y.indptr, Y.indices))
@@ -493,16 +497,32 @@ class ExtremeClassifier(EmbeddingModel):
         order = np.random.default_rng([self.seed, _BLEND_STREAM]).permutation(rows)
         return np.sort(order[n_valid:]), np.sort(order[:n_valid]), tuple(usable)
 
-    def _fit_blend(self, X, Y, fits):
-        """Choose the weights of the model's scores and of the heads of ``fits`` (a :class:`HeadFits`) on its
-        held-out rows (the model, trained on the other rows, and the heads fitted on those score them), then
-        keep the heads of nonzero weight fitted on every row.  ``X``: the rows weighted as the
-        model's."""
+    def _choose_blend(self, X, Y, fits):
+        """``(weights, value)`` of the blend of the model's scores and of the heads of ``fits`` (a
+        :class:`HeadFits`) that ranks its held-out rows best (the model, trained on the other rows, and the
+        heads fitted on those score them).  ``X``: the rows weighted as the model's."""
         model_rows = X[fits.held_out]
         # every scorer scores the held-out rows a block at a time (dense over the labels only in a block)
         scores = [lambda rows: self._own_scores(self.embed_weighted(model_rows[rows]))]
         scores += [fits.held_out_scorer(name) for name in fits.usable]
-        weights, value = choose_weights(scores, Y[fits.held_out], workers=self.workers)
+        return choose_weights(scores, Y[fits.held_out], workers=self.workers)
+
+    def _stop_unused(self, X, Y, fits, on_epoch):
+        """An ``on_epoch`` hook: ``on_epoch``'s answer, and after the first epoch a stop when the held-out blend
+        gives the model weight 0 (its later epochs would be spent only to be left out again; where the blend
+        uses it, every epoch runs)."""
+        def hook(epoch, report):
+            stop = bool(on_epoch(epoch, report)) if on_epoch is not None else False
+            if epoch == 0 and not stop and self._choose_blend(X, Y, fits)[0][0] == 0:
+                logger.info("the held-out blend gives the model weight 0 after its first epoch: training stops")
+                return True
+            return stop
+        return hook
+
+    def _fit_blend(self, X, Y, fits):
+        """Choose the blend's weights (:meth:`_choose_blend`), then keep the heads of nonzero weight fitted on
+        every row."""
+        weights, value = self._choose_blend(X, Y, fits)
         logger.info("blend weights (model, %s) %s: mean P@1/3/5 %.4f on %d held-out rows",
                     ", ".join(fits.usable), weights, value, len(fits.held_out))
         kept = [name for name, w in zip(fits.usable, weights[1:]) if w > 0]

@@ -53,6 +53,7 @@ class HeadFits:
         self._thread = None
         self._error = None
         self._cancel = threading.Event()
+        self._scoring_ready = threading.Event()
 
     # ------------------------------------------------------------------ the steps
     def _step(self):
@@ -82,13 +83,16 @@ class HeadFits:
 
     def _run(self):
         try:
-            for name in self.usable:
-                self._step()
-                self._fit_part(name)
-            if len(self.held_out) * self.Y.shape[1] <= HELD_OUT_CELLS:
+            try:
                 for name in self.usable:
                     self._step()
-                    self._scores[name] = self._score(name, slice(None))
+                    self._fit_part(name)
+                if len(self.held_out) * self.Y.shape[1] <= HELD_OUT_CELLS:
+                    for name in self.usable:
+                        self._step()
+                        self._scores[name] = self._score(name, slice(None))
+            finally:
+                self._scoring_ready.set()       # the held-out scores can be asked for (or the error seen)
             for name in self.usable:
                 self._step()
                 self._fit_whole(name)
@@ -104,6 +108,11 @@ class HeadFits:
         self._thread.start()
         return self
 
+    @property
+    def running(self):
+        """Whether the fits run on a thread of their own now (:meth:`start`; until they are joined)."""
+        return self._thread is not None
+
     def _join(self):
         if self._thread is not None:
             self._thread.join()
@@ -112,8 +121,13 @@ class HeadFits:
                 raise self._error
 
     def held_out_scorer(self, name):
-        """A function of a slice of the held-out rows giving head ``name``'s scores of them (first fit)."""
-        self._join()
+        """A function of a slice of the held-out rows giving head ``name``'s scores of them (first fit); with
+        the thread running, once its first fits and held-out scores are done (its fits on every row may go
+        on)."""
+        if self._thread is not None:
+            self._scoring_ready.wait()
+            if self._error is not None:
+                self._join()
         kept = self._scores.get(name)
         if kept is not None:
             return lambda rows: kept[rows]
