@@ -38,6 +38,8 @@ class ModelCase:
 
     #: a chunk size that cuts this case's data into several chunks per epoch
     small_chunks = {}
+    #: parameters under which every epoch asked for runs (no rule of the model's own stops it early)
+    every_epoch = {}
 
     @property
     def name(self):
@@ -126,6 +128,7 @@ class ExtremeClassifierCase(ModelCase):
         return "ExtremeClassifier-%s" % (self.solver or "default")
 
     small_chunks = {"chunk_examples": 16}
+    every_epoch = {"heads": ()}     # a blend that leaves the model out stops it after its first epoch
 
     def fit(self, model):
         return model.fit(self.X, self.Y)

@@ -154,7 +154,7 @@ def test_a_failing_callback_stops_training_with_its_exception(case):
 
 
 def test_loss_is_reported_per_epoch(case):
-    model = case.fit(case.make(epochs=3))
+    model = case.fit(case.make(epochs=3, **case.every_epoch))
     assert len(model.loss_history) == 3 and len(model.last_report.epoch_loss) == 3
     assert all(np.isfinite(v) and v > 0 for v in model.loss_history)
     assert model.get_latest_training_loss() == model.loss_history[-1]
