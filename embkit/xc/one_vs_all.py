@@ -64,8 +64,13 @@ def _unit(A):
     return A / norms, norms
 
 
-def _sigmoid(S):
-    return 1.0 / (1.0 + np.exp(-np.clip(S, -30.0, 30.0)))
+def _sigmoid(S, out=None):
+    """``1 / (1 + e^-S)`` (``S`` clipped to [-30, 30]), a pass a ufunc, into ``out`` (None: a new array)."""
+    out = np.clip(S, -30.0, 30.0, out=out)
+    np.negative(out, out=out)
+    np.exp(out, out=out)
+    out += 1.0
+    return np.reciprocal(out, out=out)
 
 
 class Logistic(Loss):
@@ -86,11 +91,7 @@ class Logistic(Loss):
 
         The binary cross-entropy of every label, ``log(1 + e^S) - y S = -log(1 - sigmoid(S)) - y S``.
         """
-        G = np.clip(S, -30.0, 30.0)                 # the sigmoid in place: a pass a ufunc
-        np.negative(G, out=G)
-        np.exp(G, out=G)
-        G += 1.0
-        np.reciprocal(G, out=G)
+        G = _sigmoid(S, out=np.empty_like(S))
         rest = np.subtract(1.0, G, dtype=np.float32)
         np.maximum(rest, 1e-30, out=rest)
         np.log(rest, out=rest)
@@ -226,26 +227,10 @@ class OneVsAllBatches:
         st = self.state
         adam_block(self.W_out, st["adam_m_out"], st["adam_v_out"], np.ascontiguousarray(G.T @ H), block.start,
                    cols.start, step, _BETA1, _BETA2, _EPS)
-        if self.learn_bias:
-            _adam(self.bias[m, block], G.sum(axis=0), st["adam_m_bias"][m, block], st["adam_v_bias"][m, block],
-                  step)
+        if self.learn_bias:         # member m's biases are row m of the (members x labels) table
+            adam_block(self.bias, st["adam_m_bias"], st["adam_v_bias"],
+                       G.sum(axis=0, dtype=np.float32)[None, :], m, block.start, step, _BETA1, _BETA2, _EPS)
         return loss, dH
-
-
-def _adam(param, grad, m, v, step):
-    """One Adam step on ``param`` in place (``m``, ``v`` are its moments, updated in place; ``grad`` is
-    overwritten)."""
-    m *= _BETA1
-    m += (1.0 - _BETA1) * grad
-    v *= _BETA2
-    np.multiply(grad, grad, out=grad)
-    grad *= 1.0 - _BETA2
-    v += grad
-    np.sqrt(v, out=grad)                 # grad is scratch from here on
-    grad += _EPS
-    np.divide(m, grad, out=grad)
-    grad *= step
-    param -= grad
 
 
 class OneVsAll(Solver):
