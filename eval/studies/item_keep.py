@@ -22,7 +22,7 @@ from embkit.items.cooccurrence import PairCounts
 from eval.bench.recommend import load
 
 #: way of keeping tables -> the epochs (1-based) whose tables are averaged, given the best and the last
-KEEPS = {"best": lambda best, last: range(best, best + 1),
+WAYS = {"best": lambda best, last: range(best, best + 1),
          "average from the best": lambda best, last: range(best, last + 1),
          "last 5": lambda best, last: range(max(1, last - 4), last + 1)}
 
@@ -38,7 +38,7 @@ class _Tables:
 
 
 def cross_fitted(split, seed, workers, repeats):
-    """``{keep: [Hit@10, NDCG@10, MPR]}`` on validation users the epoch was not chosen on, for one seed."""
+    """``{way: [Hit@10, NDCG@10, MPR]}`` on validation users the epoch was not chosen on, for one seed."""
     tables = _Tables()
     model = ItemEmbedding(seed=seed, workers=workers, progress=False, callbacks=[tables])
     model.fit(PairCounts.from_timelines(split.train), validation=split.validation, keep="best")
@@ -55,15 +55,15 @@ def cross_fitted(split, seed, workers, repeats):
             scored[key] = np.array([r.hit[10], r.ndcg[10], r.mpr])
         return scored[key]
 
-    totals = {keep: 0 for keep in KEEPS}
+    totals = {way: 0 for way in WAYS}
     for repeat in range(repeats):
         order = np.random.default_rng([seed, repeat]).permutation(len(targets))
         halves = (np.sort(order[:len(order) // 2]), np.sort(order[len(order) // 2:]))
         for choose_on, score_on in (halves, halves[::-1]):
             best = max(range(1, last + 1), key=lambda e: metrics([e], choose_on)[1])
-            for keep, epochs in KEEPS.items():
-                totals[keep] = totals[keep] + len(score_on) * metrics(list(epochs(best, last)), score_on)
-    return {keep: (total / (repeats * len(targets))).tolist() for keep, total in totals.items()}
+            for way, epochs in WAYS.items():
+                totals[way] = totals[way] + len(score_on) * metrics(list(epochs(best, last)), score_on)
+    return {way: (total / (repeats * len(targets))).tolist() for way, total in totals.items()}
 
 
 def main(argv=None):
@@ -80,9 +80,9 @@ def main(argv=None):
         split = load(name)[1]
         runs = [cross_fitted(split, seed, args.workers, args.repeats) for seed in args.seeds]
         results[name] = runs
-        for keep in KEEPS:
-            values = 100 * np.array([run[keep] for run in runs])
-            print("| %s | %s | %s |" % (name, keep, " | ".join(
+        for way in WAYS:
+            values = 100 * np.array([run[way] for run in runs])
+            print("| %s | %s | %s |" % (name, way, " | ".join(
                 "%.2f ± %.2f" % (values[:, i].mean(), values[:, i].std(ddof=1) if len(values) > 1 else 0.0)
                 for i in range(3))), flush=True)
     if args.json:
