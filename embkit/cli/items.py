@@ -23,7 +23,7 @@ from embkit.cli.common import (UsageError, begin_run, checkpoint_options, cluste
 from embkit.core.validation import KEEPS
 from embkit.items.cooccurrence import DEFAULT_DIRECTIONS, DEFAULT_WINDOW, DIRECTIONS
 from embkit.items.count_blend import COUNT_NORMS
-from embkit.items.item_embedding import ItemEmbedding
+from embkit.items.item_embedding import DEFAULT_KEEP, ItemEmbedding
 
 #: ``--protocol`` values: leave-one-out (rating data only) and the split of the pair occurrences.
 PROTOCOLS = ("leave-one-out", "pairs")
@@ -74,7 +74,7 @@ def add_parser(subparsers, common):
     t.add_argument("--patience", type=int, default=0, metavar="N",
                    help="stop after N epochs without validation improvement (0, the default: run every epoch; "
                         "the best epoch is kept either way, see --keep)")
-    t.add_argument("--keep", choices=KEEPS, default="average",
+    t.add_argument("--keep", choices=KEEPS, default=DEFAULT_KEEP,
                    help="the tables kept after validation: the mean of those of the best epoch and of the epochs "
                         "after it (average, the default) or the best epoch's (best)")
     t.add_argument("--negatives-eval", type=int, default=100, metavar="N",

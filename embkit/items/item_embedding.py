@@ -42,7 +42,10 @@ from embkit.items.recommender import ItemQueries
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ItemEmbedding", "as_pair_matrix"]
+__all__ = ["ItemEmbedding", "as_pair_matrix", "DEFAULT_KEEP"]
+
+#: What ``fit(validation=...)`` keeps by default (:data:`~embkit.core.validation.KEEPS`).
+DEFAULT_KEEP = "average"
 
 #: ``ItemEmbedding.evaluate`` metric names that ``fit(validation=pairs)`` can select the best epoch by.
 VALIDATION_METRICS = ("mpr_approx", "mpr", "likelihood", "log_likelihood", "prec5", "prec15", "prec50")
@@ -268,7 +271,7 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         return PairTrainer(self.W_in, self.W_out, contexts, targets, entries, loss, sampler, self.negative, alpha,
                            min_alpha, total, self.seed)
 
-    def fit(self, pairs, validation=None, metric=None, patience=None, items=None, n_negatives=100, keep="average"):
+    def fit(self, pairs, validation=None, metric=None, patience=None, items=None, n_negatives=100, keep=DEFAULT_KEEP):
         """Train on a co-occurrence matrix; optionally track a validation split and stop early.
 
         Parameters
