@@ -130,6 +130,8 @@ def test_shards_counted_one_after_another_give_the_merged_counts_in_order(tmp_pa
         merged = merge_counts(merged, count_shard(shard))
     words, counts, raw, sentences = count_shards(shards)
     assert words == merged[0] and counts.tolist() == merged[1].tolist()        # first-seen order kept
+    threaded = count_shards(shards, workers=3)                                  # split on threads: the same
+    assert threaded[0] == words and threaded[1].tolist() == counts.tolist() and threaded[2:] == (raw, sentences)
     assert (raw, sentences) == (merged[2], merged[3])
     assert count_shards(shards[-1:])[2] == 0                                      # an empty shard counts nothing
     shards[2].path = str(tmp_path / "gone.txt")

@@ -44,6 +44,7 @@ from embkit.cluster.mailbox import WAIT_POLL, Mailbox, RoundAborted
 from embkit.cluster.reconcile import (RowDelta, adopt_update, changed_rows, local_rows, merge, owned_rows, split,
                                    table_rows)
 from embkit.cluster.worker import ShardReadError, wanted, worker_name
+from embkit.core.heap import kept_buffers
 from embkit.core.training import ChunkSteps, check_finite, open_pipeline
 
 __all__ = ["Replica", "open_replica"]
@@ -58,6 +59,16 @@ class Replica:
     """
 
     def __init__(self, spec, shards, W_in, W_out, run, group=0, momentum=None):
+        # the shards' reading and the rounds allocate big buffers over and over: keep them in the heap for the
+        # replica's life (a Dask nanny fixes the heap's thresholds; see embkit.core.heap)
+        self.heap = kept_buffers().enter()
+        try:
+            self._open(spec, shards, W_in, W_out, run, group, momentum)
+        except BaseException:
+            self.heap.leave()
+            raise
+
+    def _open(self, spec, shards, W_in, W_out, run, group, momentum):
         self.model = model = spec[0].from_replica_spec(spec, np.array(W_in), np.array(W_out))
         self.shards = list(shards)
         self.units = []
@@ -420,6 +431,7 @@ class Replica:
         for shard in self.shards:
             getattr(shard, "close", lambda: None)()
         self.pipe.abort()
+        self.heap.leave()
 
 
 def _cpu_seconds():

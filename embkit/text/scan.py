@@ -7,12 +7,12 @@ for the vocabulary and again in the first epoch.  A file corpus is split into wo
 (:mod:`embkit.text.blocks`) and its chunks rewritten on them; the vocabulary and the chunks are the same for
 any number of threads.
 """
-import ctypes
 from array import array
 
 import numpy as np
 
 from embkit._kernels.words import WordTable, remap_chunk
+from embkit.core.heap import release_free_memory
 from embkit.text.blocks import encode_blocks, ordered_map, splits_in_blocks
 from embkit.text.chunk_cache import ChunkCache
 from embkit.text.vocab import EmptyVocabularyError, EncodedChunk, Vocab, check_tokens
@@ -95,19 +95,6 @@ def _scan_sentences(corpus, provisional, chunk_tokens, workers):
         return list(index), counts, raw_total, sentences
     finally:
         index.clear()
-
-
-def release_free_memory():
-    """Hand the heap pages freed by the scan (its word index) back to the operating system.
-
-    Python frees the index's memory, but glibc keeps it mapped; ``malloc_trim`` returns it, which keeps
-    the training peak below the scan's high-water mark plus the tables.  A no-op without glibc.
-    """
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return
-    trim(0)
 
 
 def _provisional_chunks(corpus, index, chunk_tokens):

@@ -27,6 +27,7 @@ from collections import Counter
 import numpy as np
 
 from embkit.core.checkpoint import fingerprint
+from embkit.core.heap import kept_buffers
 from embkit.cluster import ShardReadError, check_client, worker_name
 from embkit.text.chunk_cache import ChunkCache
 from embkit.text.corpus import MAX_SENTENCE_LENGTH, ReadStats, TextCorpus
@@ -197,12 +198,14 @@ class _ShardChain:
                 raise _read_error(name, exc) from None
 
 
-def count_shards(shards, max_vocab_size=None, trim_rule=None, max_sentence_length=MAX_SENTENCE_LENGTH):
+def count_shards(shards, max_vocab_size=None, trim_rule=None, max_sentence_length=MAX_SENTENCE_LENGTH, workers=1):
     """Task: ``(words, counts, raw_words, sentences)`` of :class:`TextShard` objects counted one after another
     into one table (words in first-seen order, as merging the shards' counts in order gives them; with
-    ``max_vocab_size``, pruned as the words are counted across them).  Empty shards count nothing."""
+    ``max_vocab_size``, pruned as the words are counted across them), split into words on ``workers``
+    threads.  Empty shards count nothing."""
     try:
-        return Vocab.count(_ShardChain(shards, max_sentence_length), max_vocab_size, trim_rule)
+        with kept_buffers():
+            return Vocab.count(_ShardChain(shards, max_sentence_length), max_vocab_size, trim_rule, workers=workers)
     except EmptyVocabularyError:        # empty shards: the corpus may still have words
         return [], np.zeros(0, np.int64), 0, 0
 
@@ -262,7 +265,8 @@ def cluster_vocab(client, corpus, model, trim_rule=None):
     n_groups = max(1, min(len(shards), len(client.scheduler_info().get("workers", ())) or 1))
     cuts = np.linspace(0, len(shards), n_groups + 1).round().astype(int)
     futures = [client.submit(count_shards, shards[a:b], model.max_vocab_size, trim_rule,
-                             corpus.max_sentence_length, pure=False) for a, b in zip(cuts[:-1], cuts[1:])]
+                             corpus.max_sentence_length, max(1, int(model.workers)), pure=False)
+               for a, b in zip(cuts[:-1], cuts[1:])]
     while len(futures) > 1:
         merged = [client.submit(merge_counts, futures[i], futures[i + 1], model.max_vocab_size, trim_rule,
                                 pure=False) for i in range(0, len(futures) - 1, 2)]
@@ -303,7 +307,7 @@ class TextShard:
     def open(self, model):
         """Read and encode the file; returns its in-vocabulary tokens (the units of one epoch)."""
         self.cache = ChunkCache()
-        for chunk in model.vocab.encode(self.corpus(), model.chunk_tokens):
+        for chunk in model.vocab.encode(self.corpus(), model.chunk_tokens, max(1, int(model.workers))):
             self.cache.append(chunk)
         self.cache.complete = True
         return self.cache.tokens

@@ -21,6 +21,7 @@ Usage::
 import argparse
 import json
 import multiprocessing
+import queue
 import sys
 import time
 
@@ -34,7 +35,7 @@ def _train(corpus, epochs, threads, seed, extra, barrier=None):
     """Build the vocabulary, wait at ``barrier``, train; ``(raw words, training seconds)``."""
     from embkit import Word2Vec
 
-    model = Word2Vec(epochs=epochs, workers=threads, seed=seed, **SETTINGS, **extra)
+    model = Word2Vec(**dict(SETTINGS, epochs=epochs, workers=threads, seed=seed, **extra))
     model.build_vocab(corpus_file=corpus)
     if barrier is not None:
         barrier.wait()
@@ -57,11 +58,18 @@ def processes(corpus, epochs, count, extra=None, constants=None):
                                                  results)) for seed in range(1, count + 1)]
     for p in procs:
         p.start()
-    out = [results.get() for _ in procs]
+    out = []
+    while len(out) < count:
+        try:
+            out.append(results.get(timeout=1))
+        except queue.Empty:
+            if any(p.exitcode not in (None, 0) for p in procs):
+                for p in procs:
+                    p.terminate()
+                raise RuntimeError("a training process failed (exit status %s)"
+                                   % [p.exitcode for p in procs if p.exitcode not in (None, 0)][0])
     for p in procs:
         p.join()
-        if p.exitcode != 0:
-            raise RuntimeError("a training process exited with %s" % p.exitcode)
     return [(words, seconds) for _, words, seconds in sorted(out)]
 
 
