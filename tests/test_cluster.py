@@ -210,6 +210,33 @@ def test_vocabulary_counted_on_the_workers_equals_the_local_one(client, planted_
     assert remote.corpus_count == len(sentences)
 
 
+def test_the_workers_scan_gives_the_local_vocabulary_in_order_and_their_replicas_take_the_chunks(
+        client, planted, tmp_path):
+    # shards of different sizes, so the replicas' groups are not runs of consecutive shards: the words still
+    # come out in the order the corpus first shows them (the ties of equal counts in particular)
+    _, sentences = planted
+    cuts = [0, 250, 550, 650, 750, 1000]       # groups [1, 2, 3] and [0, 4]: the first without the first shard
+    assert len(sentences) == 1000
+    paths = []
+    for k, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
+        paths.append(str(tmp_path / ("part-%d.txt" % k)))
+        with open(paths[-1], "w", encoding="utf-8") as fh:
+            fh.write("\n".join(" ".join(s) for s in sentences[a:b]) + "\n")
+    params = dict(SMALL, min_count=1, sorted_vocab=0)     # the words in the order first seen
+    local = Word2Vec(**params).build_vocab(sentences)
+    remote = Word2Vec(client=client, **params).build_vocab(corpus_file=paths)
+    groups = shards_mod.group_shards(remote.corpus.shards(), 2)
+    assert any(np.diff([paths.index(s.path) for s in g]).max(initial=1) > 1 for g in groups)
+    assert remote.vocab.index_to_key == local.vocab.index_to_key
+    assert remote.vocab.counts.tolist() == local.vocab.counts.tolist()
+    assert remote.corpus_count == len(sentences)
+    kept = lambda: sorted(shards_mod.KEPT._shards)      # noqa: E731
+    assert sum(len(names) for names in client.run(kept).values()) == len(paths)   # each shard's chunks kept
+    remote.train()
+    assert remote.last_report.words == SMALL["epochs"] * remote.vocab.total_words
+    assert all(not names for names in client.run(kept).values())   # every replica took its shards' chunks
+
+
 def test_vocabulary_prunes_to_max_vocab_size_per_shard(client, tmp_path):
     # word2vec's bounded counting: each shard (and each merge) holds at most max_vocab_size words
     common = ["a", "b"] * 50

@@ -4,6 +4,7 @@ import gzip
 import os
 import random
 
+import numpy as np
 import pytest
 
 pytest.importorskip("fsspec")
@@ -137,3 +138,46 @@ def test_shards_counted_one_after_another_give_the_merged_counts_in_order(tmp_pa
     shards[2].path = str(tmp_path / "gone.txt")
     with pytest.raises(ShardReadError, match=r"gone\.txt"):
         count_shards(shards)
+
+
+def test_a_scan_keeps_each_shards_chunks_and_a_shard_opened_from_them_equals_one_read_again(tmp_path, monkeypatch):
+    from embkit import Word2Vec
+    from embkit.text.shards import KEPT, in_corpus_order, merge_scans, scan_shards
+    text = awkward_text(400)
+    path = tmp_path / "big.txt"
+    path.write_text(text, encoding="utf-8")
+    monkeypatch.setattr(shards_mod, "SPLIT_BYTES", 3000)
+    shards = ShardedCorpus(str(path)).shards()
+    assert len(shards) >= 4
+    model = Word2Vec(vector_size=8, min_count=2, chunk_tokens=50, workers=1)
+    model.build_vocab(corpus_file=str(path))
+    # two scans (groups [0, 2, ...] and [1, 3, ...]) merged: the counts of one scan of every shard in order
+    whole = scan_shards(shards, list(range(len(shards))), "whole", 50, workers=2)
+    halves = [scan_shards(shards[g::2], list(range(g, len(shards), 2)), "halves", 50, workers=2) for g in (0, 1)]
+    words, counts, raw, sentences = in_corpus_order(merge_scans(*halves))
+    assert words == whole[0] and counts.tolist() == whole[1].tolist() and (raw, sentences) == whole[3:]
+    # the "whole" scan's chunks were dropped by the newer scan; the "halves" ones are kept, once
+    assert KEPT.take("whole", shards[0].name) is None
+    for shard in shards:
+        kept = TextShard(shard.path, shard.file_size, start=shard.start, stop=shard.stop, scan_token="halves")
+        read = TextShard(shard.path, shard.file_size, start=shard.start, stop=shard.stop)
+        assert kept.open(model) == read.open(model)
+        pieces = [list(kept.chunks(model, 0, kept.cache.tokens)), list(read.chunks(model, 0, read.cache.tokens))]
+        tokens = [np.concatenate([c.tokens for c in p] or [np.zeros(0, np.int32)]) for p in pieces]
+        lengths = [np.concatenate([np.diff(np.concatenate([[0], c.ends])) for c in p] or [[]]) for p in pieces]
+        assert np.array_equal(tokens[0], tokens[1]) and np.array_equal(lengths[0], lengths[1])
+        assert KEPT.take("halves", shard.name) is None          # taken: a second open reads the file
+        kept.close()
+        read.close()
+
+
+def test_a_scan_that_cannot_read_a_shard_names_it_and_keeps_nothing(tmp_path):
+    from embkit.cluster import ShardReadError
+    from embkit.text.shards import KEPT, scan_shards
+    good = tmp_path / "good.txt"
+    good.write_text("a b c\n", encoding="utf-8")
+    shards = ShardedCorpus(str(good)).shards() * 2
+    shards[1] = TextShard(str(tmp_path / "gone.txt"), 10)
+    with pytest.raises(ShardReadError, match=r"gone\.txt"):
+        scan_shards(shards, [0, 1], "broken", 100)
+    assert KEPT.take("broken", shards[0].name) is None

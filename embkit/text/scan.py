@@ -54,18 +54,29 @@ def scan_corpus(corpus, min_count=5, max_final_vocab=None, trim_rule=None, chunk
         del words
         remap = np.full(counts.size, -1, dtype=np.int32)
         remap[kept] = np.arange(kept.size, dtype=np.int32)
-        cache = ChunkCache()
-
-        def final(chunk):
-            return EncodedChunk(*remap_chunk(chunk.tokens, chunk.ends, remap), chunk.raw_units)
-
-        for chunk in ordered_map(final, provisional, workers - 1):
-            cache.append(chunk)
-        cache.complete = True
-        return vocab, cache
+        return vocab, remapped(provisional, remap, workers)
     finally:
         provisional.close()
         release_free_memory()
+
+
+def remapped(provisional, remap, workers=1):
+    """A complete :class:`ChunkCache` of the chunks of ``provisional`` with each token's id ``i`` replaced by
+    ``remap[i]``, the tokens mapped to -1 dropped (the encoding's rule for words outside the vocabulary),
+    rewritten on ``workers`` threads."""
+    cache = ChunkCache()
+
+    def final(chunk):
+        return EncodedChunk(*remap_chunk(chunk.tokens, chunk.ends, remap), chunk.raw_units)
+
+    try:
+        for chunk in ordered_map(final, provisional, workers - 1):
+            cache.append(chunk)
+    except BaseException:
+        cache.close()
+        raise
+    cache.complete = True
+    return cache
 
 
 def _scan_file(corpus, provisional, chunk_tokens, workers):

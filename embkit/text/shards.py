@@ -10,33 +10,45 @@ each cut just after an ASCII blank (so no token is split; a line cut in two is t
 least as many files as there are workers, or decompress it.  Files are listed on the client; only the
 workers read them, each its own shards.
 
-Vocabulary: the shards are cut into one run of consecutive shards per worker, and each run is counted by one
-task on a worker, its shards one after another into one table (``max_vocab_size`` bounds what it holds:
-whenever it counts more distinct words, the rarest are pruned, word2vec.c's rule, so a rare word's count can
-come out lower); the runs' counts are merged pairwise on the workers in corpus order, each merge pruned to
-``max_vocab_size`` the same way; the client chooses the vocabulary from the merged counts (``min_count``,
-``max_final_vocab``, ``trim_rule``) and sends it once to every worker.
+Vocabulary: the shards are dealt into one group per worker, as the run's replicas will be
+(:func:`embkit.cluster.plan.group_shards`), and each group is scanned by one task on the worker its replica
+will train on: its shards read one after another into one table of words, and each shard encoded as it is
+read, in the table's ids, into chunks kept on that worker (:class:`KeptScans`); the replica opened there
+later rewrites them in the vocabulary's ids instead of reading its shards again (a replica placed elsewhere,
+after a worker was lost, reads them).  The groups' counts are merged pairwise on the workers, every word
+placed where it is first seen in the corpus, and the client chooses the vocabulary from the merged counts
+(``min_count``, ``max_final_vocab``, ``trim_rule``) and sends it once to every worker.  With
+``max_vocab_size`` the words are pruned as they are counted (whenever a table holds more distinct words,
+the rarest go, word2vec.c's rule, so a rare word's count can come out lower): then runs of consecutive shards
+are counted, one a worker, merged pairwise in corpus order with the same pruning, and nothing is kept.
 """
 import glob as _glob
 import io
 import logging
 import os
 import re
+import threading
+import uuid
 from collections import Counter
 
 import numpy as np
 
+from embkit._kernels.words import ChunkBuilder, WordTable
 from embkit.core.checkpoint import fingerprint
 from embkit.core.heap import kept_buffers
 from embkit.cluster import ShardReadError, check_client, worker_name
+from embkit.cluster.plan import group_shards
+from embkit.text.blocks import tokenized_blocks
 from embkit.text.chunk_cache import ChunkCache
 from embkit.text.corpus import MAX_SENTENCE_LENGTH, ReadStats, TextCorpus
+from embkit.text.scan import SCAN_BLOCK_CHARS, remapped
 from embkit.text.vocab import EmptyVocabularyError, EncodedChunk, Vocab, keep_word
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["ShardedCorpus", "TextShard", "ShardCorpus", "resolve_files", "split_ranges", "count_shard",
-           "count_shards", "merge_counts", "cluster_vocab", "sharded_run", "SPLIT_BYTES"]
+           "count_shards", "merge_counts", "scan_shards", "merge_scans", "in_corpus_order", "KeptScans", "KEPT",
+           "cluster_vocab", "sharded_run", "SPLIT_BYTES"]
 
 #: plain-text files larger than this many bytes are read as several shards (byte ranges of about this size)
 SPLIT_BYTES = 32 << 20
@@ -239,13 +251,14 @@ class ShardedCorpus:
         self.source = spec if isinstance(spec, str) else [os.fspath(s) for s in spec]
         self.max_sentence_length = max_sentence_length
         self.ranges = [(f, size, split_ranges(f, size)) for f, size in self.files_sizes]
+        self.scan_token = None      # the scan whose chunks the workers keep for this corpus's shards
 
     def __repr__(self):
         return "ShardedCorpus(%d files, %d shards)" % (len(self.files), sum(len(r) for _, _, r in self.ranges))
 
     def shards(self):
         """A :class:`TextShard` per file, or per byte range of a large plain-text file."""
-        return [TextShard(f, size, self.max_sentence_length, start, stop)
+        return [TextShard(f, size, self.max_sentence_length, start, stop, getattr(self, "scan_token", None))
                 for f, size, ranges in self.ranges for start, stop in ranges]
 
     def digest(self):
@@ -259,34 +272,192 @@ class ShardedCorpus:
 def cluster_vocab(client, corpus, model, trim_rule=None):
     """The vocabulary of ``corpus`` counted on the workers (see the module docstring); returns a
     :class:`Vocab` chosen with the model's ``min_count``, ``max_final_vocab`` and ``sorted_vocab``."""
-    check_client(client)
+    workers = sorted(check_client(client))
     shards = corpus.shards()
-    # one task per worker, over consecutive shards (fewer tasks and merges; the same words in the same order)
-    n_groups = max(1, min(len(shards), len(client.scheduler_info().get("workers", ())) or 1))
-    cuts = np.linspace(0, len(shards), n_groups + 1).round().astype(int)
-    futures = [client.submit(count_shards, shards[a:b], model.max_vocab_size, trim_rule,
-                             corpus.max_sentence_length, max(1, int(model.workers)), pure=False)
-               for a, b in zip(cuts[:-1], cuts[1:])]
+    threads = max(1, int(model.workers))
+    if model.max_vocab_size is None:
+        # one scan per replica's group, on its worker (another if that one is gone: its replica then reads)
+        token = uuid.uuid4().hex
+        place = {id(shard): i for i, shard in enumerate(shards)}
+        futures = [client.submit(scan_shards, group, [place[id(s)] for s in group], token, model.chunk_tokens,
+                                 corpus.max_sentence_length, threads, workers=[workers[g % len(workers)]],
+                                 allow_other_workers=True, pure=False)
+                   for g, group in enumerate(group_shards(shards, len(workers)))]
+        merge_task, args = merge_scans, ()
+    else:
+        token = None
+        # one task per worker, over consecutive shards (fewer tasks and merges; the same words in the same order)
+        n_groups = max(1, min(len(shards), len(workers)))
+        cuts = np.linspace(0, len(shards), n_groups + 1).round().astype(int)
+        futures = [client.submit(count_shards, shards[a:b], model.max_vocab_size, trim_rule,
+                                 corpus.max_sentence_length, threads, pure=False)
+                   for a, b in zip(cuts[:-1], cuts[1:])]
+        merge_task, args = merge_counts, (model.max_vocab_size, trim_rule)
     while len(futures) > 1:
-        merged = [client.submit(merge_counts, futures[i], futures[i + 1], model.max_vocab_size, trim_rule,
-                                pure=False) for i in range(0, len(futures) - 1, 2)]
+        merged = [client.submit(merge_task, futures[i], futures[i + 1], *args, pure=False)
+                  for i in range(0, len(futures) - 1, 2)]
         futures = merged + futures[len(futures) - len(futures) % 2:]
-    words, counts, raw, sentences = futures[0].result()
+    result = futures[0].result()
+    words, counts, raw, sentences = result if token is None else in_corpus_order(result)
     if raw == 0:
         raise EmptyVocabularyError("the corpus %r is empty: no tokens found in its %d files"
                                    % (corpus.source, len(corpus.files)))
     vocab, _ = Vocab.from_counts(words, counts, raw, model.min_count, model.max_final_vocab, trim_rule,
                                  bool(model.sorted_vocab))
     vocab.sentences = sentences
+    corpus.scan_token = token
     return vocab
+
+
+# ------------------------------------------------------------------------------ scans kept on the workers
+class _ScanTable:
+    """The words of one scan task's table (its provisional ids), and their ids in a vocabulary."""
+
+    def __init__(self, words):
+        self.words = words
+        self._remap = (None, None)
+
+    def remap(self, vocab):
+        """``int32`` array: each provisional id's id in ``vocab``, -1 for a word outside it."""
+        if self._remap[0] is not vocab:
+            index = vocab.key_to_index
+            self._remap = (vocab, np.fromiter((index.get(w, -1) for w in self.words), np.int32, len(self.words)))
+        return self._remap[1]
+
+
+class KeptScans:
+    """A worker's encoded shards from the scan of the last vocabulary counted on it, until its replica takes
+    them (:meth:`TextShard.open`).  A new scan drops an older one's chunks, so a worker holds at most one
+    corpus's (a vocabulary built and never trained, or shards whose replica opened elsewhere)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._token = None
+        self._shards = {}       # shard name -> (ChunkCache in provisional ids, _ScanTable)
+
+    def keep(self, token, caches, table):
+        """Keep ``caches`` (shard name -> ChunkCache) of one scan under ``token``, with its table."""
+        dropped = []
+        with self._lock:
+            if token != self._token:
+                dropped, self._shards, self._token = list(self._shards.values()), {}, token
+            for name, cache in caches.items():
+                if name in self._shards:        # the same shard scanned again (a task run twice)
+                    dropped.append(self._shards[name])
+                self._shards[name] = (cache, table)
+        for cache, _ in dropped:
+            cache.close()
+
+    def take(self, token, name):
+        """``(provisional ChunkCache, _ScanTable)`` of shard ``name`` scanned under ``token`` (now the
+        caller's to close), or None."""
+        if token is None:
+            return None
+        with self._lock:
+            if token != self._token:
+                return None
+            return self._shards.pop(name, None)
+
+    def clear(self):
+        with self._lock:
+            dropped, self._shards, self._token = self._shards, {}, None
+        for cache, _ in dropped.values():
+            cache.close()
+
+
+#: this process's kept scans (a Dask worker's)
+KEPT = KeptScans()
+
+
+def _scan_shard(shard, table, chunk_tokens, max_sentence_length, workers):
+    """One shard read into ``table`` (its new words added in first-seen order) and encoded in the table's ids;
+    ``(ChunkCache, raw words, lines)``."""
+    corpus = shard.corpus(max_sentence_length)
+    builder = ChunkBuilder(chunk_tokens, corpus.max_sentence_length)
+    cache = ChunkCache()
+    raw = lines = 0
+    try:
+        for block, complete in tokenized_blocks(corpus, workers, SCAN_BLOCK_CHARS):
+            table.add(block)
+            raw += block.n_tokens
+            lines += block.newlines + (1 if complete else 0)
+            for chunk in builder.add(block, complete):
+                cache.append(EncodedChunk(*chunk))
+        last = builder.finish()
+        if last is not None:
+            cache.append(EncodedChunk(*last))
+    except (OSError, ValueError, EOFError, UnicodeError) as exc:
+        cache.close()
+        raise _read_error(shard.name, exc) from None
+    except BaseException:
+        cache.close()
+        raise
+    cache.complete = True
+    return cache, raw, lines
+
+
+def scan_shards(shards, places, token, chunk_tokens, max_sentence_length=MAX_SENTENCE_LENGTH, workers=1):
+    """Task: count the words of ``shards`` one after another into one table, on ``workers`` threads, and keep
+    each shard's chunks, encoded in the table's ids, on this worker under ``token`` (:data:`KEPT`).
+
+    Returns ``(words, counts, keys, raw_words, sentences)``; ``keys`` (int64) order the words as they are
+    first seen in the corpus: ``places`` are the shards' places in it, and a word's key is the place of the
+    first shard it is in here (high bits) and its id in the table.
+    """
+    table = WordTable()
+    caches, sizes = {}, []
+    raw = lines = 0
+    try:
+        with kept_buffers():
+            for shard in shards:
+                caches[shard.name], r, n = _scan_shard(shard, table, chunk_tokens, max_sentence_length, workers)
+                raw += r
+                lines += n
+                sizes.append(len(table))
+    except BaseException:
+        for cache in caches.values():
+            cache.close()
+        raise
+    words = table.words_list()
+    first = np.repeat(np.asarray(places, dtype=np.int64), np.diff([0] + sizes).astype(np.int64))
+    keys = (first << 32) | np.arange(len(words), dtype=np.int64)
+    KEPT.keep(token, caches, _ScanTable(words))
+    return words, table.counts(), keys, raw, lines
+
+
+def merge_scans(a, b):
+    """Task: two scans' ``(words, counts, keys, raw_words, sentences)`` merged: counts added, each word keeping
+    the smaller key (its first place in the corpus)."""
+    words, counts, keys = list(a[0]), a[1].tolist(), a[2].tolist()
+    index = {w: i for i, w in enumerate(words)}
+    for w, c, k in zip(b[0], b[1].tolist(), b[2].tolist()):
+        i = index.get(w)
+        if i is None:
+            index[w] = len(words)
+            words.append(w)
+            counts.append(c)
+            keys.append(k)
+        else:
+            counts[i] += c
+            if k < keys[i]:
+                keys[i] = k
+    return words, np.asarray(counts, dtype=np.int64), np.asarray(keys, dtype=np.int64), a[3] + b[3], a[4] + b[4]
+
+
+def in_corpus_order(scan):
+    """``(words, counts, raw_words, sentences)`` of a merged scan, the words in first-seen order."""
+    words, counts, keys, raw, sentences = scan
+    order = np.argsort(keys, kind="stable")
+    return [words[i] for i in order], counts[order], raw, sentences
 
 
 class TextShard:
     """A corpus file, or its bytes ``[start, stop)``, as a replica's shard: encoded with the vocabulary into a
     chunk cache on the worker."""
 
-    def __init__(self, path, size, max_sentence_length=MAX_SENTENCE_LENGTH, start=0, stop=None):
+    def __init__(self, path, size, max_sentence_length=MAX_SENTENCE_LENGTH, start=0, stop=None, scan_token=None):
         self.path = path
+        self.scan_token = scan_token        # the vocabulary's scan, whose chunks of this shard a worker may keep
         self.file_size = size
         self.size = size if stop is None else stop - start
         self.start, self.stop = start, stop
@@ -305,9 +476,19 @@ class TextShard:
         return state
 
     def open(self, model):
-        """Read and encode the file; returns its in-vocabulary tokens (the units of one epoch)."""
+        """Encode the shard with the model's vocabulary: its chunks kept on this worker by the vocabulary's scan,
+        rewritten, or else the file read again; returns its in-vocabulary tokens (the units of one epoch)."""
+        threads = max(1, int(model.workers))
+        kept = KEPT.take(getattr(self, "scan_token", None), self.name)
+        if kept is not None:
+            provisional, table = kept
+            try:
+                self.cache = remapped(provisional, table.remap(model.vocab), threads)
+            finally:
+                provisional.close()
+            return self.cache.tokens
         self.cache = ChunkCache()
-        for chunk in model.vocab.encode(self.corpus(), model.chunk_tokens, max(1, int(model.workers))):
+        for chunk in model.vocab.encode(self.corpus(), model.chunk_tokens, threads):
             self.cache.append(chunk)
         self.cache.complete = True
         return self.cache.tokens
