@@ -1,5 +1,5 @@
 """Sharded text corpora for cluster training: file lists and globs on any fsspec filesystem, the vocabulary
-counted per shard on the workers, and the shards a replica reads.
+counted on the workers as they encode the shards, and the shards a replica trains.
 
 A corpus for ``Word2Vec(corpus_file=..., client=...)`` is a path, a glob (``s3://bucket/corpus/*.txt.gz``),
 a directory (its files) or a list of them, on any filesystem fsspec knows (local, ``s3://``, ``gs://``,
