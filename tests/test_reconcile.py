@@ -420,7 +420,7 @@ def test_a_threaded_pass_refuses_what_a_single_thread_refuses():
         deltas.adopt_rows(table, table.copy(), np.array([1, 2], np.int32), np.zeros((2, 2), np.uint16),
                           np.zeros(0, np.int32), np.zeros((0, 2), np.uint16), True, np.zeros(1, np.int32), 0, 4)
     with pytest.raises(ValueError, match="not increasing"):
-        deltas.merge_rows([np.array([3, 1], np.int32)], [np.zeros((2, 2), np.uint16)], 6, deltas.MERGE_SUM,
+        deltas.merge_rows([np.array([3, 1], np.int32)], [np.zeros((2, 2), np.uint16)], 6, False,
                           np.zeros((2, 2), np.uint16), np.zeros(2, np.int32), None, None, 3)
 
 

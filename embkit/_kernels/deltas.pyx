@@ -103,14 +103,6 @@ DEF BUCKET_SHIFT = 49
 #: ranges of rows per thread of a threaded pass (rows are not changed evenly: more ranges than threads,
 #: taken as threads come free, even out the work)
 DEF PARTS_PER_THREAD = 4
-
-cdef enum:
-    RULE_SUM = 0
-    RULE_AVERAGE = 1
-    RULE_ADAPTIVE = 2
-
-#: the rules of :func:`merge_rows`
-MERGE_SUM, MERGE_AVERAGE, MERGE_ADAPTIVE = RULE_SUM, RULE_AVERAGE, RULE_ADAPTIVE
 DEF N_BUCKETS = 1 << (63 - BUCKET_SHIFT)
 
 
@@ -329,16 +321,14 @@ cdef inline Py_ssize_t _lower_bound(const int32_t *ids, Py_ssize_t length, int32
 
 
 cdef Py_ssize_t _merge_range(Py_ssize_t n, const int32_t **id_ptr, const uint16_t **value_ptr, Py_ssize_t *at,
-                             const Py_ssize_t *end, Py_ssize_t d, int rule, uint16_t *out_values,
+                             const Py_ssize_t *end, Py_ssize_t d, bint average, uint16_t *out_values,
                              int32_t *out_ids, int32_t *owner, float *table, float *row, float *step) noexcept nogil:
-    """Merge the deltas' rows ``at[k] .. end[k]`` of every delta ``k`` (``at`` advances) by ``rule`` (one of
-    the ``MERGE_*`` values), writing from the start of the outputs; with ``out_values`` NULL only count the
-    rows.  Their number."""
+    """Merge the deltas' rows ``at[k] .. end[k]`` of every delta ``k`` (``at`` advances), writing from the
+    start of the outputs; with ``out_values`` NULL only count the rows.  Their number."""
     cdef Py_ssize_t c = 0, k, j
     cdef int32_t low
     cdef int seen, only = 0
     cdef float scale
-    cdef double parts, whole
     while True:
         low = -1
         for k in range(n):
@@ -355,30 +345,16 @@ cdef Py_ssize_t _merge_range(Py_ssize_t n, const int32_t **id_ptr, const uint16_
         for j in range(d):
             step[j] = 0.0
         seen = 0
-        parts = 0.0
         for k in range(n):
             if at[k] < end[k] and id_ptr[k][at[k]] == low:
                 floats_from_halves(value_ptr[k] + at[k] * d, row, d, 1)
                 for j in range(d):
                     step[j] += row[j]
-                if rule == RULE_ADAPTIVE:
-                    for j in range(d):
-                        parts += row[j] * row[j]
                 seen += 1
                 only = k
                 at[k] += 1
-        if seen > 1 and rule != RULE_SUM:
+        if average and seen > 1:
             scale = 1.0 / seen
-            if rule == RULE_ADAPTIVE:
-                # sum |d_i|^2 / |sum d_i|^2 is 1/m for m equal steps (each replica moved the row all the way:
-                # their mean) and 1 for steps at right angles (each moved it on its own data: their sum)
-                whole = 0.0
-                for j in range(d):
-                    whole += step[j] * step[j]
-                if whole <= 0.0 or parts >= whole:
-                    scale = 1.0
-                elif parts * seen > whole:
-                    scale = <float>(parts / whole)
             for j in range(d):
                 step[j] = step[j] * scale
         halves_from_floats(step, out_values + c * d, d, 1)
@@ -393,15 +369,12 @@ cdef Py_ssize_t _merge_range(Py_ssize_t n, const int32_t **id_ptr, const uint16_
     return c
 
 
-def merge_rows(list ids, list values, Py_ssize_t n_rows, int rule, uint16_t[:, ::1] out_values,
+def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[:, ::1] out_values,
                int32_t[::1] out_ids, float[:, ::1] table=None, int32_t[::1] owner=None, int threads=1):
-    """One float16 step per row of any delta, by ``rule``: :data:`MERGE_SUM`, the sum of the deltas' steps
-    (added in the deltas' order, as :func:`accumulate` adds them); :data:`MERGE_AVERAGE`, the sum over the
-    number of deltas holding the row; :data:`MERGE_ADAPTIVE`, the sum times ``sum_i |d_i|^2 / |sum_i d_i|^2``
-    kept between ``1/m`` and 1 for ``m`` deltas (their mean where the steps agree, their sum where they are
-    at right angles).  With ``table``, also add each step (as float16 widened) to it; with ``owner``, the
-    index of the only delta holding each row, or -1 (a row only one delta holds has that delta's step, bit
-    for bit, under every rule).
+    """One float16 step per row of any delta: the sum of the deltas' steps (added in the deltas' order,
+    as :func:`accumulate` adds them), or with ``average`` the sum over the number of deltas holding the
+    row; with ``table``, also add each step (as float16 widened) to it; with ``owner``, the index of the
+    only delta holding each row, or -1 (a row only one delta holds has that delta's step, bit for bit).
 
     ``ids`` and ``values`` hold one delta each (ids increasing, below ``n_rows``); the deltas are walked
     together in id order, so only their rows are visited.  ``out_values`` / ``out_ids`` (and ``owner``)
@@ -412,8 +385,6 @@ def merge_rows(list ids, list values, Py_ssize_t n_rows, int rule, uint16_t[:, :
     cdef bint failed = False
     cdef const int32_t[::1] one_ids
     cdef const uint16_t[:, ::1] one_values
-    if rule not in (RULE_SUM, RULE_AVERAGE, RULE_ADAPTIVE):
-        raise ValueError("merge_rows: unknown rule %d" % rule)
     if len(values) != n:
         raise ValueError("merge_rows: %d id arrays for %d value arrays" % (n, len(values)))
     if table is not None and (table.shape[0] != n_rows or table.shape[1] != d):
@@ -466,7 +437,7 @@ def merge_rows(list ids, list values, Py_ssize_t n_rows, int rule, uint16_t[:, :
                     written[p] = -1
                 else:
                     memcpy(at, cuts + p * n, n * sizeof(Py_ssize_t))
-                    offset[p + 1] = _merge_range(n, id_ptr, value_ptr, at, cuts + (p + 1) * n, d, rule, NULL,
+                    offset[p + 1] = _merge_range(n, id_ptr, value_ptr, at, cuts + (p + 1) * n, d, average, NULL,
                                                  NULL, NULL, NULL, NULL, NULL)
             free(at)
         for p in range(parts):
@@ -482,7 +453,7 @@ def merge_rows(list ids, list values, Py_ssize_t n_rows, int rule, uint16_t[:, :
                     written[p] = -1
                 else:
                     memcpy(at, cuts + p * n, n * sizeof(Py_ssize_t))
-                    written[p] = _merge_range(n, id_ptr, value_ptr, at, cuts + (p + 1) * n, d, rule,
+                    written[p] = _merge_range(n, id_ptr, value_ptr, at, cuts + (p + 1) * n, d, average,
                                               &out_values[0, 0] + offset[p] * d, &out_ids[0] + offset[p],
                                               owner_ptr + offset[p] if owner_ptr != NULL else NULL, table_ptr,
                                               row, step)

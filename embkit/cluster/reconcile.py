@@ -38,11 +38,6 @@ a row it did not change):
 * ``"average"``: the mean of the deltas of the replicas that changed the row (model averaging of the changed
   rows): never overshoots, but a row every replica trained moves by one replica's step, so a word of
   middling frequency learns at about ``1/n`` of the one-process rate.
-* ``"adaptive"``: per row, between the two by how much the ``m`` replicas' deltas agree: the sum times
-  ``sum_i |d_i|^2 / |sum_i d_i|^2``, kept between ``1/m`` and 1.  Deltas that all point the same way (each
-  replica moved the row to the same place) give their mean; deltas at right angles (each replica moved it
-  on its own data, as the steps of one process's threads would add up) give their sum.  No state carries
-  from round to round.
 
 CLUSTER.md compares them.
 """
@@ -50,10 +45,7 @@ import numpy as np
 
 from embkit._kernels import deltas as _kernel
 
-MODES = ("momentum", "sum", "average", "adaptive")
-#: the kernel's rule of each mode merged without momentum (``"momentum"`` with 2 replicas is the sum)
-_RULES = {"momentum": _kernel.MERGE_SUM, "sum": _kernel.MERGE_SUM, "average": _kernel.MERGE_AVERAGE,
-          "adaptive": _kernel.MERGE_ADAPTIVE}
+MODES = ("momentum", "sum", "average")
 #: the merge of a model that does not choose one (see the module docstring and CLUSTER.md)
 DEFAULT_MODE = "momentum"
 #: block learning rate of ``"momentum"``: with it a row every replica moved all the way to its target within
@@ -175,7 +167,7 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
         Rows of the table.
     deltas : list of RowDelta
         One per replica that returned one.
-    mode : {"momentum", "sum", "average", "adaptive"}
+    mode : {"momentum", "sum", "average"}
         See the module docstring.
     table : ndarray, optional
         A reconciled table: the steps are added to it in the same pass (as :func:`apply_update` would).
@@ -216,7 +208,7 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
         ids = _buffer(scratch, "ids", (room,), np.int32)
         owner = _buffer(scratch, "owner", (room,), np.int32)
         count = _kernel.merge_rows([np.ascontiguousarray(d.ids, dtype=np.int32) for d in deltas],
-                                   [_bits(d.values) for d in deltas], n_rows, _RULES[mode], values, ids, table,
+                                   [_bits(d.values) for d in deltas], n_rows, mode == "average", values, ids, table,
                                    owner, threads)
         only = owner[:count] >= 0
         owner[:count][only] = np.asarray(index, np.int32)[owner[:count][only]]
