@@ -44,6 +44,9 @@ def test_newer_layout_is_read_by_name(tmp_path, small, name, folder, gz):
     for got, want in ((got_train, train), (got_test, test)):
         np.testing.assert_allclose(got.X.toarray(), want.X.toarray(), rtol=1e-5)
         assert (got.Y != want.Y).nnz == 0
+    threaded = load_xc_dataset(name, tmp_path, allow_mismatch=True, workers=3)     # blocks parsed on threads
+    for got, one in zip(threaded, (got_train, got_test)):
+        assert (got.X != one.X).nnz == 0 and (got.Y != one.Y).nnz == 0
     # the published sizes are checked unless allowed otherwise
     with pytest.raises(ValueError, match="allow_mismatch"):
         load_xc_dataset(name, tmp_path)

@@ -117,6 +117,10 @@ def test_round_trip(tmp_path, name):
     assert not [f for f in os.listdir(tmp_path) if f.startswith(".tmp")]
     tiny_blocks = read_xc(path, block_bytes=5)  # lines longer than a block
     assert entries(tiny_blocks.X) == entries(data.X) and entries(tiny_blocks.Y) == entries(data.Y)
+    for workers in (2, 5):      # blocks parsed on threads: the same data
+        threaded = read_xc(path, block_bytes=64, workers=workers)
+        assert entries(threaded.X) == entries(data.X) and entries(threaded.Y) == entries(data.Y)
+        assert np.array_equal(threaded.X.indptr, data.X.indptr) and threaded.n_unlabelled == data.n_unlabelled
 
 
 def test_round_trip_svmlight_one_based(tmp_path):
@@ -236,8 +240,9 @@ def test_bad_line_far_into_the_file(tmp_path):
     lines[4321] = "1 2:x"
     path = write(tmp_path, "5000 7 3\n" + "\n".join(lines) + "\n", "big.txt.gz")
     for block in (97, 4096, 1 << 22):
-        with pytest.raises(ValueError, match=r"big\.txt\.gz, line 4323: non-numeric value 'x'"):
-            read_xc(path, block_bytes=block)
+        for workers in (1, 3):      # a bad block on a thread is named with the line its place in the file gives
+            with pytest.raises(ValueError, match=r"big\.txt\.gz, line 4323: non-numeric value 'x'"):
+                read_xc(path, block_bytes=block, workers=workers)
 
 
 def test_bad_parameters(tmp_path):
@@ -250,6 +255,9 @@ def test_bad_parameters(tmp_path):
         read_xc(path, header="yes")
     with pytest.raises(FileNotFoundError, match="does not exist"):
         read_xc(str(tmp_path / "missing.txt"))
+    for bad in (0, 1.5, True, None):
+        with pytest.raises(ValueError, match="workers must be a positive integer"):
+            read_xc(path, workers=bad)
     with pytest.raises(ValueError, match="line 2: label id 1 is out of range: the n_features/n_labels"):
         read_svmlight(write(tmp_path, "0 1:1\n1 1:1\n", "s.txt"), base=0, n_labels=1)
 

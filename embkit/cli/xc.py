@@ -139,12 +139,12 @@ def _load_xc(args):
         if args.train or args.test:
             raise UsageError("give either --data NAME (with --root) or --train/--test files, not both")
         from embkit.xc.datasets import load_xc_dataset
-        return load_xc_dataset(args.data, args.root, allow_mismatch=args.allow_mismatch)
+        return load_xc_dataset(args.data, args.root, allow_mismatch=args.allow_mismatch, workers=args.workers)
     if not (args.train and args.test):
         raise UsageError("give --data NAME (with --root) or both --train and --test")
     from embkit.xc.data import read_xc
-    train = read_xc(args.train)
-    test = read_xc(args.test, n_features=train.n_features, n_labels=train.n_labels)
+    train = read_xc(args.train, workers=args.workers)
+    test = read_xc(args.test, n_features=train.n_features, n_labels=train.n_labels, workers=args.workers)
     return train, test
 
 

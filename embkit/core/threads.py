@@ -1,9 +1,11 @@
-"""Running a function over a few items on threads: the pattern of the passes whose work releases the GIL
-(NumPy and SciPy products, the kernels) and whose items are independent (blocks of rows, ensemble members).
+"""Running a function over items on threads: the pattern of the passes whose work releases the GIL (NumPy
+and SciPy products, the kernels) and whose items are independent (blocks of rows or of text, ensemble
+members).
 """
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["map_on_threads"]
+__all__ = ["map_on_threads", "ordered_map"]
 
 
 def map_on_threads(fn, items, workers):
@@ -15,3 +17,24 @@ def map_on_threads(fn, items, workers):
         return [fn(item) for item in items]
     with ThreadPoolExecutor(threads) as pool:
         return list(pool.map(fn, items))
+
+
+def ordered_map(fn, items, threads, ahead=2):
+    """``fn(item)`` for every item of the iterable ``items`` on ``threads`` threads besides the caller's (0: in
+    the calling thread), yielded in the items' order; at most ``ahead`` items a thread are taken ahead of the
+    caller, so memory stays bounded however many items there are."""
+    if threads < 1:
+        yield from map(fn, items)
+        return
+    with ThreadPoolExecutor(threads, thread_name_prefix="embkit-map") as pool:
+        pending = deque()
+        try:
+            for item in items:
+                pending.append(pool.submit(fn, item))
+                if len(pending) > ahead * threads:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()

@@ -8,14 +8,12 @@ any number of threads.  At most a few blocks per thread are held at once, so mem
 the corpus size; an error while reading (naming the file and line) or splitting is raised in the caller after
 the threads have stopped.
 """
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
-
 from embkit._kernels.words import ChunkBuilder, WordTable, tokenize
+from embkit.core.threads import ordered_map
 from embkit.text.corpus import BLOCK_CHARS
 from embkit.text.prefetch import prefetch
 
-__all__ = ["splits_in_blocks", "tokenized_blocks", "ordered_map", "count_blocks", "encode_blocks"]
+__all__ = ["splits_in_blocks", "tokenized_blocks", "count_blocks", "encode_blocks"]
 
 #: blocks a thread may have read or split ahead of the caller
 BLOCKS_AHEAD = 2
@@ -28,26 +26,6 @@ SPARED_THREADS = 0
 def splits_in_blocks(corpus):
     """Whether ``corpus`` is read as blocks of text (a file corpus), so its words are split on threads."""
     return callable(getattr(corpus, "iter_blocks", None))
-
-
-def ordered_map(fn, items, threads):
-    """``fn(item)`` for every item on ``threads`` threads besides the caller's (0: in the calling thread),
-    yielded in the items' order, a few items ahead."""
-    if threads < 1:
-        yield from map(fn, items)
-        return
-    with ThreadPoolExecutor(threads, thread_name_prefix="embkit-words") as pool:
-        pending = deque()
-        try:
-            for item in items:
-                pending.append(pool.submit(fn, item))
-                if len(pending) > BLOCKS_AHEAD * threads:
-                    yield pending.popleft().result()
-            while pending:
-                yield pending.popleft().result()
-        finally:
-            for future in pending:
-                future.cancel()
 
 
 def tokenized_blocks(corpus, workers=1, block_chars=BLOCK_CHARS, table=None):
@@ -67,7 +45,7 @@ def tokenized_blocks(corpus, workers=1, block_chars=BLOCK_CHARS, table=None):
     splitters = max(1, workers - SPARED_THREADS)
     blocks = prefetch(corpus.iter_blocks(block_chars), depth=BLOCKS_AHEAD * splitters)
     try:
-        yield from ordered_map(split, blocks, splitters)
+        yield from ordered_map(split, blocks, splitters, BLOCKS_AHEAD)
     finally:
         blocks.close()
 

@@ -13,7 +13,8 @@ import numpy as np
 
 from embkit._kernels.words import WordTable, remap_chunk
 from embkit.core.heap import release_free_memory
-from embkit.text.blocks import encode_blocks, ordered_map, splits_in_blocks
+from embkit.core.threads import ordered_map
+from embkit.text.blocks import encode_blocks, splits_in_blocks
 from embkit.text.chunk_cache import ChunkCache
 from embkit.text.vocab import EmptyVocabularyError, EncodedChunk, Vocab, check_tokens
 

@@ -39,10 +39,11 @@ from typing import Optional
 import numpy as np
 import scipy.sparse as sp
 
-from embkit.xc.parse import MAX_ID, IdSpec, parse_block
+from embkit.xc.parse import MAX_ID, IdSpec, parse_block, parse_block_fast
 from embkit.core.atomic import atomic_path
 from embkit.core.line_blocks import whole_line_blocks
 from embkit.core.read_errors import reading
+from embkit.core.threads import ordered_map
 
 __all__ = ["XCData", "read_xc", "read_svmlight", "read_xc_header", "read_sparse_matrix", "read_xc_pair", "write_xc",
            "BLOCK_BYTES"]
@@ -133,7 +134,7 @@ class XCData:
 # reading
 
 def read_xc(path, *, header="auto", base=0, label_base=None, n_features=None, n_labels=None,
-            block_bytes=BLOCK_BYTES):
+            block_bytes=BLOCK_BYTES, workers=1):
     """Read a sparse multi-label file (XC repository format or svmlight multi-label).
 
     Parameters
@@ -151,8 +152,10 @@ def read_xc(path, *, header="auto", base=0, label_base=None, n_features=None, n_
         Sizes of the feature and label spaces.  With a header they must agree with it; without one
         they bound the ids, and when None the largest id seen decides.
     block_bytes : int, optional
-        Bytes parsed at a time; reading needs about 15 times this for the parse of a block, plus
-        the result.
+        Bytes parsed at a time; reading needs about 15 times this for the parse of a block (on each
+        thread, and a few blocks ahead of the first), plus the result.
+    workers : int, optional
+        Threads that parse blocks (the same result for any number).
 
     Returns
     -------
@@ -170,7 +173,7 @@ def read_xc(path, *, header="auto", base=0, label_base=None, n_features=None, n_
     """
     source = os.fspath(path)
     label_base = base if label_base is None else label_base
-    _check_params(header, base, label_base, n_features, n_labels, block_bytes)
+    _check_params(header, base, label_base, n_features, n_labels, block_bytes, workers)
     if "://" not in source and not os.path.exists(source):
         raise FileNotFoundError("data file %r does not exist" % source)
     from smart_open import open as sopen
@@ -185,20 +188,22 @@ def read_xc(path, *, header="auto", base=0, label_base=None, n_features=None, n_
         n_features, n_labels = _sizes(declared, n_features, n_labels, source)
         origin = "the header (line 1)" if declared else "the n_features/n_labels arguments"
         spec = IdSpec(label_base, base, n_labels, n_features, origin)
-        parts = _read_blocks(fh, b"" if declared else first, 2 if declared else 1, spec, source, block_bytes)
+        parts = _read_blocks(fh, b"" if declared else first, 2 if declared else 1, spec, source, block_bytes,
+                             workers)
     return _assemble(parts, declared, spec, source)
 
 
-def read_sparse_matrix(path, *, what="feature", block_bytes=BLOCK_BYTES):
+def read_sparse_matrix(path, *, what="feature", block_bytes=BLOCK_BYTES, workers=1):
     """Read one sparse matrix of the XC repository's newer layout (``trn_X_Xf.txt``, ``trn_X_Y.txt``, ...).
 
     The first line is ``rows columns``, then one line per row of ``column:value`` pairs (0-based columns,
     an empty line for an empty row).  Returns a csr_matrix (float32).  Errors are ValueErrors naming the
     file and line, as :func:`read_xc`'s (a column beyond the header's count, a malformed pair, a row count
-    that disagrees with the header, ...); messages call the columns ``what`` ("feature" or "label").
+    that disagrees with the header, ...); messages call the columns ``what`` ("feature" or "label").  Blocks
+    are parsed on ``workers`` threads, as :func:`read_xc` parses them.
     """
     try:
-        return _read_sparse_matrix(path, block_bytes)
+        return _read_sparse_matrix(path, block_bytes, workers)
     except ValueError as exc:
         if what == "feature":
             raise
@@ -217,8 +222,9 @@ def _data_file(source):
         yield fh, first[3:] if first.startswith(b"\xef\xbb\xbf") else first
 
 
-def _read_sparse_matrix(path, block_bytes):
+def _read_sparse_matrix(path, block_bytes, workers):
     source = os.fspath(path)
+    _check_params("auto", 0, 0, None, None, block_bytes, workers)
     with _data_file(source) as (fh, first):
         m = _MATRIX_HEADER.fullmatch(first)
         if not m:
@@ -228,18 +234,18 @@ def _read_sparse_matrix(path, block_bytes):
         if n_cols > MAX_ID + 1:
             raise ValueError("%s, line 1: the header declares %d columns, more than %d" % (source, n_cols, MAX_ID + 1))
         spec = IdSpec(0, 0, 0, n_cols, "the header (line 1)")
-        parts = _read_blocks(fh, b"", 2, spec, source, block_bytes)
+        parts = _read_blocks(fh, b"", 2, spec, source, block_bytes, workers)
     return _assemble(parts, (n_rows, n_cols, 0), spec, source).X
 
 
-def read_xc_pair(features_path, labels_path):
+def read_xc_pair(features_path, labels_path, workers=1):
     """One split of the newer layout: features (``*_X_Xf.txt``) and labels (``*_X_Y.txt``) as an XCData.
 
     Label values are ignored (every stored label is positive).  ValueError when the two files have
-    different numbers of rows, naming both.
+    different numbers of rows, naming both.  Blocks are parsed on ``workers`` threads.
     """
-    X = read_sparse_matrix(features_path)
-    Y = read_sparse_matrix(labels_path, what="label")
+    X = read_sparse_matrix(features_path, workers=workers)
+    Y = read_sparse_matrix(labels_path, what="label", workers=workers)
     if X.shape[0] != Y.shape[0]:
         raise ValueError("%s has %d rows but %s has %d: they must describe the same points"
                          % (os.fspath(features_path), X.shape[0], os.fspath(labels_path), Y.shape[0]))
@@ -306,7 +312,7 @@ def read_xc_header(path):
     return _parse_header(first, "auto", source) if first else None
 
 
-def _check_params(header, base, label_base, n_features, n_labels, block_bytes):
+def _check_params(header, base, label_base, n_features, n_labels, block_bytes, workers=1):
     if header not in ("auto", True, False):
         raise ValueError("header must be 'auto', True or False, got %r" % (header,))
     for name, value in (("base", base), ("label_base", label_base)):
@@ -315,8 +321,9 @@ def _check_params(header, base, label_base, n_features, n_labels, block_bytes):
     for name, value in (("n_features", n_features), ("n_labels", n_labels)):
         if value is not None and (not isinstance(value, (int, np.integer)) or not 0 <= value <= MAX_ID + 1):
             raise ValueError("%s must be None or an integer in [0, %d], got %r" % (name, MAX_ID + 1, value))
-    if not isinstance(block_bytes, (int, np.integer)) or block_bytes < 1:
-        raise ValueError("block_bytes must be a positive integer, got %r" % (block_bytes,))
+    for name, value in (("block_bytes", block_bytes), ("workers", workers)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError("%s must be a positive integer, got %r" % (name, value))
 
 
 def _parse_header(line, header, source):
@@ -355,12 +362,18 @@ def _sizes(declared, n_features, n_labels, source):
     return declared[1], declared[2]
 
 
-def _read_blocks(fh, head, first_line, spec, source, block_bytes):
-    """Parse the rest of `fh` (after `head`, the already-read start of it) block by block."""
+def _read_blocks(fh, head, first_line, spec, source, block_bytes, workers=1):
+    """Parse the rest of `fh` (after `head`, the already-read start of it) block by block, the plainly valid
+    blocks on `workers` threads (NumPy releases the GIL), the others line by line in order, so that a
+    message names the right line."""
     parts = []
     line = first_line
-    for block in whole_line_blocks(fh, block_bytes, head):
-        parsed = parse_block(block, line, spec, source)
+    threads = int(workers) if workers > 1 else 0        # the caller only reads and collects
+    fast = ordered_map(lambda block: (block, parse_block_fast(block, spec)), whole_line_blocks(fh, block_bytes, head),
+                       threads)
+    for block, parsed in fast:
+        if parsed is None:
+            parsed = parse_block(block, line, spec, source)
         line += parsed.n_rows
         parts.append(parsed)
     return parts

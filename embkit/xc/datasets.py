@@ -236,7 +236,7 @@ def _pick(ranked, split, name):
     return paths[0]
 
 
-def load_xc_dataset(name, root, *, allow_mismatch=False, base=0):
+def load_xc_dataset(name, root, *, allow_mismatch=False, base=0, workers=1):
     """Read the train and test split of an XC repository set from a folder, checking their sizes.
 
     Parameters
@@ -249,6 +249,8 @@ def load_xc_dataset(name, root, *, allow_mismatch=False, base=0):
         Accept files whose sizes differ from the published ones (e.g. a subset or another version).
     base : int, optional
         Id base of the files (0 in the XC format; 1 for LIBSVM conversions).
+    workers : int, optional
+        Threads that parse the files' blocks (:func:`embkit.xc.data.read_xc`).
 
     Returns
     -------
@@ -268,12 +270,12 @@ def load_xc_dataset(name, root, *, allow_mismatch=False, base=0):
     out = []
     for split, path, n_points in (("train", train_path, info.n_train), ("test", test_path, info.n_test)):
         if isinstance(path, tuple):               # the newer layout: features and labels files
-            data = read_xc_pair(*path)
+            data = read_xc_pair(*path, workers=workers)
             path = " + ".join(path)
         elif read_xc_header(path) is None and not allow_mismatch:
-            data = read_xc(path, base=base, n_features=info.n_features, n_labels=info.n_labels)
+            data = read_xc(path, base=base, n_features=info.n_features, n_labels=info.n_labels, workers=workers)
         else:
-            data = read_xc(path, base=base)
+            data = read_xc(path, base=base, workers=workers)
         if not allow_mismatch:
             _check_stats(path, split, data, n_points, info)
         out.append(data)

@@ -1,0 +1,77 @@
+"""Benchmark: reading an extreme-classification file with ``read_xc`` on 1, 2, ... threads.
+
+Writes (unless ``--path`` names an existing file) a synthetic XC file of ``--points`` rows, each with
+``--features-per-point`` features of ``--features`` and 3 labels of ``--labels``, then reads it with every
+``--workers`` count in turn, ``--repeats`` times interleaved, and prints each read's seconds, the medians and
+the speedups against the fewest threads; every read is checked to give the same matrices.  Nothing is
+asserted about time: it depends on the machine.
+
+Usage::
+
+    python -m eval.bench.xc_read --points 200000 --workers 1 2 --repeats 3
+"""
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from embkit.xc.data import XCData, read_xc, write_xc
+
+
+def synthetic_file(path, points, features, labels, per_point, seed=0):
+    """Write an XC file of ``points`` rows with ``per_point`` features (sorted, distinct) and 3 labels each."""
+    rng = np.random.default_rng(seed)
+    cols = np.sort(rng.choice(features, size=(points, per_point), replace=True), axis=1)
+    X = sp.csr_matrix((rng.random(points * per_point, dtype=np.float32), cols.ravel(),
+                       np.arange(0, (points + 1) * per_point, per_point)), shape=(points, features))
+    X.sum_duplicates()
+    Y = sp.csr_matrix((np.ones(points * 3, np.float32), rng.integers(0, labels, points * 3),
+                       np.arange(0, (points + 1) * 3, 3)), shape=(points, labels))
+    Y.sum_duplicates()
+    Y.data[:] = 1
+    write_xc(path, XCData(X, Y))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--path", default=None, help="an XC file to read (default: a synthetic one, written first)")
+    p.add_argument("--points", type=int, default=200_000)
+    p.add_argument("--features", type=int, default=50_000)
+    p.add_argument("--labels", type=int, default=2_000)
+    p.add_argument("--features-per-point", type=int, default=60)
+    p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--repeats", type=int, default=3)
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="xc-read-") as tmp:
+        path = args.path
+        if path is None:
+            path = os.path.join(tmp, "synthetic.xc.txt")
+            synthetic_file(path, args.points, args.features, args.labels, args.features_per_point)
+        print("%s: %.1f MB" % (path if args.path else "synthetic file", os.path.getsize(path) / 1e6))
+        times, first = {}, None
+        for rep in range(args.repeats):
+            for w in args.workers:
+                start = time.perf_counter()
+                data = read_xc(path, workers=w)
+                seconds = time.perf_counter() - start
+                if first is None:
+                    first = data
+                elif (data.X != first.X).nnz or (data.Y != first.Y).nnz:
+                    raise SystemExit("workers=%d read other matrices than workers=%d" % (w, args.workers[0]))
+                times.setdefault(w, []).append(seconds)
+                print("repeat %d, %d thread%s: %.2f s" % (rep, w, "" if w == 1 else "s", seconds), flush=True)
+    base = statistics.median(times[args.workers[0]])
+    print("\n| threads | seconds (median) | speedup |\n|---:|---:|---:|")
+    for w in args.workers:
+        median = statistics.median(times[w])
+        print("| %d | %.2f | %.2fx |" % (w, median, base / median))
+    print("\n`python -m eval.bench.xc_read %s`" % " ".join(argv if argv is not None else sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()
