@@ -358,12 +358,6 @@ class KeptScans:
                 return None
             return self._shards.pop(name, None)
 
-    def clear(self):
-        with self._lock:
-            dropped, self._shards, self._token = self._shards, {}, None
-        for cache, _ in dropped.values():
-            cache.close()
-
 
 #: this process's kept scans (a Dask worker's)
 KEPT = KeptScans()

@@ -39,7 +39,7 @@ from typing import Optional
 import numpy as np
 import scipy.sparse as sp
 
-from embkit.xc.parse import MAX_ID, IdSpec, parse_block, parse_block_fast
+from embkit.xc.parse import MAX_ID, IdSpec, parse_block_fast, parse_block_slow
 from embkit.core.atomic import atomic_path
 from embkit.core.line_blocks import whole_line_blocks
 from embkit.core.read_errors import reading
@@ -372,8 +372,8 @@ def _read_blocks(fh, head, first_line, spec, source, block_bytes, workers=1):
     fast = ordered_map(lambda block: (block, parse_block_fast(block, spec)), whole_line_blocks(fh, block_bytes, head),
                        threads)
     for block, parsed in fast:
-        if parsed is None:
-            parsed = parse_block(block, line, spec, source)
+        if parsed is None:      # not plainly valid: line by line, naming the first bad line
+            parsed = parse_block_slow(block, line, spec, source)
         line += parsed.n_rows
         parts.append(parsed)
     return parts
