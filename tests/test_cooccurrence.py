@@ -84,6 +84,16 @@ def test_sparse_and_dense_accumulation_agree(monkeypatch):
     monkeypatch.setattr(cooccurrence, "FLUSH_PAIRS", 777)
     sparse = forward_pair_counts(tokens, lengths, 50, window=4)
     assert (dense != sparse).nnz == 0 and dense.sum() == 4 * 5000 - 50 * 10
+    # the sparse sums on threads: segments of uneven lengths cut into runs, counted apart and added up
+    uneven = rng.integers(0, 40, 300)
+    tokens = rng.integers(0, 50, uneven.sum())
+    one = forward_pair_counts(tokens, uneven, 50, window=None)
+    for workers in (2, 3, 7):
+        threaded = forward_pair_counts(tokens, uneven, 50, window=None, workers=workers)
+        assert (threaded != one).nnz == 0 and threaded.dtype == one.dtype
+    assert one.sum() == sum(n * (n - 1) // 2 for n in uneven.tolist())
+    assert cooccurrence._segment_runs(uneven, 6)[-1][1] == len(uneven)
+    assert forward_pair_counts(np.zeros(0, np.int64), np.zeros(0, np.int64), 50, workers=3).nnz == 0
 
 
 @pytest.mark.parametrize("window", [0, -1, 2.5, "3", True])

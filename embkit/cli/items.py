@@ -115,9 +115,10 @@ def _load_data(args):
             from embkit.items.leave_one_out import leave_one_out
             split = leave_one_out(timelines)
             train = PairCounts.from_timelines(split.train, window=window,
-                                              directions=args.directions or DEFAULT_DIRECTIONS)
+                                              directions=args.directions or DEFAULT_DIRECTIONS, workers=args.workers)
             return train, train, split.validation, split.test
-        counts = PairCounts.from_timelines(timelines, window=window, directions=args.directions or "forward")
+        counts = PairCounts.from_timelines(timelines, window=window, directions=args.directions or "forward",
+                                           workers=args.workers)
     return (counts,) + counts.split(tuple(args.split), seed=args.split_seed)
 
 

@@ -39,6 +39,7 @@ import scipy.sparse as sp
 
 from embkit.core.atomic import atomic_path
 from embkit.core.sparse_checks import check_sparse
+from embkit.core.threads import map_on_threads
 from embkit.items.item_ids import ItemIds
 from embkit.items.pair_split import split_pairs
 
@@ -61,6 +62,9 @@ DEFAULT_VOCAB_SIZE = 15000
 DENSE_CELLS = 1 << 24
 #: Pairs held before they are summed into the sparse matrix.
 FLUSH_PAIRS = 1 << 24
+#: runs of segments counted apart per thread of ``forward_pair_counts`` when it sums sparse (a long run does not
+#: keep the other threads waiting, and each run's sums stay smaller)
+PARTS_PER_WORKER = 2
 
 
 # ---------------------------------------------------------------------------------------------- counting
@@ -132,7 +136,7 @@ class _CountAccumulator:
         return self.total
 
 
-def forward_pair_counts(tokens, lengths, n_items, window=DEFAULT_WINDOW):
+def forward_pair_counts(tokens, lengths, n_items, window=DEFAULT_WINDOW, workers=1):
     """Count forward co-occurrences in segments of a token array.
 
     Parameters
@@ -145,6 +149,10 @@ def forward_pair_counts(tokens, lengths, n_items, window=DEFAULT_WINDOW):
         Number of items.
     window : int or None
         Each token is paired with the next ``window`` tokens of its segment; None: all later tokens.
+    workers : int
+        Threads: the segments are cut into runs of about equal tokens, counted on their own and added up
+        (the same counts for any number).  Only when the counts are summed sparse (more than
+        :data:`DENSE_CELLS` cells): a dense sum is one pass of ``bincount`` and would need an array a thread.
 
     Returns
     -------
@@ -152,10 +160,35 @@ def forward_pair_counts(tokens, lengths, n_items, window=DEFAULT_WINDOW):
         ``n_items x n_items`` int64 counts, rows = earlier item, columns = later item.
     """
     window = _check_window(window)
-    acc = _CountAccumulator(int(n_items))
-    for rows, cols in _forward_pairs(tokens, lengths, window):
-        acc.add(rows, cols)
-    return acc.result()
+    tokens = np.asarray(tokens)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    sparse = int(n_items) ** 2 > DENSE_CELLS
+    threads = max(1, int(workers)) if sparse else 1
+    parts = _segment_runs(lengths, PARTS_PER_WORKER * threads) if sparse else [(0, len(lengths))]
+
+    def count(run):
+        first, last = run
+        start, stop = int(lengths[:first].sum()), int(lengths[:last].sum())
+        acc = _CountAccumulator(int(n_items))
+        for rows, cols in _forward_pairs(tokens[start:stop], lengths[first:last], window):
+            acc.add(rows, cols)
+        return acc.result()
+
+    matrices = map_on_threads(count, parts, threads)
+    total = matrices[0]
+    for matrix in matrices[1:]:
+        total = total + matrix
+    return total
+
+
+def _segment_runs(lengths, parts):
+    """``[(first, last), ...]``: runs of consecutive segments of about equal tokens, at most ``parts``."""
+    ends = np.cumsum(lengths)
+    if not len(ends):
+        return [(0, 0)]
+    cuts = np.searchsorted(ends, np.linspace(0, ends[-1], parts + 1)[1:-1], side="right")
+    bounds = np.unique(np.concatenate([[0], cuts, [len(lengths)]]))
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist())) or [(0, len(lengths))]
 
 
 def _count_matrix(matrix, what="matrix"):
@@ -246,7 +279,7 @@ class PairCounts:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_timelines(cls, timelines, window=DEFAULT_WINDOW, directions=DEFAULT_DIRECTIONS):
+    def from_timelines(cls, timelines, window=DEFAULT_WINDOW, directions=DEFAULT_DIRECTIONS, workers=1):
         """Count each item of each timeline with the items that follow it (and, by default, the other way).
 
         Parameters
@@ -265,6 +298,8 @@ class PairCounts:
             the matrix is symmetric: the recommender learns from what came before an item as well as from
             what came after it.  ``"forward"`` keeps the earlier -> later pairs only (the paper's setting,
             and the one whose held-out pairs are next items).
+        workers : int
+            Threads that count (:func:`forward_pair_counts`; the same counts for any number).
 
         Returns
         -------
@@ -273,7 +308,7 @@ class PairCounts:
         """
         window = _check_window(window)
         directions = _check_directions(directions)
-        matrix = forward_pair_counts(timelines.items, timelines.lengths, timelines.n_items, window)
+        matrix = forward_pair_counts(timelines.items, timelines.lengths, timelines.n_items, window, workers)
         if directions == "both":
             matrix = matrix + matrix.T
         counts = cls(matrix, timelines.item_ids, timelines.item_counts, timelines.titles,
