@@ -10,13 +10,12 @@ Usage::
     python -m eval.bench.pair_counts --workers 1 2 --repeats 3
 """
 import argparse
-import statistics
 import sys
-import time
 
 import numpy as np
 
 from embkit.items.cooccurrence import forward_pair_counts
+from eval.bench.interleaved import interleaved_runs, speedup_table
 
 
 def main(argv=None):
@@ -31,23 +30,10 @@ def main(argv=None):
     lengths = rng.integers(20, 380, args.users)
     tokens = rng.zipf(1.3, int(lengths.sum())) % args.items
     print("%d users, %d ratings, %d items, window %d" % (args.users, len(tokens), args.items, args.window))
-    times, first = {}, None
-    for rep in range(args.repeats):
-        for w in args.workers:
-            start = time.perf_counter()
-            counts = forward_pair_counts(tokens, lengths, args.items, args.window, workers=w)
-            seconds = time.perf_counter() - start
-            if first is None:
-                first = counts
-            elif (counts != first).nnz:
-                raise SystemExit("workers=%d counted other pairs than workers=%d" % (w, args.workers[0]))
-            times.setdefault(w, []).append(seconds)
-            print("repeat %d, %d thread%s: %.2f s" % (rep, w, "" if w == 1 else "s", seconds), flush=True)
-    base = statistics.median(times[args.workers[0]])
-    print("\n| threads | seconds (median, range) | speedup |\n|---:|---:|---:|")
-    for w in args.workers:
-        median = statistics.median(times[w])
-        print("| %d | %.2f (%.2f-%.2f) | %.2fx |" % (w, median, min(times[w]), max(times[w]), base / median))
+    times = interleaved_runs(
+        lambda w: forward_pair_counts(tokens, lengths, args.items, args.window, workers=w), args.workers,
+        args.repeats, lambda counts, first: (counts != first).nnz and "other pair counts")
+    print("\n" + "\n".join(speedup_table(times)))
     print("\n`python -m eval.bench.pair_counts %s`" % " ".join(argv if argv is not None else sys.argv[1:]))
 
 

@@ -12,15 +12,14 @@ Usage::
 """
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
 
 import numpy as np
 import scipy.sparse as sp
 
 from embkit.xc.data import XCData, read_xc, write_xc
+from eval.bench.interleaved import interleaved_runs, speedup_table
 
 
 def synthetic_file(path, points, features, labels, per_point, seed=0):
@@ -53,23 +52,10 @@ def main(argv=None):
             path = os.path.join(tmp, "synthetic.xc.txt")
             synthetic_file(path, args.points, args.features, args.labels, args.features_per_point)
         print("%s: %.1f MB" % (path if args.path else "synthetic file", os.path.getsize(path) / 1e6))
-        times, first = {}, None
-        for rep in range(args.repeats):
-            for w in args.workers:
-                start = time.perf_counter()
-                data = read_xc(path, workers=w)
-                seconds = time.perf_counter() - start
-                if first is None:
-                    first = data
-                elif (data.X != first.X).nnz or (data.Y != first.Y).nnz:
-                    raise SystemExit("workers=%d read other matrices than workers=%d" % (w, args.workers[0]))
-                times.setdefault(w, []).append(seconds)
-                print("repeat %d, %d thread%s: %.2f s" % (rep, w, "" if w == 1 else "s", seconds), flush=True)
-    base = statistics.median(times[args.workers[0]])
-    print("\n| threads | seconds (median) | speedup |\n|---:|---:|---:|")
-    for w in args.workers:
-        median = statistics.median(times[w])
-        print("| %d | %.2f | %.2fx |" % (w, median, base / median))
+        times = interleaved_runs(
+            lambda w: read_xc(path, workers=w), args.workers, args.repeats,
+            lambda data, first: ((data.X != first.X).nnz or (data.Y != first.Y).nnz) and "other matrices")
+    print("\n" + "\n".join(speedup_table(times)))
     print("\n`python -m eval.bench.xc_read %s`" % " ".join(argv if argv is not None else sys.argv[1:]))
 
 
