@@ -125,7 +125,9 @@ class Replica:
         """The actors of every replica of the run, by group (this one's included)."""
         if len(peers) != self.replicas:
             raise ValueError("%d peers for a run of %d replicas" % (len(peers), self.replicas))
-        self.peers = list(peers)
+        # handles of this replica's own: a handle binds to the worker that first calls through it, and workers
+        # that are threads of one process receive the very objects the client sent
+        self.peers = [_own_handle(peer) for peer in peers]
         return True
 
     async def post(self, key, sender, payload):
@@ -432,6 +434,12 @@ class Replica:
             getattr(shard, "close", lambda: None)()
         self.pipe.abort()
         self.heap.leave()
+
+
+def _own_handle(actor):
+    """A new handle on the same actor (its pickling protocol), bound to no worker yet."""
+    rebuild, args = actor.__reduce__()
+    return rebuild(*args)
 
 
 def _cpu_seconds():

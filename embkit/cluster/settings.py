@@ -66,7 +66,7 @@ def check_cluster_params(model):
 
 def check_client(client, wait=None):
     """The client's workers as ``{address: threads}``; ValueError when it has none after ``wait`` seconds
-    (:data:`WORKER_WAIT` when None), or several that are threads of one process."""
+    (:data:`WORKER_WAIT` when None)."""
     wait = WORKER_WAIT if wait is None else wait
     workers = client.nthreads()
     if not workers:
@@ -76,12 +76,6 @@ def check_client(client, wait=None):
             raise ValueError("the Dask cluster of %r has no workers (waited %gs): start some with `dask worker %s` "
                              "or scale the cluster up" % (client, wait, client.scheduler.address)) from None
         workers = client.nthreads()
-    threads = [address for address in workers if address.startswith("inproc://")]
-    if len(threads) > 1:
-        raise ValueError("%d of the Dask cluster's workers run as threads of one process (inproc:// addresses, as "
-                         "LocalCluster(processes=False) starts them): the replicas of a cluster run exchange their "
-                         "rows between worker processes, and there they wait for each other for good; start the "
-                         "cluster with processes=True (LocalCluster's default) or with one worker" % len(threads))
     return dict(workers)
 
 
