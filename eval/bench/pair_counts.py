@@ -15,7 +15,7 @@ import sys
 import numpy as np
 
 from embkit.items.cooccurrence import forward_pair_counts
-from eval.bench.interleaved import interleaved_runs, speedup_table
+from eval.bench.interleaved import interleaved_runs, speedup_table, thread_label
 
 
 def main(argv=None):
@@ -30,9 +30,9 @@ def main(argv=None):
     lengths = rng.integers(20, 380, args.users)
     tokens = rng.zipf(1.3, int(lengths.sum())) % args.items
     print("%d users, %d ratings, %d items, window %d" % (args.users, len(tokens), args.items, args.window))
-    times = interleaved_runs(
-        lambda w: forward_pair_counts(tokens, lengths, args.items, args.window, workers=w), args.workers,
-        args.repeats, lambda counts, first: (counts != first).nnz and "other pair counts")
+    calls = {thread_label("embkit", w): (lambda w=w: forward_pair_counts(tokens, lengths, args.items, args.window,
+                                                                       workers=w)) for w in args.workers}
+    times = interleaved_runs(calls, args.repeats, lambda counts, first: (counts != first).nnz and "other pair counts")
     print("\n" + "\n".join(speedup_table(times)))
     print("\n`python -m eval.bench.pair_counts %s`" % " ".join(argv if argv is not None else sys.argv[1:]))
 

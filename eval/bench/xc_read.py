@@ -2,9 +2,10 @@
 
 Writes (unless ``--path`` names an existing file) a synthetic XC file of ``--points`` rows, each with
 ``--features-per-point`` features of ``--features`` and 3 labels of ``--labels``, then reads it with every
-``--workers`` count in turn, ``--repeats`` times interleaved, and prints each read's seconds, the medians and
-the speedups against the fewest threads; every read is checked to give the same matrices.  Nothing is
-asserted about time: it depends on the machine.
+``--workers`` count in turn, then with napkinXC's reader (the ``[bench]`` extra; ``--no-peers``: without),
+``--repeats`` times interleaved, and prints each read's seconds, the medians and the speedups against the
+first; every read is checked to give the same matrices.  Nothing is asserted about time: it depends on the
+machine.
 
 Usage::
 
@@ -19,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from embkit.xc.data import XCData, read_xc, write_xc
-from eval.bench.interleaved import interleaved_runs, speedup_table
+from eval.bench.interleaved import interleaved_runs, speedup_table, thread_label
 
 
 def synthetic_file(path, points, features, labels, per_point, seed=0):
@@ -36,6 +37,13 @@ def synthetic_file(path, points, features, labels, per_point, seed=0):
     write_xc(path, XCData(X, Y))
 
 
+def napkinxc_read(path):
+    """napkinXC's reader of the same file (its features and labels as CSR matrices), as an XCData."""
+    from napkinxc.datasets import load_libsvm_file
+    X, Y = load_libsvm_file(path, labels_format="csr_matrix")
+    return XCData(X.astype(np.float32), Y.astype(np.float32))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--path", default=None, help="an XC file to read (default: a synthetic one, written first)")
@@ -45,6 +53,7 @@ def main(argv=None):
     p.add_argument("--features-per-point", type=int, default=60)
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--no-peers", action="store_true", help="embkit alone (without napkinXC's reader)")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="xc-read-") as tmp:
         path = args.path
@@ -52,9 +61,12 @@ def main(argv=None):
             path = os.path.join(tmp, "synthetic.xc.txt")
             synthetic_file(path, args.points, args.features, args.labels, args.features_per_point)
         print("%s: %.1f MB" % (path if args.path else "synthetic file", os.path.getsize(path) / 1e6))
-        times = interleaved_runs(
-            lambda w: read_xc(path, workers=w), args.workers, args.repeats,
-            lambda data, first: ((data.X != first.X).nnz or (data.Y != first.Y).nnz) and "other matrices")
+        calls = {thread_label("embkit read_xc", w): (lambda w=w: read_xc(path, workers=w)) for w in args.workers}
+        if not args.no_peers:
+            calls["napkinXC load_libsvm_file"] = lambda: napkinxc_read(path)
+        times = interleaved_runs(calls, args.repeats, lambda data, first: (
+            (data.X.shape != first.X.shape or data.Y.shape != first.Y.shape or (data.X != first.X).nnz
+             or (data.Y != first.Y).nnz) and "other matrices"))
     print("\n" + "\n".join(speedup_table(times)))
     print("\n`python -m eval.bench.xc_read %s`" % " ".join(argv if argv is not None else sys.argv[1:]))
 
