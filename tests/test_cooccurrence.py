@@ -92,7 +92,8 @@ def test_sparse_and_dense_accumulation_agree(monkeypatch):
         threaded = forward_pair_counts(tokens, uneven, 50, window=None, workers=workers)
         assert (threaded != one).nnz == 0 and threaded.dtype == one.dtype
     assert one.sum() == sum(n * (n - 1) // 2 for n in uneven.tolist())
-    assert cooccurrence._segment_runs(uneven, 6)[-1][1] == len(uneven)
+    runs = cooccurrence._segment_runs(np.concatenate([[0], np.cumsum(uneven)]), 6)
+    assert runs[0][0] == 0 and runs[-1][1] == len(uneven) and all(a[1] == b[0] for a, b in zip(runs, runs[1:]))
     assert forward_pair_counts(np.zeros(0, np.int64), np.zeros(0, np.int64), 50, workers=3).nnz == 0
 
 

@@ -162,15 +162,15 @@ def forward_pair_counts(tokens, lengths, n_items, window=DEFAULT_WINDOW, workers
     window = _check_window(window)
     tokens = np.asarray(tokens)
     lengths = np.asarray(lengths, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)])      # each segment's first token
     sparse = int(n_items) ** 2 > DENSE_CELLS
     threads = max(1, int(workers)) if sparse else 1
-    parts = _segment_runs(lengths, PARTS_PER_WORKER * threads) if sparse else [(0, len(lengths))]
+    parts = _segment_runs(starts, PARTS_PER_WORKER * threads) if sparse else [(0, len(lengths))]
 
     def count(run):
         first, last = run
-        start, stop = int(lengths[:first].sum()), int(lengths[:last].sum())
         acc = _CountAccumulator(int(n_items))
-        for rows, cols in _forward_pairs(tokens[start:stop], lengths[first:last], window):
+        for rows, cols in _forward_pairs(tokens[starts[first]:starts[last]], lengths[first:last], window):
             acc.add(rows, cols)
         return acc.result()
 
@@ -181,14 +181,15 @@ def forward_pair_counts(tokens, lengths, n_items, window=DEFAULT_WINDOW, workers
     return total
 
 
-def _segment_runs(lengths, parts):
-    """``[(first, last), ...]``: runs of consecutive segments of about equal tokens, at most ``parts``."""
-    ends = np.cumsum(lengths)
-    if not len(ends):
+def _segment_runs(starts, parts):
+    """``[(first, last), ...]``: runs of consecutive segments of about equal tokens, at most ``parts``
+    (``starts``: each segment's first token, then the number of tokens)."""
+    n = len(starts) - 1
+    if n == 0:
         return [(0, 0)]
-    cuts = np.searchsorted(ends, np.linspace(0, ends[-1], parts + 1)[1:-1], side="right")
-    bounds = np.unique(np.concatenate([[0], cuts, [len(lengths)]]))
-    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist())) or [(0, len(lengths))]
+    cuts = np.searchsorted(starts[1:], np.linspace(0, starts[-1], parts + 1)[1:-1], side="right")
+    bounds = np.unique(np.concatenate([[0], cuts, [n]]))
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
 
 
 def _count_matrix(matrix, what="matrix"):

@@ -224,7 +224,7 @@ def _data_file(source):
 
 def _read_sparse_matrix(path, block_bytes, workers):
     source = os.fspath(path)
-    _check_params("auto", 0, 0, None, None, block_bytes, workers)
+    _check_reading(block_bytes, workers)
     with _data_file(source) as (fh, first):
         m = _MATRIX_HEADER.fullmatch(first)
         if not m:
@@ -321,6 +321,10 @@ def _check_params(header, base, label_base, n_features, n_labels, block_bytes, w
     for name, value in (("n_features", n_features), ("n_labels", n_labels)):
         if value is not None and (not isinstance(value, (int, np.integer)) or not 0 <= value <= MAX_ID + 1):
             raise ValueError("%s must be None or an integer in [0, %d], got %r" % (name, MAX_ID + 1, value))
+    _check_reading(block_bytes, workers)
+
+
+def _check_reading(block_bytes, workers):
     for name, value in (("block_bytes", block_bytes), ("workers", workers)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError("%s must be a positive integer, got %r" % (name, value))
