@@ -73,8 +73,9 @@ def processes(corpus, epochs, count, extra=None, constants=None):
     return [(words, seconds) for _, words, seconds in sorted(out)]
 
 
-def run(corpus, counts, epochs, variants=(), out=sys.stdout):
-    """One JSON line per count and variant: the processes' and the threads' words/s."""
+def run(corpus, counts, epochs, variants=(), outs=(sys.stdout,)):
+    """One JSON line per count and variant, to every file of ``outs``: the processes' and the threads'
+    words/s."""
     rows = []
     for name, extra, constants in [("", {}, {})] + list(variants):
         for count in counts:
@@ -90,7 +91,8 @@ def run(corpus, counts, epochs, variants=(), out=sys.stdout):
                    "process_seconds": [round(s, 3) for _, s in runs], "threads_words_per_s": round(words / seconds),
                    "threads_seconds": round(seconds, 3), "shared_over_private": round(words / seconds / private, 3)}
             rows.append(row)
-            print(json.dumps(row), file=out, flush=True)
+            for out in outs:
+                print(json.dumps(row), file=out, flush=True)
     return rows
 
 
@@ -125,20 +127,10 @@ def main(argv=None):
         if path:
             p.error("--variant %s: another checkout is not run here" % name)
         variants.append((name, kwargs, constants))
-    sink = open(args.jsonl, "a") if args.jsonl else None
-
-    class Tee:
-        def write(self, text):
-            sys.stdout.write(text)
-            if sink is not None:
-                sink.write(text)
-
-        def flush(self):
-            sys.stdout.flush()
-            if sink is not None:
-                sink.flush()
-
-    rows = run(corpus, sorted(set(args.counts)), args.epochs, variants, out=Tee())
+    outs = [sys.stdout]
+    if args.jsonl:
+        outs.append(open(args.jsonl, "a"))
+    rows = run(corpus, sorted(set(args.counts)), args.epochs, variants, outs)
     print("\n".join(summary(rows)))
     print("\n`python -m eval.bench.contention %s`" % " ".join(argv if argv is not None else sys.argv[1:]))
 
