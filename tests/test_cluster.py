@@ -25,6 +25,7 @@ from embkit.core.interrupts import TrainingInterrupted  # noqa: E402
 from embkit.cluster.reconcile import MODES, RowDelta  # noqa: E402
 from embkit.cluster import ShardReadError  # noqa: E402
 from embkit.cluster.replica import open_replica  # noqa: E402
+from embkit.cluster.rounds import RoundPlan  # noqa: E402
 from embkit.text import shards as shards_mod  # noqa: E402
 from embkit.text.shards import TextShard, resolve_files  # noqa: E402
 
@@ -91,10 +92,11 @@ def test_a_replica_trains_a_round_of_many_shards_as_chunks_its_threads_share(tmp
                            [TextShard(p, os.path.getsize(p)) for p in paths], run)
     try:
         rounds = 3
+        plan = RoundPlan.uniform(rounds, 1)
         for r in range(rounds):
             slices = [c for shard, units in zip(replica.shards, replica.units)
                       for c in shard.chunks(replica.model, units * r // rounds, units * (r + 1) // rounds)]
-            joined = list(replica.round_chunks(r, rounds))
+            joined = list(replica.round_chunks(plan.span(0, r)))
             assert len(slices) >= 6 and len(joined) < len(slices)
             longest = max(len(c) for c in slices)
             assert all(2000 - longest < len(c) <= 2000 for c in joined[:-1])     # filled up to chunk_tokens
@@ -104,8 +106,8 @@ def test_a_replica_trains_a_round_of_many_shards_as_chunks_its_threads_share(tmp
             assert [s.tolist() for e in ends[:len(slices)] for s in e] == \
                 [s.tolist() for e in ends[len(slices):] for s in e]
             assert sum(c.raw_units for c in joined) == sum(c.raw_units for c in slices)
-        result = replica.train_round(0, 0, rounds)
-        assert result["units"] == sum(len(c) for c in replica.round_chunks(0, rounds))
+        result = replica.train_round(plan.span(0, 0))
+        assert result["units"] == sum(len(c) for c in replica.round_chunks(plan.span(0, 0)))
     finally:
         replica.close()
 
@@ -122,7 +124,7 @@ def test_replica_refreshes_an_adaptive_sampler_after_a_reconciliation(tmp_path, 
     try:
         assert replica.units_per_epoch() == sum(len(s) for s in sentences)
         tables = np.array(replica.sampler.tables, copy=True)
-        replica.train_round(0, 0, 2)
+        replica.train_round(RoundPlan.uniform(2, 1).span(0, 0))
         assert not np.array_equal(tables, np.asarray(replica.sampler.tables))
     finally:
         replica.close()
@@ -141,13 +143,13 @@ def test_a_replica_sending_a_share_keeps_the_rest_until_the_last_round(tmp_path,
                            [TextShard(p, 1) for p in paths], run)
     try:
         start = replica.base_out.copy()
-        first = [RowDelta.from_wire(w) for w in replica.train_round(0, 0, 2)["merged"]]
+        first = [RowDelta.from_wire(w) for w in replica.train_round(RoundPlan.uniform(2, 1).span(0, 0))["merged"]]
         changed = changed_rows(replica.model.W_out, start)
         kept = changed_rows(replica.model.W_out, replica.base_out)
         assert 0 < len(first[1]) < len(changed) and len(kept)
         np.testing.assert_array_equal(replica.base_out[first[1].ids],
                                       start[first[1].ids] + first[1].values.astype(np.float32))
-        last = [RowDelta.from_wire(w) for w in replica.train_round(0, 1, 2)["merged"]]
+        last = [RowDelta.from_wire(w) for w in replica.train_round(RoundPlan.uniform(2, 1).span(0, 1))["merged"]]
         for table, base in zip((replica.model.W_in, replica.model.W_out), (replica.base_in, replica.base_out)):
             np.testing.assert_array_equal(table, base)
         assert set(kept.ids) <= set(last[1].ids)        # what it kept went in the end
@@ -188,7 +190,7 @@ def test_a_replica_searches_only_the_input_rows_it_touched_and_finds_every_chang
     try:
         rounds = 5
         for r in range(rounds):
-            replica.train_round(0, r, rounds, relay=False, staleness=staleness)
+            replica.train_round(RoundPlan.uniform(rounds, 1).span(0, r), relay=False, staleness=staleness)
         np.testing.assert_array_equal(replica.model.W_in, replica.base_in)
     finally:
         replica.close()
@@ -479,6 +481,31 @@ def test_a_cluster_run_resumes_from_its_checkpoint_bit_identical(client, planted
     np.testing.assert_array_equal(resumed.W_out, reference.W_out)
     assert resumed.loss_history == reference.loss_history
     assert resumed.last_report.words == reference.last_report.words
+
+
+def test_a_run_of_shrinking_rounds_resumes_with_the_rounds_of_its_checkpoint(client, planted_shards, tmp_path,
+                                                                           monkeypatch):
+    # by default two replicas train rounds that shrink towards the end of the run (a floor small enough here
+    # for the test's corpus to have several a round); a checkpoint keeps the run's cuts, so a resumed run
+    # trains the same rounds where it would plan others (another floor here, as another number of workers
+    # would give) and ends as the uninterrupted run, bit for bit
+    from embkit.core.persist import load_archive
+    _, _, pattern = planted_shards
+    monkeypatch.setattr(cluster_mod, "ROUND_UNITS", 300)
+    params = dict(corpus_file=pattern, client=client, sg=1, seed=2, staleness=0, **dict(SMALL, syncs_per_epoch=None))
+    reference = Word2Vec(**params)
+    with pytest.raises(SystemError):
+        Word2Vec(checkpoint_dir=str(tmp_path), checkpoint_every="1 words", callbacks=[_After(9, _crash)], **params)
+    config, _, _ = load_archive(list_checkpoints(tmp_path)[0], arrays=False)
+    plan = RoundPlan.from_record(config["checkpoint"]["run"]["rounds"])
+    assert config["checkpoint"]["run"]["cluster"]["syncs_per_epoch"] is None
+    assert plan.rounds(0) < plan.rounds(2) and plan.total == reference.last_cluster_stats.rounds
+    assert config["checkpoint"]["position"]["epoch"] == 1       # stopped within the second epoch
+    monkeypatch.setattr(cluster_mod, "ROUND_UNITS", 500)
+    resumed = Word2Vec.resume(str(tmp_path), client=client)
+    np.testing.assert_array_equal(resumed.W_in, reference.W_in)
+    np.testing.assert_array_equal(resumed.W_out, reference.W_out)
+    assert resumed.loss_history == reference.loss_history
 
 
 def test_three_replicas_keep_the_block_momentum_through_a_checkpoint(planted_shards, tmp_path, purity):

@@ -359,8 +359,9 @@ def cluster_options(p):
                         "worker processes with 'local:N'; the corpus may then be a glob or URL of files that every "
                         "worker can read (each reads its own)")
     g.add_argument("--syncs-per-epoch", type=int, default=None, metavar="N",
-                   help="reconciliations of the workers' tables per epoch (default: rounds of about %d words per "
-                        "worker)" % ROUND_UNITS)
+                   help="reconciliations of the workers' tables per epoch, evenly spaced (default: for two "
+                        "workers rounds that each train a sixteenth of what is left of the run, shrinking to about "
+                        "%d words per worker at its end; for more, even rounds of that size)" % ROUND_UNITS)
     g.add_argument("--reconcile", choices=MODES, default=RECONCILE,
                    help="how the workers' steps of a row combine: block momentum over the rounds (momentum), add "
                         "them (sum) or take their mean (average); default: %s" % RECONCILE)

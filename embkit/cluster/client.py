@@ -6,10 +6,11 @@ A model given ``client=`` (a ``dask.distributed.Client``) trains like this:
    size (:mod:`embkit.cluster.plan`); each worker opens a **replica**, a Dask actor: the model built from the
    client's parameters and state, a copy of the tables, its own loss, sampler and kernel trainer, and its
    shards, which it reads itself; the replicas are given each other's actors;
-2. each epoch runs in **rounds** (``syncs_per_epoch``, or rounds of about
-   :data:`~embkit.cluster.settings.ROUND_UNITS` units per replica; a lone replica's are longer): the client
-   calls every replica at once (an actor call goes straight to its worker: no task, no scheduler on the
-   way), which trains the same fraction of its shards with embkit's nogil kernel on its own threads
+2. each epoch runs in **rounds** (``syncs_per_epoch`` even ones; by default, for two replicas, rounds that
+   shrink towards the end of the run to about :data:`~embkit.cluster.settings.ROUND_UNITS` units per replica,
+   for more even rounds of that size, and a lone replica's even and longer: :mod:`embkit.cluster.rounds`):
+   the client calls every replica at once (an actor call goes straight to its worker: no task, no scheduler
+   on the way), which trains the same fraction of its shards with embkit's nogil kernel on its own threads
    (``workers``), then reconciles with the other replicas directly: each merges every n-th row of the
    tables (:mod:`embkit.cluster.reconcile`; two replicas each merge every row) from the changed rows the
    others send it (with ``exchange_share`` below 1, the farthest moved of them, the rest kept for later
@@ -39,8 +40,8 @@ from embkit.cluster.mailbox import RoundAborted
 from embkit.cluster.plan import group_shards
 from embkit.cluster.reconcile import BLOCK_RATE, RowDelta, apply_update
 from embkit.cluster.replica import open_replica
-from embkit.cluster.settings import (EXCHANGE_SHARE, check_client, distributed_module, rounds_per_epoch,
-                                     run_staleness)
+from embkit.cluster.rounds import RoundPlan
+from embkit.cluster.settings import EXCHANGE_SHARE, check_client, distributed_module, round_plan, run_staleness
 from embkit.cluster.stats import ClusterStats
 from embkit.cluster.worker import ShardReadError
 from embkit.core import checkpoint
@@ -136,6 +137,7 @@ class _Run:
         self.relay = True
         self.stale = False      # the model's tables are behind the replicas' (rounds not relayed)
         self.tables_key = None      # (epoch, round) of the last reconciliation in the model's tables
+        self.plan = None        # the RoundPlan, once the replicas have told their units
         self.open([(g, workers[g % len(workers)]) for g in range(len(self.groups))])
 
     def _lost(self, future):
@@ -353,8 +355,8 @@ class _Run:
         """One call of ``train_round`` on every replica: ``(results, [])``, or ``(None, lost groups)`` when a
         worker was lost (or the round called off)."""
         n = len(self.groups)
-        calls = {g: self.ask(g, "train_round", epoch, r, self.run["rounds"], self.relay, staleness)
-                 for g in range(n)}
+        span = self.plan.span(epoch, r)
+        calls = {g: self.ask(g, "train_round", span, self.relay, staleness) for g in range(n)}
         results = {}
         try:
             for g, call in calls.items():
@@ -494,12 +496,25 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
     model.last_cluster_stats = job.stats
     try:
         units_per_epoch = sum(job.units.values())
-        rounds = run["rounds"] = rounds_per_epoch(model.syncs_per_epoch, job.units.values(),
-                                                  len(model.W_in) + len(model.W_out))
-        logger.info("%d replica%s, %d rounds an epoch (about %.0f %s per replica and round)", len(job.groups),
-                    "" if len(job.groups) == 1 else "s", rounds, max(job.units.values()) / rounds, model.unit)
+        resumed = checkpoint.resumed_run(model) or {}
+        if resumed.get("rounds") is not None:     # the rounds of the run resumed, whatever the workers now
+            try:
+                job.plan = RoundPlan.from_record(resumed["rounds"])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise checkpoint.CheckpointError("the checkpoint's checkpoint.run.rounds is damaged: %s" % exc) \
+                    from None
+        else:
+            job.plan = round_plan(model.syncs_per_epoch, job.units.values(), epochs,
+                                  len(model.W_in) + len(model.W_out))
+        logger.info("%d replica%s, %d rounds (%d in the last epoch; about %.0f %s per replica in its last round)",
+                    len(job.groups), "" if len(job.groups) == 1 else "s", job.plan.total,
+                    job.plan.rounds(job.plan.epochs - 1),
+                    max(job.units.values()) * _last_share(job.plan), model.unit)
+        uniform = job.plan.rounds(0) if job.plan == RoundPlan.uniform(job.plan.rounds(0), epochs) else None
         record = checkpoint.run_record(epochs, alpha, min_alpha, units_per_epoch, run_args, fingerprint,
-                                          cluster={"syncs_per_epoch": rounds, "reconcile": model.reconcile})
+                                          cluster={"syncs_per_epoch": uniform, "reconcile": model.reconcile})
+        if uniform is None:     # the rounds' cuts: a resumed run trains the same, whatever its workers
+            record["rounds"] = job.plan.record()
         if run["share"] != EXCHANGE_SHARE:      # kept (and restored on resume) only when not the default
             record["cluster"]["exchange_share"] = run["share"]
         history_before, start, report, checkpointer = checkpoint.begin_run(
@@ -523,16 +538,22 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
     return report
 
 
-def _rounds_between(key, adopted, rounds):
+def _last_share(plan):
+    """The share of an epoch that the run's last round trains."""
+    last = plan.span(plan.epochs - 1, plan.rounds(plan.epochs - 1) - 1)
+    return (last.stop - last.start) / plan.scale
+
+
+def _rounds_between(key, adopted, plan):
     """Rounds from the reconciliation ``adopted`` (``(epoch, round)``, None before the first) to round ``key``."""
-    before = -1 if adopted is None else adopted[0] * rounds + adopted[1]
-    return key[0] * rounds + key[1] - before
+    before = -1 if adopted is None else plan.ordinal(*adopted)
+    return plan.ordinal(*key) - before
 
 
 def _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progress, desc, on_epoch):
     """The epochs and rounds of a cluster run (:func:`~embkit.core.training.run_steps`, a round a step)."""
     def round_steps(epoch, first, units_before):
-        for r in range(first, run["rounds"]):
+        for r in range(first, job.plan.rounds(epoch)):
             yield lambda r=r: one_round(epoch, r)
 
     def one_round(epoch, r):
@@ -549,8 +570,8 @@ def _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progr
         job.stats.merge_seconds += max(res["merge_seconds"] for res in results)
         job.stats.adopt_seconds += max(res["adopt_seconds"] for res in results)
         job.stats.call_seconds += round_seconds - max(res["round_seconds"] for res in results)
-        job.stats.lag.append(max(_rounds_between((epoch, r), res["adopted"], run["rounds"]) for res in results))
-        if r == run["rounds"] - 1 and on_epoch is not None:
+        job.stats.lag.append(max(_rounds_between((epoch, r), res["adopted"], job.plan) for res in results))
+        if r == job.plan.rounds(epoch) - 1 and on_epoch is not None:
             job.fetch()     # on_epoch reads the reconciled tables
         return tuple(sum(res[key] for res in results) for key in ("loss", "examples", "units", "raw_units", "trained"))
 

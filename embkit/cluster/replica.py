@@ -159,14 +159,10 @@ class Replica:
         else:
             self.sampler.refresh(progress)
 
-    @staticmethod
-    def bounds(units, epoch_round, rounds):
-        """Units of a shard trained before round ``epoch_round`` of an epoch of ``rounds`` (cut evenly)."""
-        return units * epoch_round // rounds
-
-    def train_round(self, epoch, round_index, rounds, relay=True, staleness=0):
-        """Train round ``round_index`` of the ``rounds`` of ``epoch`` on every shard (:meth:`train`), then
-        reconcile with the peers (module docstring); ``relay``: send the client the merged rows.
+    def train_round(self, span, relay=True, staleness=0):
+        """Train the round ``span`` (a :class:`~embkit.cluster.rounds.RoundSpan`) on every shard
+        (:meth:`train`), then reconcile with the peers (module docstring); ``relay``: send the client the
+        merged rows.
 
         With ``staleness`` 1 the round's rows are only sent: the next round trains at once, and adopts this
         round's merged rows when it ends, before it finds its own (the peers' steps of a round reach a
@@ -183,24 +179,24 @@ class Replica:
         :attr:`~embkit.cluster.reconcile.RowDelta.wire` tuple per table) for the client's tables, else None.
         """
         started = time.perf_counter()
-        result = self.train(epoch, round_index, rounds)
+        result = self.train(span)
         finding = time.perf_counter()
         result.update(find_seconds=0.0, merge_seconds=0.0, adopt_seconds=0.0, wait_seconds=0.0, reconciled=0,
                       rows=0, bytes_up=0, bytes_down=0, merged=None)
         if self.pending is not None:    # the last round's rows, adopted under what this round trained
             pending, self.pending = self.pending, None
             self._add(result, self._finish(*pending))
-        last = epoch == self.run["epochs"] - 1 and round_index == rounds - 1
+        last = span.epoch == self.run["epochs"] - 1 and span.closes_epoch
         share = 1.0 if last else self.run.get("share", 1.0)     # the run's last round sends what is left
         clock = time.perf_counter()
         scratch = self.scratch[self.turn]       # two sets of buffers: a pending round's delta stays intact
         self.turn = 1 - self.turn
         marks = (self.touched if self.marked and self.run.get("share", 1.0) >= 1 else None, None)
-        late = bool(staleness) and not relay and round_index < rounds - 1   # a relayed round reaches the client whole
+        late = bool(staleness) and not relay and not span.closes_epoch   # a relayed round reaches the client whole
         sent = tuple(changed_rows(t, b, share, s, self.threads, m, stamp=late and share >= 1)
                      for t, b, s, m in zip((self.model.W_in, self.model.W_out), self.bases, scratch, marks))
         result["find_seconds"] += time.perf_counter() - clock
-        key = (epoch, round_index)
+        key = (span.epoch, span.index)
         exchange = (key, sent, self._send(key, sent), share < 1, relay)
         if late:
             self.pending = exchange + (True,)
@@ -224,14 +220,14 @@ class Replica:
         if exchange["merged"] is not None:
             result["merged"] = exchange["merged"]
 
-    def round_chunks(self, round_index, rounds):
-        """The chunks of round ``round_index`` of every shard, those that can be joined (``join``) joined up to
+    def round_chunks(self, span):
+        """The chunks of the round ``span`` of every shard, those that can be joined (``join``) joined up to
         the model's ``chunk_tokens``: a round holds a slice of each shard, and only a chunk of
         ``workers * batch_words`` units or more is shared among the worker's threads."""
         limit = getattr(self.model, "chunk_tokens", None)
         pending, size = [], 0
         for shard, units in zip(self.shards, self.units):
-            start, stop = self.bounds(units, round_index, rounds), self.bounds(units, round_index + 1, rounds)
+            start, stop = span.units(units)
             for chunk in shard.chunks(self.model, start, stop):
                 if limit is None or not hasattr(chunk, "join"):
                     yield chunk
@@ -244,8 +240,9 @@ class Replica:
         if pending:
             yield pending[0].join(pending) if len(pending) > 1 else pending[0]
 
-    def train(self, epoch, round_index, rounds):
-        """Train round ``round_index`` of the ``rounds`` of ``epoch`` on every shard, with nothing exchanged.
+    def train(self, span):
+        """Train the round ``span`` (a :class:`~embkit.cluster.rounds.RoundSpan`) on every shard, with nothing
+        exchanged.
 
         Returns a dict with the round's ``loss`` (sum), ``examples``, ``units``, ``raw_units``, ``trained``
         (units), ``seconds`` (in the kernels; ``cpu_seconds``: the CPU time of the worker process meanwhile)
@@ -253,14 +250,15 @@ class Replica:
         """
         model, run = self.model, self.run
         total_units = max(1, self.total * run["epochs"])
-        done = epoch * self.total + sum(self.bounds(u, round_index, rounds) for u in self.units)
+        epoch = span.epoch
+        done = epoch * self.total + sum(span.units_before(u) for u in self.units)
         clock, cpu = time.perf_counter(), _cpu_seconds()
 
         def check(loss, fraction):
             check_finite(loss, epoch, fraction, run["alpha"])
 
         def seed_of(index):
-            return ((epoch * rounds + round_index) * 1000003 + index) * 65537 + self.group
+            return (span.ordinal * 1000003 + index) * 65537 + self.group
 
         self.touched.fill(0)
         self.marked = True
@@ -274,7 +272,7 @@ class Replica:
                     self.touched[rows] = 1
                 yield chunk
 
-        steps = ChunkSteps(self.pipe, self.trainer, marked(self.round_chunks(round_index, rounds)), 0, done,
+        steps = ChunkSteps(self.pipe, self.trainer, marked(self.round_chunks(span)), 0, done,
                            total_units, seed_of, check, getattr(model, "batch_words", None))
         loss = 0.0
         examples = units = raw = trained = 0

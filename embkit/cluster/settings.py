@@ -1,19 +1,26 @@
 """The settings of a cluster run: the model parameters, their defaults and checks, the client's workers, and
-how many rounds an epoch has."""
+the rounds of a run (their plan: :mod:`embkit.cluster.rounds`)."""
 from embkit.cluster.reconcile import DEFAULT_MODE, MODES
+from embkit.cluster.rounds import RoundPlan
 from embkit.core.checks import POSITIVE_INT, check_param
 
-__all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "LONE_ROUND_UNITS", "LONE_UNITS_PER_ROW", "RECONCILE",
-           "EXCHANGE_SHARE", "STALENESS", "WORKER_WAIT", "distributed_module", "check_cluster_params", "check_client",
-           "rounds_per_epoch", "run_staleness"]
+__all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "ROUND_SHARE", "LONE_ROUND_UNITS", "LONE_UNITS_PER_ROW",
+           "RECONCILE", "EXCHANGE_SHARE", "STALENESS", "WORKER_WAIT", "distributed_module", "check_cluster_params",
+           "check_client", "rounds_per_epoch", "round_plan", "run_staleness"]
 
 #: model parameters of cluster training (runtime settings: not saved with a model)
 CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile", "exchange_share", "staleness"})
-#: ``syncs_per_epoch`` of a model that does not choose: None, rounds of about :data:`ROUND_UNITS` units
+#: ``syncs_per_epoch`` of a model that does not choose: None, rounds that shrink towards the end of the run
+#: for two replicas (:data:`ROUND_SHARE`, :data:`ROUND_UNITS`), even rounds for more (:func:`round_plan`)
 SYNCS_PER_EPOCH = None
-#: units (words, pairs) a replica trains per round when ``syncs_per_epoch`` is None: about the longest rounds
-#: that keep one process's quality (longer rounds let the replicas drift apart; CLUSTER.md)
+#: units (words, pairs) a replica trains in each of a run's last rounds when ``syncs_per_epoch`` is None (and
+#: the least it trains in any round): about the longest last rounds that keep one process's quality (longer
+#: ones let the replicas drift apart; CLUSTER.md)
 ROUND_UNITS = 75_000
+#: share of what is left of the run that a round of two replicas trains when ``syncs_per_epoch`` is None (at
+#: least :data:`ROUND_UNITS` units a replica): long rounds at the start, shrinking to ``ROUND_UNITS`` at the end
+#: (:meth:`embkit.cluster.rounds.RoundPlan.shrinking`)
+ROUND_SHARE = 1 / 16
 #: units a lone replica trains per round when ``syncs_per_epoch`` is None: with no other replica to drift
 #: from, its rounds only set how often the client receives the tables (what a lost worker or a checkpoint
 #: falls back to), so they are long enough that a round's fixed costs (finding the changed rows, the call,
@@ -87,9 +94,22 @@ def run_staleness(staleness, replicas, relay):
     return int(staleness) if replicas == 2 and not relay else 0
 
 
+def round_plan(syncs_per_epoch, units, epochs, rows=0):
+    """The :class:`~embkit.cluster.rounds.RoundPlan` of a run of replicas of ``units`` units an epoch each:
+    ``syncs_per_epoch`` even rounds an epoch; when it is None, for two replicas rounds that shrink towards the
+    end of the run (:data:`ROUND_SHARE` of what is left, at least :data:`ROUND_UNITS`, of the larger replica),
+    else even rounds as :func:`rounds_per_epoch` gives them: a lone replica's are long, and 3 replicas or
+    more, whose block momentum merge lost quality with long early rounds (CLUSTER.md), train rounds of
+    :data:`ROUND_UNITS` throughout."""
+    units = list(units)
+    if syncs_per_epoch is not None or len(units) != 2:
+        return RoundPlan.uniform(rounds_per_epoch(syncs_per_epoch, units, rows), epochs)
+    return RoundPlan.shrinking(max(units), epochs, ROUND_UNITS, ROUND_SHARE)
+
+
 def rounds_per_epoch(syncs_per_epoch, units, rows=0):
-    """Rounds of an epoch: ``syncs_per_epoch``, or when it is None enough for the largest replica (``units``
-    per epoch of each) to train about :data:`ROUND_UNITS` per round; when there is one replica, about
+    """Even rounds of an epoch: ``syncs_per_epoch``, or when it is None enough for the largest replica
+    (``units`` per epoch of each) to train about :data:`ROUND_UNITS` per round; when there is one replica, about
     :data:`LONE_ROUND_UNITS`, or :data:`LONE_UNITS_PER_ROW` per row of its tables (``rows``, both tables)
     if that is more."""
     if syncs_per_epoch is not None:

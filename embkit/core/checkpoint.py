@@ -33,7 +33,7 @@ from embkit.core.training import Position, TrainingReport
 logger = logging.getLogger(__name__)
 
 __all__ = ["CHECKPOINT_VERSION", "run_record", "CheckpointError", "parse_every", "check_section", "Checkpointer", "list_checkpoints",
-           "read_latest", "fingerprint", "as_saved", "begin_run", "interruption_hint", "open_run"]
+           "read_latest", "fingerprint", "as_saved", "resumed_run", "begin_run", "interruption_hint", "open_run"]
 
 #: version of the ``"checkpoint"`` section; a directory written by another version is refused
 CHECKPOINT_VERSION = 1
@@ -57,7 +57,8 @@ REPORT_FIELDS = dict({name: (NON_NEGATIVE_REAL, False) for name in ("words", "ra
                      epoch_seconds=(list_of(NON_NEGATIVE_REAL), False))
 RUN_FIELDS = {"epochs": (POSITIVE_INT, True), "alpha": (POSITIVE_REAL, True), "min_alpha": (NON_NEGATIVE_REAL, True),
               "units_per_epoch": (NON_NEGATIVE_REAL, True), "args": (MAPPING, True),
-              "fingerprint": (optional(TEXT), False), "cluster": (optional(MAPPING), False)}
+              "fingerprint": (optional(TEXT), False), "cluster": (optional(MAPPING), False),
+              "rounds": (optional(MAPPING), False)}
 _MULTIPLIERS = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
 
 
@@ -246,6 +247,13 @@ def run_record(epochs, alpha, min_alpha, units_per_epoch, run_args=None, fingerp
     return dict({"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha),
                  "units_per_epoch": units_per_epoch, "args": dict(run_args or {}), "fingerprint": fingerprint},
                 **more)
+
+
+def resumed_run(model):
+    """The record of the run that ``model`` resumes (:func:`run_record`'s, as its checkpoint keeps it), before
+    :func:`begin_run` takes it up; None for a fresh run."""
+    resuming = getattr(model, "_resuming", None)
+    return None if resuming is None else resuming["run"]
 
 
 def begin_run(model, run, states):

@@ -151,9 +151,12 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         read by one worker (:mod:`embkit.text.shards`); each worker trains a replica of the tables with
         ``workers`` threads (see :mod:`embkit.cluster`).  Not saved.
     syncs_per_epoch : int or None
-        With ``client``: reconciliations of the replicas per epoch.  None (the default): as many as make each
-        replica train about 75,000 words per round (:data:`embkit.cluster.ROUND_UNITS`), rounds short
-        enough to keep one process's quality; fewer cost less exchange and lose quality (CLUSTER.md).
+        With ``client``: reconciliations of the replicas per epoch, evenly spaced.  None (the default): for
+        two workers, rounds that each train a sixteenth of what is left of the run, and at least about
+        75,000 words a replica (:data:`embkit.cluster.ROUND_UNITS`): long at the start, shrinking to rounds
+        short enough to keep one process's quality at the end, which decides it
+        (:mod:`embkit.cluster.rounds`); for more workers, even rounds of about 75,000 words.  Fewer or
+        longer last rounds cost less exchange and lose quality (CLUSTER.md).
     reconcile : {"momentum", "sum", "average"}
         With ``client``: how the replicas' changed rows are merged (see :mod:`embkit.cluster.reconcile`).
     exchange_share : float

@@ -55,6 +55,7 @@ def replica_rounds(spec, files, rounds, epochs, start, share=1.0, in_step=False)
     synchronous rounds are, with nothing exchanged)."""
     from embkit.cluster import worker_name
     from embkit.cluster.replica import Replica
+    from embkit.cluster.rounds import RoundPlan
     from embkit.text.shards import TextShard
     worker_name()       # imports what a replica's result names, before the clock
     W_in, W_out = spec[3]
@@ -63,10 +64,11 @@ def replica_rounds(spec, files, rounds, epochs, start, share=1.0, in_step=False)
     start.wait()
     clock = time.perf_counter()
     kernel, words = 0.0, 0
+    plan = RoundPlan.uniform(rounds, epochs)
     for epoch in range(epochs):
         for r in range(rounds):
             # a replica alone merges its own rows (its delta) and takes them in: nothing crosses a process
-            result = replica.train_round(epoch, r, rounds)
+            result = replica.train_round(plan.span(epoch, r))
             kernel += result["seconds"]
             words += result["units"]
             if in_step:
