@@ -510,10 +510,9 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
                     len(job.groups), "" if len(job.groups) == 1 else "s", job.plan.total,
                     job.plan.rounds(job.plan.epochs - 1),
                     max(job.units.values()) * _last_share(job.plan), model.unit)
-        uniform = job.plan.rounds(0) if job.plan == RoundPlan.uniform(job.plan.rounds(0), epochs) else None
         record = checkpoint.run_record(epochs, alpha, min_alpha, units_per_epoch, run_args, fingerprint,
-                                          cluster={"syncs_per_epoch": uniform, "reconcile": model.reconcile})
-        if uniform is None:     # the rounds' cuts: a resumed run trains the same, whatever its workers
+                                          cluster={"syncs_per_epoch": job.plan.even, "reconcile": model.reconcile})
+        if job.plan.even is None:     # the rounds' cuts: a resumed run trains the same, whatever its workers
             record["rounds"] = job.plan.record()
         if run["share"] != EXCHANGE_SHARE:      # kept (and restored on resume) only when not the default
             record["cluster"]["exchange_share"] = run["share"]

@@ -110,6 +110,12 @@ class RoundPlan:
         return len(self.cuts)
 
     @property
+    def even(self):
+        """The rounds an epoch of an even plan (:meth:`uniform`'s), else None."""
+        rounds = tuple(range(self.scale + 1))
+        return self.scale if all(epoch == rounds for epoch in self.cuts) else None
+
+    @property
     def total(self):
         """Rounds of the whole run."""
         return self.offsets[-1]
