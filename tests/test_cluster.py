@@ -315,6 +315,49 @@ def test_the_tables_fetched_at_the_end_are_those_relayed_every_round(client, pla
     np.testing.assert_array_equal(fetched.W_out, relayed.W_out)
 
 
+def test_replicas_draw_a_fresh_models_tables_and_are_sent_changed_ones(client, planted_shards, monkeypatch):
+    # a fresh model's tables are drawn on the workers (the client sends their digest, not them) and the run
+    # ends as one whose tables were sent, bit for bit; tables changed after they were drawn fail the digest
+    # on the workers and are sent instead
+    from embkit.cluster.tables import TableRecipe
+    _, _, pattern = planted_shards
+    opened = []
+    share = client_mod._Run.share
+
+    def spied(job, data, targets):
+        opened.append(isinstance(data[1], TableRecipe))
+        return share(job, data, targets)
+
+    monkeypatch.setattr(client_mod._Run, "share", spied)
+    params = dict(client=client, sg=1, seed=2, staleness=0, **SMALL)
+
+    def run(change=None, send=False):
+        with monkeypatch.context() as m:
+            if send:
+                m.setattr(client_mod, "tables_recipe", lambda model: None)
+            model = Word2Vec(**params).build_vocab(corpus_file=pattern)
+            if change is not None:
+                change(model)
+            opened.clear()
+            model.train(corpus_file=pattern, total_examples=model.corpus_count, epochs=model.epochs)
+            return model, list(opened)
+
+    drawn, how = run()
+    assert how == [True]
+    sent, how = run(send=True)
+    assert how == [False]
+    np.testing.assert_array_equal(drawn.W_in, sent.W_in)
+    np.testing.assert_array_equal(drawn.W_out, sent.W_out)
+
+    def change(model):
+        model.W_in[3] += 0.01
+    changed, how = run(change)
+    assert how == [True, False]         # drawn, refused on the workers, then sent
+    reference, _ = run(change, send=True)
+    np.testing.assert_array_equal(changed.W_in, reference.W_in)
+    assert not np.array_equal(changed.W_in, drawn.W_in)
+
+
 def test_replicas_with_several_threads_train_on_the_cluster(client, planted_shards, purity):
     # two threads a replica (OpenMP inside the Dask workers): the round's joined chunks are shared among
     # them and the passes over the rows run on them, sending every row or a share; the run learns and

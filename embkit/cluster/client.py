@@ -43,6 +43,7 @@ from embkit.cluster.replica import open_replica
 from embkit.cluster.rounds import RoundPlan
 from embkit.cluster.settings import EXCHANGE_SHARE, check_client, distributed_module, round_plan, run_staleness
 from embkit.cluster.stats import ClusterStats
+from embkit.cluster.tables import TablesNotDrawn, recipe as tables_recipe
 from embkit.cluster.worker import ShardReadError
 from embkit.core import checkpoint
 from embkit.core.training import run_steps
@@ -138,6 +139,7 @@ class _Run:
         self.stale = False      # the model's tables are behind the replicas' (rounds not relayed)
         self.tables_key = None      # (epoch, round) of the last reconciliation in the model's tables
         self.plan = None        # the RoundPlan, once the replicas have told their units
+        self.draw_tables = True     # the workers may draw fresh tables instead of receiving them
         self.open([(g, workers[g % len(workers)]) for g in range(len(self.groups))])
 
     def _lost(self, future):
@@ -149,12 +151,16 @@ class _Run:
 
     def open(self, placements):
         """Open the replicas of ``[(group, worker address)]`` (actors) from the client's tables (their shards
-        are read on the workers); a group whose worker is lost meanwhile is placed again."""
+        are read on the workers); a group whose worker is lost meanwhile is placed again.  Tables that are
+        what the model's seed draws are drawn on the workers (:mod:`embkit.cluster.tables`), other tables
+        sent, as is a block momentum that is not all zeros."""
         self.connected = False
         attempts = {}
+        draw = self.draw_tables and tables_recipe(self.model)
+        moving = self.momentum is not None and any(m.any() for m in self.momentum)
         while placements:
-            data = self.share((self.spec, (self.model.W_in, self.model.W_out), self.momentum),
-                              {addr for _, addr in placements})
+            data = self.share((self.spec, draw or (self.model.W_in, self.model.W_out),
+                               self.momentum if moving else None), {addr for _, addr in placements})
             if data is None:        # every target is gone
                 for g, _ in placements:
                     attempts[g] = attempts.get(g, 0) + 1
@@ -168,8 +174,16 @@ class _Run:
                 futures[g] = self.client.submit(open_replica, data, self.groups[g], self.run, g,
                                                 key="embkit-replica-%s" % uuid.uuid4().hex, workers=[addr],
                                                 allow_other_workers=False, actor=True)
+            try:
+                opened = self.wait(futures)
+            except TablesNotDrawn as exc:      # the workers draw other tables: send the client's
+                logger.info("%s: sending the tables", exc)
+                for future in futures.values():
+                    future.cancel()
+                self.draw_tables = draw = None
+                continue
             placements = []
-            for g, actor in self.wait(futures).items():
+            for g, actor in opened.items():
                 self.actors[g] = (futures[g], actor)
                 units = self.answer(g, self.ask(g, "units_per_epoch")) if actor is not None else None
                 if units is not None:

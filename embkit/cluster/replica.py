@@ -41,8 +41,9 @@ import time
 import numpy as np
 
 from embkit.cluster.mailbox import WAIT_POLL, Mailbox, RoundAborted
-from embkit.cluster.reconcile import (RowDelta, adopt_update, changed_rows, local_rows, merge, owned_rows, split,
-                                   table_rows)
+from embkit.cluster.reconcile import (BLOCK_RATE, RowDelta, adopt_update, changed_rows, local_rows, merge, owned_rows,
+                                   split, table_rows)
+from embkit.cluster.tables import TableRecipe, drawn_tables
 from embkit.cluster.worker import ShardReadError, wanted, worker_name
 from embkit.core.heap import kept_buffers
 from embkit.core.training import ChunkSteps, check_finite, open_pipeline
@@ -55,21 +56,23 @@ class Replica:
 
     ``group`` is its index among the run's ``run["replicas"]`` replicas (the rows it merges:
     :func:`~embkit.cluster.reconcile.owned_rows`); ``momentum`` (``"momentum"`` merges of 3 replicas or more)
-    the block momentum of both tables, of which it keeps that of its own rows.
+    the block momentum of both tables, of which it keeps that of its own rows.  ``W_in`` and ``W_out`` are
+    copied unless ``own`` (tables drawn for it alone).
     """
 
-    def __init__(self, spec, shards, W_in, W_out, run, group=0, momentum=None):
+    def __init__(self, spec, shards, W_in, W_out, run, group=0, momentum=None, own=False):
         # the shards' reading and the rounds allocate big buffers over and over: keep them in the heap for the
         # replica's life (a Dask nanny fixes the heap's thresholds; see embkit.core.heap)
         self.heap = kept_buffers().enter()
         try:
-            self._open(spec, shards, W_in, W_out, run, group, momentum)
+            self._open(spec, shards, W_in, W_out, run, group, momentum, own)
         except BaseException:
             self.heap.leave()
             raise
 
-    def _open(self, spec, shards, W_in, W_out, run, group, momentum):
-        self.model = model = spec[0].from_replica_spec(spec, np.array(W_in), np.array(W_out))
+    def _open(self, spec, shards, W_in, W_out, run, group, momentum, own):
+        copy = np.asarray if own else np.array
+        self.model = model = spec[0].from_replica_spec(spec, copy(W_in), copy(W_out))
         self.shards = list(shards)
         self.units = []
         for shard in self.shards:
@@ -87,6 +90,9 @@ class Replica:
         self.momentum = (None, None)
         if momentum is not None:
             self.set_momentum(momentum)
+        elif run.get("mode") == "momentum" and self.replicas > BLOCK_RATE:    # a run's start: no momentum yet
+            self.momentum = tuple(np.zeros((owned_rows(len(t), self.replicas, group), t.shape[1]), np.float32)
+                                  for t in (model.W_in, model.W_out))
         # the buffers of each table's changed rows, two sets used in turn: what views a set is delivered and
         # merged by every peer before the set's next use (a round's posts are awaited within the round, or
         # with staleness 1 within the next one, which no peer ends before it has merged this one's rows)
@@ -449,10 +455,15 @@ def _cpu_seconds():
 def open_replica(data, shards, run, group=0):
     """Task (submitted with ``actor=True``): the :class:`Replica` of ``shards`` on this worker.
 
-    ``data`` is ``(spec, (W_in, W_out), momentum)``: the spec ``(model class, parameters, state)``, the
-    reconciled tables and the block momentum of both (or None); ``run`` holds ``epochs``, ``alpha``,
+    ``data`` is ``(spec, tables, momentum)``: the spec ``(model class, parameters, state)``, the reconciled
+    tables ``(W_in, W_out)`` or a :class:`~embkit.cluster.tables.TableRecipe` to draw them from (raising
+    :class:`~embkit.cluster.tables.TablesNotDrawn` where the draw is not the client's), and the block
+    momentum of both (or None); ``run`` holds ``epochs``, ``alpha``,
     ``min_alpha``, ``share``, ``mode``, ``replicas`` and ``tables_key`` (the ``(epoch, round)`` of the last
     reconciliation in the tables, None before the first); ``group`` is this replica's index.
     """
     spec, tables, momentum = data
+    if isinstance(tables, TableRecipe):
+        W_in, W_out = drawn_tables(spec[0].from_replica_spec(spec, None, None), tables)
+        return Replica(spec, shards, W_in, W_out, run, group, momentum, own=True)
     return Replica(spec, shards, tables[0], tables[1], run, group, momentum)

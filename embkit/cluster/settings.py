@@ -27,8 +27,10 @@ ROUND_SHARE = 1 / 16
 #: the client's copy) stay a few percent of its training
 LONE_ROUND_UNITS = 1 << 20
 #: and at least this many units per row of its tables: a lone replica sends the client the rows it changed
-#: every round, so that a large vocabulary does not make those transfers a large part of a round
-LONE_UNITS_PER_ROW = 16
+#: every round (nearly every row: the negatives touch them), which costs about as much per row as training a
+#: unit does, so that a large vocabulary does not make those transfers more than a few percent of a round
+#: (CLUSTER.md, one worker against one process)
+LONE_UNITS_PER_ROW = 64
 #: the merge of a model that does not choose
 RECONCILE = DEFAULT_MODE
 #: ``exchange_share`` of a model that does not choose: every changed row goes to every reconciliation

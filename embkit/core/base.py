@@ -264,10 +264,16 @@ class EmbeddingModel:
                 raise checkpoint.CheckpointError("the data has %d inputs, the checkpoint's tables %d"
                                                  % (n_inputs, self.W_in.shape[0]))
             return
+        rows = self._build_loss(counts, n_classes).output_rows(n_classes)
+        self.W_in, self.W_out = self.initial_tables(n_inputs, rows)
+
+    def initial_tables(self, n_inputs, output_rows):
+        """``(W_in, W_out)`` as a fresh model of these parameters (its ``seed``) draws them, with ``n_inputs``
+        input rows and ``output_rows`` output rows (a cluster's replicas draw their first tables so instead
+        of receiving them)."""
         rng = np.random.default_rng(self.seed)
         W_in = self._input_rows(n_inputs, rng)
-        rows = self._build_loss(counts, n_classes).output_rows(n_classes)
-        self.W_in, self.W_out = W_in, self._init_output(rng, rows)
+        return W_in, self._init_output(rng, output_rows)
 
     def _input_rows(self, n, rng):
         """``n`` fresh input rows drawn from ``rng``: uniform in ``[-0.5, 0.5) / vector_size`` (word2vec's)."""
