@@ -299,6 +299,23 @@ def test_with_staleness_one_a_replica_adopts_each_round_one_round_late_and_ends_
     assert not np.array_equal(runs[0].W_out, runs[1].W_out)
 
 
+def test_shrinking_rounds_with_staleness_one_adopt_a_round_late_within_each_epoch(client, planted_shards, purity,
+                                                                              monkeypatch):
+    # the default rounds of two replicas (a floor small enough here for several an epoch, fewer in the first
+    # epoch than in the last): with staleness 1 every round but an epoch's last is adopted a round late
+    groups, _, pattern = planted_shards
+    monkeypatch.setattr(cluster_mod, "ROUND_UNITS", 300)
+    model = Word2Vec(corpus_file=pattern, client=client, sg=1, seed=2, staleness=1,
+                     **dict(SMALL, syncs_per_epoch=None))
+    lag = model.last_cluster_stats.lag
+    ends = [i for i, late in enumerate(lag) if late == 0]
+    assert len(ends) == SMALL["epochs"] and ends[-1] == len(lag) - 1 and set(lag) == {0, 1}
+    sizes = np.diff([-1] + ends)
+    assert sizes[0] < sizes[-1]         # the rounds shrink towards the end of the run
+    assert purity(model.wv, groups)[0] >= 0.8
+    assert model.last_report.words == SMALL["epochs"] * model.vocab.total_words
+
+
 @pytest.mark.parametrize("syncs", [4, None])
 def test_the_tables_fetched_at_the_end_are_those_relayed_every_round(client, planted_shards, tmp_path, syncs):
     # without checkpoints the client fetches the reconciled tables from a replica when it needs them; with
