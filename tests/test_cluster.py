@@ -724,12 +724,19 @@ def test_cli_resumes_a_cluster_run(client, planted_shards, tmp_path, capsys):
 
 @pytest.mark.parametrize("loss, sampler, share", [("sgns", "unigram", 1.0), ("sampled_softmax", "lsh", 1.0),
                                                   ("nce", "kernel", 1.0), ("sgns", "unigram", 0.5)])
-def test_item_embedding_trains_on_the_cluster(client, loss, sampler, share):
+def test_item_embedding_trains_on_the_cluster(client, loss, sampler, share, monkeypatch):
+    # (its replicas draw the fresh tables, whatever rows the loss's output table has)
     from test_items import _group_precision, _planted
     from embkit import ItemEmbedding
+    from embkit.cluster.tables import TableRecipe
+    opened = []
+    share_tables = client_mod._Run.share
+    monkeypatch.setattr(client_mod._Run, "share", lambda job, data, targets: opened.append(
+        isinstance(data[1], TableRecipe)) or share_tables(job, data, targets))
     train = _planted(0)
     model = ItemEmbedding(vector_size=16, loss=loss, sampler=sampler, epochs=4, workers=1, seed=1, progress=False,
                           client=client, syncs_per_epoch=3, exchange_share=share).fit(train)
+    assert opened == [True]
     stats = model.last_cluster_stats
     assert stats.replicas == 2 and stats.rounds == 12
     assert model.last_report.words == 4 * int(train.sum())
