@@ -180,7 +180,7 @@ class _Run:
                 logger.info("%s: sending the tables", exc)
                 for future in futures.values():
                     future.cancel()
-                self.draw_tables = draw = None
+                self.draw_tables, draw = False, None
                 continue
             placements = []
             for g, actor in opened.items():
