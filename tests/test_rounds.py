@@ -18,6 +18,7 @@ def test_even_rounds_cut_every_shard_as_before():
     plan = RoundPlan.uniform(7, 3)
     assert plan.total == 21 and [plan.rounds(e) for e in range(3)] == [7, 7, 7] and plan.even == 7
     assert RoundPlan.shrinking(2_400_000, 3, 75_000, 1 / 16).even is None
+    assert RoundPlan.shrinking(10 ** 12, 2, 10 ** 9, 1 / 16).even is None      # told without walking the scale
     for units in (0, 1, 10, 12345):
         for e in range(3):
             spans = [plan.span(e, r) for r in range(7)]

@@ -112,8 +112,8 @@ class RoundPlan:
     @property
     def even(self):
         """The rounds an epoch of an even plan (:meth:`uniform`'s), else None."""
-        rounds = tuple(range(self.scale + 1))
-        return self.scale if all(epoch == rounds for epoch in self.cuts) else None
+        # rising cuts from 0 to the scale, one more than the scale: every step of it
+        return self.scale if all(len(epoch) == self.scale + 1 for epoch in self.cuts) else None
 
     @property
     def total(self):
