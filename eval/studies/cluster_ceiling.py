@@ -38,6 +38,7 @@ Usage::
 """
 import argparse
 import glob
+import os
 import multiprocessing
 import shlex
 import sys
@@ -191,8 +192,8 @@ def main(argv=None):
     print(dask, flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="embkit-ceiling-") as tmp:
-        files = sorted(glob.glob(write_shards(corpus, tmp, args.shards)))
-        model = Word2Vec(**dict(params(argparse.Namespace(epochs=args.epochs, alpha=0.05), 1), progress=False))
+        files = sorted(glob.glob(os.path.join(write_shards(corpus, tmp, args.shards), "*.txt")))
+        model = Word2Vec(**dict(params(argparse.Namespace(epochs=args.epochs, alpha=0.05), 1, 1), progress=False))
         model.build_vocab(corpus_file=corpus)
         spec = model.replica_spec() + ((model.W_in, model.W_out),)
         half = len(files) // 2
