@@ -37,7 +37,7 @@ class RoundSpan(NamedTuple):
     closes_epoch: bool
 
     def units(self, units):
-        """The units ``[first, stop)`` of a shard of ``units`` units that the round trains."""
+        """``(first, stop)``: the units ``[first, stop)`` of a shard of ``units`` units that the round trains."""
         return units * self.start // self.scale, units * self.stop // self.scale
 
     def units_before(self, units):
@@ -107,6 +107,7 @@ class RoundPlan:
 
     @property
     def epochs(self):
+        """Epochs of the run."""
         return len(self.cuts)
 
     @property
