@@ -1,6 +1,6 @@
 """The tables a cluster run's replicas open with (embkit.cluster.tables): drawn on the workers where they are
-what the model's seed draws, else sent.  The draw and its checks in-process; the run on a real LocalCluster
-(skipped without the [cluster] extra)."""
+what the model's seed draws, else sent.  The draw and its checks, in this process (runs on a real
+LocalCluster that draw them, and fall back to sending them, are in test_cluster.py)."""
 import numpy as np
 import pytest
 
@@ -43,9 +43,9 @@ def test_changed_or_trained_tables_are_not_drawn(planted):
         drawn_tables(replica_model(other_seed), recipe(model.build_vocab(sentences)))
 
 
-def test_every_model_draws_its_initial_tables_as_it_initialises_them(planted):
+def test_a_model_draws_its_initial_tables_as_it_initialised_them(planted):
     _, sentences = planted
     model = Word2Vec(**SMALL).build_vocab(sentences)
-    W_in, W_out = model.initial_tables(*[len(model.W_in), len(model.W_out)])
+    W_in, W_out = model.initial_tables(len(model.W_in), len(model.W_out))
     np.testing.assert_array_equal(W_in, model.W_in)
     np.testing.assert_array_equal(W_out, model.W_out)
