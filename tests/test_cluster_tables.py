@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from embkit import Word2Vec
-from embkit.cluster.tables import TablesNotDrawn, drawn_tables, recipe, tables_digest
+from embkit.cluster.tables import TablesNotDrawn, drawn_tables, recipe
+from embkit.core.checkpoint import fingerprint
 
 SMALL = dict(vector_size=16, min_count=1, window=3, epochs=2, sample=0, workers=1, seed=3)
 
@@ -23,7 +24,7 @@ def test_a_fresh_models_tables_are_drawn_again_from_its_recipe(planted):
     W_in, W_out = drawn_tables(replica_model(model), made)
     np.testing.assert_array_equal(W_in, model.W_in)
     np.testing.assert_array_equal(W_out, model.W_out)
-    assert tables_digest((W_in, W_out)) == made.digest
+    assert fingerprint(W_in, W_out) == made.digest
 
 
 def test_changed_or_trained_tables_are_not_drawn(planted):

@@ -257,7 +257,7 @@ class Replica:
         model, run = self.model, self.run
         total_units = max(1, self.total * run["epochs"])
         epoch = span.epoch
-        done = epoch * self.total + sum(span.units_before(u) for u in self.units)
+        done = epoch * self.total + sum(span.units(u)[0] for u in self.units)
         clock, cpu = time.perf_counter(), _cpu_seconds()
 
         def check(loss, fraction):

@@ -40,10 +40,6 @@ class RoundSpan(NamedTuple):
         """``(first, stop)``: the units ``[first, stop)`` of a shard of ``units`` units that the round trains."""
         return units * self.start // self.scale, units * self.stop // self.scale
 
-    def units_before(self, units):
-        """Units of a shard of ``units`` units its epoch trained before this round."""
-        return units * self.start // self.scale
-
 
 class RoundPlan:
     """The rounds of every epoch of a run (see the module docstring).

@@ -3,16 +3,18 @@
 A run's first replicas would receive the client's tables, which for a fresh model are what the model's seed
 draws (:meth:`~embkit.core.base.EmbeddingModel.initial_tables`): random input rows and zero output rows, two
 tables of the vocabulary's size for every worker.  Instead the client sends a :class:`TableRecipe` (the
-tables' shapes and a digest of their bytes) and each replica draws the tables itself and checks the digest.
-Where the draw differs (the client's tables were changed or trained since they were drawn, or a worker's
-numpy draws another stream), the replica raises :class:`TablesNotDrawn` and the client sends its tables.
+tables' shapes and their :func:`~embkit.core.checkpoint.fingerprint`) and each replica draws the tables
+itself and checks the fingerprint.  Where the draw differs (the client's tables were changed or trained
+since they were drawn, or a worker's numpy draws another stream), the replica raises :class:`TablesNotDrawn`
+and the client sends its tables.
 """
-import hashlib
 from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["TableRecipe", "TablesNotDrawn", "recipe", "drawn_tables", "tables_digest"]
+from embkit.core.checkpoint import fingerprint
+
+__all__ = ["TableRecipe", "TablesNotDrawn", "recipe", "drawn_tables"]
 
 
 class TablesNotDrawn(RuntimeError):
@@ -25,16 +27,6 @@ class TableRecipe(NamedTuple):
     digest: str
 
 
-def tables_digest(tables):
-    """A digest of the tables' shapes, types and bytes."""
-    h = hashlib.sha1(usedforsecurity=False)
-    for table in tables:
-        table = np.ascontiguousarray(table)
-        h.update(repr((table.shape, table.dtype.str)).encode())
-        h.update(memoryview(table).cast("B"))
-    return h.hexdigest()
-
-
 def recipe(model):
     """The :class:`TableRecipe` of ``model``'s tables, or None where they are not what its seed draws (the
     first input row shows it without drawing them all: a trained or resumed model's differs)."""
@@ -44,7 +36,7 @@ def recipe(model):
     first, _ = model.initial_tables(1, 0)
     if not np.array_equal(first[0], W_in[0]):
         return None
-    return TableRecipe((W_in.shape, W_out.shape), tables_digest((W_in, W_out)))
+    return TableRecipe((W_in.shape, W_out.shape), fingerprint(W_in, W_out))
 
 
 def drawn_tables(model, recipe):
@@ -53,6 +45,6 @@ def drawn_tables(model, recipe):
     (n_in, _), (n_out, _) = recipe.shapes
     tables = model.initial_tables(n_in, n_out)
     if tuple(t.shape for t in tables) != tuple(tuple(s) for s in recipe.shapes) or \
-            tables_digest(tables) != recipe.digest:
+            fingerprint(*tables) != recipe.digest:
         raise TablesNotDrawn("the tables drawn on this worker are not the client's")
     return tables
