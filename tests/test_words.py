@@ -59,6 +59,18 @@ def test_table_merges_blocks_in_first_seen_order_and_looks_up():
         WordTable(["a", "a"])
 
 
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(st.text(alphabet=ALPHABET, max_size=200), st.lists(st.text(alphabet="ab\u00e9\u4e2d\U0001f600", min_size=1,
+                                                                  max_size=3), unique=True, max_size=12))
+def test_ids_in_maps_every_word_to_its_id_in_another_table_as_a_dict_would(text, vocabulary):
+    table = WordTable()
+    table.add(tokenize(text))
+    index = {w: i for i, w in enumerate(vocabulary)}
+    ids = table.ids_in(WordTable(vocabulary))
+    assert ids.dtype == np.int32
+    assert ids.tolist() == [index.get(w, -1) for w in table.words_list()]
+
+
 def test_prune_keeps_the_survivors_order_and_their_later_counts():
     table = WordTable()
     table.add(tokenize("a b c a d a c"))

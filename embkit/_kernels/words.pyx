@@ -512,6 +512,23 @@ cdef class WordTable:
         """The words' counts (int64, by id)."""
         return ws_counts(&self.words)
 
+    def ids_in(self, WordTable other not None):
+        """``int32`` array: each word's id in ``other``, -1 for a word not there (in C, without the GIL: a
+        scan's table of every distinct word mapped to a vocabulary)."""
+        out = np.empty(self.words.n, dtype=np.int32)
+        cdef int32_t[::1] o = out
+        cdef int32_t w
+        cdef int64_t i
+        cdef Slot *e
+        cdef WordSet *mine = &self.words
+        cdef WordSet *theirs = &other.words
+        with nogil:
+            for w in range(mine.n):
+                e = ws_word_slot(mine, w)
+                i = ws_find(theirs, mine.arena + e.start, e.length, e.hash)
+                o[w] = theirs.slot[i].word if theirs.slot[i].hash != 0 else -1
+        return out
+
     def words_list(self, ids=None):
         """The words (str) by id, or those of ``ids``."""
         cdef int32_t w

@@ -311,17 +311,17 @@ def cluster_vocab(client, corpus, model, trim_rule=None):
 
 # ------------------------------------------------------------------------------ scans kept on the workers
 class _ScanTable:
-    """The words of one scan task's table (its provisional ids), and their ids in a vocabulary."""
+    """The words of one scan task's table (a :class:`~embkit._kernels.words.WordTable`: their provisional ids),
+    and their ids in a vocabulary."""
 
-    def __init__(self, words):
-        self.words = words
+    def __init__(self, table):
+        self.table = table
         self._remap = (None, None)
 
     def remap(self, vocab):
         """``int32`` array: each provisional id's id in ``vocab``, -1 for a word outside it."""
         if self._remap[0] is not vocab:
-            index = vocab.key_to_index
-            self._remap = (vocab, np.fromiter((index.get(w, -1) for w in self.words), np.int32, len(self.words)))
+            self._remap = (vocab, self.table.ids_in(WordTable(vocab.index_to_key)))
         return self._remap[1]
 
 
@@ -415,7 +415,7 @@ def scan_shards(shards, places, token, chunk_tokens, max_sentence_length=MAX_SEN
     words = table.words_list()
     first = np.repeat(np.asarray(places, dtype=np.int64), np.diff([0] + sizes).astype(np.int64))
     keys = (first << 32) | np.arange(len(words), dtype=np.int64)
-    KEPT.keep(token, caches, _ScanTable(words))
+    KEPT.keep(token, caches, _ScanTable(table))
     return words, table.counts(), keys, raw, lines
 
 
