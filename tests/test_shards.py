@@ -154,8 +154,12 @@ def test_a_scan_keeps_each_shards_chunks_and_a_shard_opened_from_them_equals_one
     # two scans (groups [0, 2, ...] and [1, 3, ...]) merged: the counts of one scan of every shard in order
     whole = scan_shards(shards, list(range(len(shards))), "whole", 50, workers=2)
     halves = [scan_shards(shards[g::2], list(range(g, len(shards), 2)), "halves", 50, workers=2) for g in (0, 1)]
+    before = [(h[0].words_list(), h[0].counts().tolist(), h[1].tolist()) for h in halves]
     words, counts, raw, sentences = in_corpus_order(merge_scans(*halves))
-    assert words == whole[0] and counts.tolist() == whole[1].tolist() and (raw, sentences) == whole[3:]
+    assert words.words_list() == whole[0].words_list() and counts.tolist() == whole[0].counts().tolist()
+    assert (raw, sentences) == whole[2:]
+    # the merge leaves the scans' tables (those of the kept chunks) as they were
+    assert before == [(h[0].words_list(), h[0].counts().tolist(), h[1].tolist()) for h in halves]
     # the "whole" scan's chunks were dropped by the newer scan; the "halves" ones are kept, once
     assert KEPT.take("whole", shards[0].name) is None
     for shard in shards:

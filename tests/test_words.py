@@ -71,6 +71,38 @@ def test_ids_in_maps_every_word_to_its_id_in_another_table_as_a_dict_would(text,
     assert ids.tolist() == [index.get(w, -1) for w in table.words_list()]
 
 
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(st.text(alphabet=ALPHABET, max_size=200), st.text(alphabet=ALPHABET, max_size=200), st.randoms())
+def test_a_table_pickles_absorbs_and_reorders_as_the_counts_of_its_words(first, second, rnd):
+    import pickle
+    a, b = WordTable(), WordTable()
+    a.add(tokenize(first))
+    b.add(tokenize(second))
+    a.prune(1)      # a pruned table's words move in its memory: they must still pickle in id order
+    copy = pickle.loads(pickle.dumps(a))
+    assert copy.words_list() == a.words_list() and copy.counts().tolist() == a.counts().tolist()
+    expected = Counter(first.split())
+    expected.update(second.split())
+    ids = copy.absorb(b)                        # b's words and counts added, new ones at the end in b's order
+    assert copy.words_list() == list(expected) and copy.counts().tolist() == list(expected.values())
+    assert [copy[i] for i in ids] == b.words_list()
+    order = list(range(len(copy)))
+    rnd.shuffle(order)
+    moved = copy.reordered(order)
+    assert moved.words_list() == [copy[i] for i in order]
+    assert moved.counts().tolist() == copy.counts()[order].tolist()
+    with pytest.raises(ValueError, match="permutation"):
+        copy.reordered([0] * len(copy) if len(copy) > 1 else [0, 0])     # a repeat, or one id too many
+
+
+def test_a_damaged_packed_table_is_refused():
+    from embkit._kernels.words import _unpacked_table
+    with pytest.raises(ValueError, match="do not cut"):
+        _unpacked_table(b"abc", np.array([1, 1], np.int32), np.array([1, 1]))
+    with pytest.raises(ValueError, match="twice"):
+        _unpacked_table(b"aa", np.array([1, 1], np.int32), np.array([1, 1]))
+
+
 def test_prune_keeps_the_survivors_order_and_their_later_counts():
     table = WordTable()
     table.add(tokenize("a b c a d a c"))

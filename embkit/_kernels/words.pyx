@@ -394,6 +394,36 @@ def tokenize(str text not None):
     return block
 
 
+def _unpacked_table(bytes blob not None, lengths, counts):
+    """The :class:`WordTable` of :meth:`WordTable.__reduce__`'s words (``blob``, cut by ``lengths``) and counts."""
+    cdef const int32_t[::1] n = np.ascontiguousarray(lengths, dtype=np.int32)
+    cdef const int64_t[::1] c = np.ascontiguousarray(counts, dtype=np.int64)
+    if n.shape[0] != c.shape[0] or (n.shape[0] and (np.min(lengths) < 0 or int(np.sum(lengths, dtype=np.int64))
+                                                    != len(blob))):
+        raise ValueError("a packed word table's lengths do not cut its %d bytes" % len(blob))
+    cdef WordTable out = WordTable.__new__(WordTable)
+    cdef const char *p = blob
+    cdef Py_ssize_t k
+    cdef int64_t at = 0
+    cdef int status = ws_reserve(&out.words, <int32_t>n.shape[0], len(blob))
+    cdef int32_t before
+    with nogil:
+        for k in range(n.shape[0]):
+            if status != 0:
+                break
+            before = out.words.n
+            if ws_add(&out.words, p + at, n[k], word_hash(p + at, n[k]), c[k]) < 0:
+                status = -1
+            elif out.words.n == before:
+                status = -2
+            at += n[k]
+    if status == -2:
+        raise ValueError("a packed word table holds a word twice")
+    if status != 0:
+        raise MemoryError()
+    return out
+
+
 # ----------------------------------------------------------------------------------------- the table
 cdef class WordTable:
     """Distinct words of a corpus with their counts; ids in the order words were first added.
@@ -452,15 +482,68 @@ cdef class WordTable:
         if status != 0:
             raise MemoryError()
 
+    def absorb(self, WordTable other not None):
+        """Add ``other``'s words in its order (a new word takes the next id) and their counts, as :meth:`add`
+        adds a block's; returns each of ``other``'s words' id here (``int32``)."""
+        out = np.empty(other.words.n + 1, dtype=np.int32)
+        cdef int32_t[::1] o = out
+        cdef int status
+        with nogil:
+            status = self._merge_words(&other.words, &o[0], True)
+        if status != 0:
+            raise MemoryError("out of memory while merging word counts")
+        return out[:other.words.n]
+
+    def reordered(self, order):
+        """A new table of this one's words (with their counts) in ``order`` (a permutation of the ids)."""
+        cdef const int64_t[::1] ids = np.ascontiguousarray(order, dtype=np.int64)
+        cdef WordSet *mine = &self.words
+        if ids.shape[0] != mine.n or (mine.n and not np.array_equal(np.bincount(order, minlength=mine.n),
+                                                                     np.ones(mine.n, np.int64))):
+            raise ValueError("order must be a permutation of the %d word ids" % mine.n)
+        cdef WordTable out = WordTable.__new__(WordTable)
+        cdef int64_t k
+        cdef Slot *e
+        cdef int status = ws_reserve(&out.words, mine.n, mine.used)
+        with nogil:
+            for k in range(ids.shape[0]):
+                if status != 0:
+                    break
+                e = ws_word_slot(mine, <int32_t>ids[k])
+                if ws_add(&out.words, mine.arena + e.start, e.length, e.hash, e.count) < 0:
+                    status = -1
+        if status != 0:
+            raise MemoryError()
+        return out
+
+    def __reduce__(self):
+        # the words' bytes in id order (the arena holds them so), their lengths and counts: a few memory copies
+        # where a list of str pickles word by word
+        cdef WordSet *s = &self.words
+        lengths = np.empty(s.n, dtype=np.int32)
+        cdef int32_t[::1] n = lengths
+        cdef int32_t w
+        cdef int64_t used = 0
+        for w in range(s.n):
+            n[w] = ws_word_slot(s, w).length
+            if ws_word_slot(s, w).start != used:
+                raise AssertionError("a word table's bytes are not in id order")
+            used += n[w]
+        return _unpacked_table, (s.arena[:s.used], lengths, ws_counts(s))
+
     cdef int _merge(self, BlockWords block, bint adding) noexcept nogil:
-        cdef WordSet *local = &block.words
+        free(block.mapped)
+        block.mapped = <int32_t *> malloc((block.words.n + 1) * sizeof(int32_t))
+        if block.mapped == NULL:
+            return -1
+        return self._merge_words(&block.words, block.mapped, adding)
+
+    cdef int _merge_words(self, WordSet *local, int32_t *mapped, bint adding) noexcept nogil:
+        """Map the words of ``local`` (in its order) to their ids here in ``mapped``, adding the new ones and
+        the counts with ``adding`` (else -1 for a word not here); -1 when out of memory."""
         cdef int32_t w, g
         cdef int64_t i
         cdef Slot *e
-        free(block.mapped)
-        block.mapped = <int32_t *> malloc((local.n + 1) * sizeof(int32_t))
-        if block.mapped == NULL:
-            return -1
         if adding and ws_reserve(&self.words, local.n, local.used) != 0:
             return -1
         cdef int64_t mask = self.words.slots - 1
@@ -476,7 +559,7 @@ cdef class WordTable:
             else:
                 i = ws_find(&self.words, local.arena + e.start, e.length, e.hash)
                 g = self.words.slot[i].word if self.words.slot[i].hash != 0 else -1
-            block.mapped[w] = g
+            mapped[w] = g
         return 0
 
     def prune(self, int64_t min_count, keep=None):

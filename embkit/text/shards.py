@@ -394,9 +394,11 @@ def scan_shards(shards, places, token, chunk_tokens, max_sentence_length=MAX_SEN
     """Task: count the words of ``shards`` one after another into one table, on ``workers`` threads, and keep
     each shard's chunks, encoded in the table's ids, on this worker under ``token`` (:data:`KEPT`).
 
-    Returns ``(words, counts, keys, raw_words, sentences)``; ``keys`` (int64) order the words as they are
-    first seen in the corpus: ``places`` are the shards' places in it, and a word's key is the place of the
-    first shard it is in here (high bits) and its id in the table.
+    Returns ``(table, keys, raw_words, sentences)``: the :class:`~embkit._kernels.words.WordTable` of the
+    words and their counts (it travels as its words' bytes, lengths and counts: no str a word), and ``keys``
+    (int64), which order the words as they are first seen in the corpus: ``places`` are the shards' places
+    in it, and a word's key is the place of the first shard it is in here (high bits) and its id in the table.
+    The table is the one the kept chunks' ids refer to: whoever takes the result must not change it.
     """
     table = WordTable()
     caches, sizes = {}, []
@@ -412,37 +414,34 @@ def scan_shards(shards, places, token, chunk_tokens, max_sentence_length=MAX_SEN
         for cache in caches.values():
             cache.close()
         raise
-    words = table.words_list()
     first = np.repeat(np.asarray(places, dtype=np.int64), np.diff([0] + sizes).astype(np.int64))
-    keys = (first << 32) | np.arange(len(words), dtype=np.int64)
+    keys = (first << 32) | np.arange(len(table), dtype=np.int64)
     KEPT.keep(token, caches, _ScanTable(table))
-    return words, table.counts(), keys, raw, lines
+    return table, keys, raw, lines
 
 
 def merge_scans(a, b):
-    """Task: two scans' ``(words, counts, keys, raw_words, sentences)`` merged: counts added, each word keeping
-    the smaller key (its first place in the corpus)."""
-    words, counts, keys = list(a[0]), a[1].tolist(), a[2].tolist()
-    index = {w: i for i, w in enumerate(words)}
-    for w, c, k in zip(b[0], b[1].tolist(), b[2].tolist()):
-        i = index.get(w)
-        if i is None:
-            index[w] = len(words)
-            words.append(w)
-            counts.append(c)
-            keys.append(k)
-        else:
-            counts[i] += c
-            if k < keys[i]:
-                keys[i] = k
-    return words, np.asarray(counts, dtype=np.int64), np.asarray(keys, dtype=np.int64), a[3] + b[3], a[4] + b[4]
+    """Task: two scans' ``(table, keys, raw_words, sentences)`` merged into a new table (neither is changed):
+    counts added, each word keeping the smaller key (its first place in the corpus)."""
+    table = a[0].reordered(np.arange(len(a[0])))      # a copy
+    ids = table.absorb(b[0])
+    keys = np.concatenate([a[1], np.zeros(len(table) - len(a[0]), dtype=np.int64)])
+    new = ids >= len(a[0])
+    keys[ids[new]] = b[1][new]
+    old = ids[~new]
+    keys[old] = np.minimum(keys[old], b[1][~new])
+    return table, keys, a[2] + b[2], a[3] + b[3]
 
 
 def in_corpus_order(scan):
-    """``(words, counts, raw_words, sentences)`` of a merged scan, the words in first-seen order."""
-    words, counts, keys, raw, sentences = scan
+    """``(words, counts, raw_words, sentences)`` of a merged scan: ``words`` a
+    :class:`~embkit._kernels.words.WordTable` of its words in first-seen order."""
+    table, keys, raw, sentences = scan
     order = np.argsort(keys, kind="stable")
-    return [words[i] for i in order], counts[order], raw, sentences
+    if np.array_equal(order, np.arange(len(order))):
+        return table, table.counts(), raw, sentences
+    table = table.reordered(order)
+    return table, table.counts(), raw, sentences
 
 
 class TextShard:

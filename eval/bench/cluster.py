@@ -10,7 +10,9 @@ alone: the vocabulary, and a cluster's replicas opening, come before), end-to-en
 opening and training: ``build_vocab``'s seconds and the rest outside the epochs are given apart) and their
 CPU seconds (of this process, which holds a ``LocalCluster``'s scheduler and nannies, and of every worker:
 what a run costs where the cores are shared with other work; every cluster is new, and its workers import
-embkit's trainer before the clock starts, as a long-lived cluster's have and this process has),
+embkit's trainer before the clock starts, as a long-lived cluster's have and this process has; with
+``--reuse-clusters`` each cluster trains every seed and repeat, so that from its second run on its workers have
+scanned and trained before, as this process has),
 reconciliations, mean bytes per reconciliation (changed rows up from
 every replica plus reconciled rows down to every replica and the client), the replicas' kernel, pass and
 wait seconds and the client's, and unless ``--no-quality`` analogy accuracy (restrict_vocab 30000), WS-353
@@ -20,7 +22,7 @@ Usage::
 
     python -m eval.bench.cluster [--corpus FILE] [--epochs 5] [--alpha 0.05] [--seeds 1 2 3] [--clusters 1 2]
                                  [--syncs N] [--reconcile momentum] [--exchange-share 1] [--staleness 0 1]
-                                 [--interleave]
+                                 [--interleave] [--reuse-clusters]
                                  [--repeat-corpus K] [--no-quality] [--repeat 1] [--threads 1] [--grid NxT ...]
                                  [--json out.json]
 
@@ -35,6 +37,7 @@ Nothing is asserted: it prints one line per run, a markdown table (mean ± sprea
 command line.
 """
 import argparse
+import contextlib
 import gzip
 import json
 import os
@@ -100,7 +103,8 @@ def cpu_seconds(client=None):
 def run_one(args, label, seed, corpus, threads, client=None, n_workers=0, staleness=STALENESS):
     """One run: training seconds (the epochs alone: a cluster's replicas have read their shards) and
     end-to-end seconds (vocabulary, reading, training), exchange statistics and quality."""
-    clock, cpu = time.perf_counter(), cpu_seconds(client)
+    cpu = cpu_seconds(client)       # outside the clock: with a cluster, a call to every worker
+    clock = time.perf_counter()
     if client is None:
         model = Word2Vec(**params(args, seed, threads))
     else:
@@ -111,8 +115,8 @@ def run_one(args, label, seed, corpus, threads, client=None, n_workers=0, stalen
     own = _cpu_seconds()
     model.train()
     own = _cpu_seconds() - own
-    cpu = cpu_seconds(client) - cpu
     end_to_end = time.perf_counter() - clock
+    cpu = cpu_seconds(client) - cpu
     report = model.last_report
     # outside the vocabulary and the epochs: a cluster's replicas opened (tables sent, shards encoded), the
     # tables fetched at the end; one process's tables and chunks are ready after build_vocab
@@ -210,6 +214,8 @@ def main(argv=None):
     p.add_argument("--grid", nargs="+", default=None, metavar="NxT",
                    help="instead of --clusters and --threads: for each NxT, one process of T threads against a "
                         "cluster of N workers of T threads each (e.g. 2x8 4x4 8x2)")
+    p.add_argument("--reuse-clusters", action="store_true",
+                   help="start each cluster once and train every seed and repeat on it (a long-lived cluster)")
     p.add_argument("--json", default=None, metavar="FILE")
     args = p.parse_args(argv)
     pairs = [(0, args.threads)] + [(n, args.threads) for n in args.clusters]
@@ -226,8 +232,21 @@ def main(argv=None):
     from distributed import Client, LocalCluster
 
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as kept:
         pattern = write_shards(args.corpus, tmp, args.shards, args.interleave, args.repeat_corpus)
+        clusters = {}
+
+        def cluster(n, threads, runs):
+            """A client of a new ``LocalCluster``, or with ``--reuse-clusters`` the one of ``(n, threads)``."""
+            if args.reuse_clusters and (n, threads) in clusters:
+                return clusters[n, threads]
+            lc = (kept if args.reuse_clusters else runs).enter_context(
+                LocalCluster(n_workers=n, threads_per_worker=threads, processes=True, dashboard_address=None))
+            client = (kept if args.reuse_clusters else runs).enter_context(Client(lc))
+            client.run(import_trainer)      # as this process has: a long-lived cluster's workers
+            clusters[n, threads] = client
+            return client
+
         for seed in [s for s in args.seeds for _ in range(args.repeat)]:
             for n, threads in pairs:
                 each = "" if not args.grid else " x %d thread%s" % (threads, "s" if threads > 1 else "")
@@ -237,10 +256,9 @@ def main(argv=None):
                 for staleness in args.staleness:
                     stale = ", staleness %d" % staleness if len(args.staleness) > 1 else ""
                     label = "cluster, %d worker%s%s%s" % (n, "s" if n > 1 else "", each, stale)
-                    with LocalCluster(n_workers=n, threads_per_worker=threads, processes=True,
-                                      dashboard_address=None) as lc, Client(lc) as client:
-                        client.run(import_trainer)      # as this process has: a long-lived cluster's workers
-                        rows.append(run_one(args, label, seed, pattern, threads, client, n, staleness))
+                    with contextlib.ExitStack() as runs:
+                        rows.append(run_one(args, label, seed, pattern, threads, cluster(n, threads, runs), n,
+                                            staleness))
     table(rows)
     print("\n`python -m eval.bench.cluster %s`" % " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])))
     if args.json:
