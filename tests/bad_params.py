@@ -36,6 +36,7 @@ CASES = [
     ("ExtremeClassifier", "tau", NAN), ("ExtremeClassifier", "ensemble", 0), ("ExtremeClassifier", "solver", 0),
     ("ExtremeClassifier", "loss", 0), ("ExtremeClassifier", "negative", -1), ("ExtremeClassifier", "normalize", NAN),
     ("ExtremeClassifier", "label_bias", "x"), ("ExtremeClassifier", "vector_size", 10 ** 12),
+    ("ExtremeClassifier", "hot_rows", -1),
 ]
 
 SOURCES = ("constructor", "archive", "checkpoint")

@@ -156,6 +156,46 @@ def test_seeded_single_thread_runs_are_identical(planted):
     assert np.array_equal(a.label_vectors, b.label_vectors)
 
 
+def test_one_worker_trains_the_same_with_or_without_hot_label_rows(planted):
+    (X, Y), _ = planted
+    kw = dict(solver="sampled", vector_size=8, epochs=2, workers=1, seed=3, negative=5, heads=(), progress=False)
+    a = ExtremeClassifier(**kw).fit(X, Y)                  # hot_rows=None: one worker has nothing to share
+    b = ExtremeClassifier(hot_rows=0, **kw).fit(X, Y)
+    assert np.array_equal(a.feature_vectors, b.feature_vectors)
+    assert np.array_equal(a.label_vectors, b.label_vectors)
+
+
+def test_hot_label_rows_are_the_most_frequent_labels_that_fit(planted, monkeypatch):
+    from embkit.xc import sampled
+    (X, Y), _ = planted
+    model = ExtremeClassifier(solver="sampled", vector_size=8, epochs=1, workers=2, heads=(), progress=False).fit(X, Y)
+    by_count = np.argsort(-model.label_counts, kind="stable")
+    assert sampled.hot_label_rows(model).tolist() == by_count.tolist()         # every label fits 16 MiB
+    monkeypatch.setattr(sampled, "HOT_ROW_BYTES", 5 * 2 * 8 * 4)               # five rows of 8 floats, and their base
+    assert sampled.hot_label_rows(model).tolist() == by_count[:5].tolist()
+    model.hot_rows = 3
+    assert sampled.hot_label_rows(model).tolist() == by_count[:3].tolist()
+    model.hot_rows = 0
+    assert sampled.hot_label_rows(model) is None
+    model.hot_rows, model.workers = None, 1
+    assert sampled.hot_label_rows(model) is None
+
+
+@pytest.mark.parametrize("hot_rows", [None, 0])
+def test_threads_learn_the_planted_labels_with_or_without_hot_label_rows(planted, hot_rows):
+    (X, Y), (Xt, Yt) = planted
+    model = ExtremeClassifier(solver="sampled", vector_size=16, negative=5, epochs=4, workers=2, heads=(),
+                              hot_rows=hot_rows, progress=False).fit(X, Y)
+    assert _p1(model, Xt, Yt) >= 0.9
+
+
+def test_hot_rows_belong_to_the_sampled_solver():
+    with pytest.raises(ValueError, match="hot_rows must be an integer"):
+        ExtremeClassifier(solver="sampled", hot_rows=-1).check_params()
+    with pytest.raises(ValueError, match="hot_rows applies to solver='sampled'"):
+        ExtremeClassifier(solver="one_vs_all", hot_rows=8).check_params()
+
+
 def test_one_label_mode_takes_one_step_per_example(planted):
     (X, Y), (Xt, Yt) = planted
     kw = dict(vector_size=16, epochs=3, negative=5, loss="sampled_softmax", heads=(), progress=False)

@@ -5,7 +5,9 @@ from libc.stdint cimport uint64_t, int32_t, int64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
-from embkit._kernels.common cimport emb_prefetch_row
+from libc.math cimport sqrt
+
+from embkit._kernels.common cimport emb_dot, emb_prefetch_row, emb_scale_copy
 from embkit._kernels.losses cimport Loss, StepArgs, scratch_new, scratch_free
 from embkit._kernels.samplers cimport Sampler
 
@@ -72,6 +74,7 @@ cdef struct HotSpec:
     int n
     int every               # examples between two merges of a thread's copies into the table
     float scale             # share of a thread's change a merge adds (1 / threads: the threads' mean)
+    bint unit               # a merged row is projected back onto the unit sphere (classes kept of unit norm)
 
 
 cdef struct HotRows:
@@ -82,6 +85,7 @@ cdef struct HotRows:
     int n
     int every
     float scale
+    bint unit
     int since               # examples since the last merge
 
 
@@ -295,6 +299,7 @@ cdef inline int steps_begin(SliceSteps *s, const RunConfig *run, const HotSpec *
             status = -1
         else:
             hot.n, hot.ids, hot.since, hot.every, hot.scale = spec.n, spec.ids, 0, spec.every, spec.scale
+            hot.unit = spec.unit
             hot_copy(a, hot)
             a.hot = hot.rows
             a.hot_slot = spec.slot
@@ -314,9 +319,17 @@ cdef inline void hot_copy(const StepArgs *a, HotRows *hot) noexcept nogil:
     hot.since = 0
 
 
+cdef inline void unit_row(float *row, int dim) noexcept nogil:
+    """Scale ``row`` to unit L2 norm (a row of zeros stays)."""
+    cdef float n = sqrt(emb_dot(row, row, dim))
+    if n > 0:
+        emb_scale_copy(1.0 / n, row, row, dim)
+
+
 cdef inline void hot_merge(const StepArgs *a, HotRows *hot) noexcept nogil:
-    """Add ``scale`` times what the thread's steps changed in its hot rows to the table's, and take the table's
-    rows (with the other threads' changes) as the thread's again."""
+    """Add ``scale`` times what the thread's steps changed in its hot rows to the table's (projected back onto
+    the unit sphere with ``unit``), and take the table's rows (with the other threads' changes) as the
+    thread's again."""
     cdef int s, j, dim = a.dim
     cdef float v
     cdef float *row
@@ -327,8 +340,11 @@ cdef inline void hot_merge(const StepArgs *a, HotRows *hot) noexcept nogil:
         mine = hot.rows + <Py_ssize_t>s * dim
         base = hot.base + <Py_ssize_t>s * dim
         for j in range(dim):
-            v = row[j] + hot.scale * (mine[j] - base[j])
-            row[j] = v
+            row[j] = row[j] + hot.scale * (mine[j] - base[j])
+        if hot.unit:
+            unit_row(row, dim)
+        for j in range(dim):
+            v = row[j]
             mine[j] = v
             base[j] = v
     hot.since = 0

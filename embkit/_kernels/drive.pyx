@@ -126,6 +126,7 @@ cdef class Driver:
         softmax) ignore it."""
         if every < 1 or not 0 < scale <= 1:
             raise ValueError("every must be >= 1 and scale in (0, 1], got %d and %r" % (every, scale))
+        self.hot.unit = False
         if ids is None or len(ids) == 0:
             self.hot.n = 0
             self.hot_arrays = None

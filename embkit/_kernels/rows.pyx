@@ -21,7 +21,7 @@ from libc.string cimport memset
 from embkit._kernels.common cimport emb_axpy, emb_dot, emb_scale_copy, rng_below
 from embkit._kernels.drive cimport (ChunkJob, Driver, HotSpec, RunConfig, SliceResult, SliceSteps, chunk_job,
                                     check_ids, check_offsets, Negatives, linear_lr, steps_begin, steps_end, hot_tick,
-                                    draw_negatives)
+                                    draw_negatives, unit_row)
 from embkit._kernels.losses cimport Loss, StepArgs, out_row
 from embkit._kernels.samplers cimport Sampler
 
@@ -39,12 +39,6 @@ cdef struct RowConfig:
     bint one_label
     bint all_rows              # the loss touches every output row (full softmax)
     float inv_tau
-
-
-cdef inline void unit_row(float *row, int dim) noexcept nogil:
-    cdef float n = sqrt(emb_dot(row, row, dim))
-    if n > 0:
-        emb_scale_copy(1.0 / n, row, row, dim)
 
 
 cdef inline void renormalize_touched(const RowConfig *c, const StepArgs *a) noexcept nogil:
@@ -214,6 +208,12 @@ cdef class RowTrainer(Driver):
         c.one_label = one_label
         c.all_rows = not loss.uses_negatives
         c.inv_tau = 1.0 / tau
+
+    def hot_rows(self, ids=None, int every=1024, float scale=1.0):
+        """:meth:`Driver.hot_rows`; with ``normalize_classes`` a merged row is projected back onto the unit
+        sphere, as a step's rows are."""
+        Driver.hot_rows(self, ids, every, scale)
+        self.hot.unit = self.cfg.normalize_classes
 
     cdef int train_slice(self, const void *config, Py_ssize_t begin, Py_ssize_t end, uint64_t seed,
                          SliceResult *out) noexcept nogil:

@@ -256,6 +256,14 @@ class ExtremeClassifier(EmbeddingModel):
     loss_params, sampler_params : dict, optional
     chunk_examples : int
         Examples per kernel call (adaptive samplers refresh between calls).
+    hot_rows : int, optional
+        sampled on the per-example kernel, with more than one worker: each training thread keeps its own
+        copies of the output rows of the ``hot_rows`` most frequent labels and every 1024 examples adds its
+        change to them, divided by ``workers`` (the threads' mean), to the table.  A label table is small and
+        every example writes dozens of its rows, so threads writing it directly keep taking its rows from each
+        other's caches (two threads trained slower than one on Delicious).  None (default): every label's
+        rows, up to 16 MiB of copies a thread (:data:`embkit.xc.sampled.HOT_ROW_BYTES`); 0: every step writes
+        the table.  One worker has nothing to share: the setting changes nothing there.
     batch_size : int, optional
         one_vs_all: examples per Adam step (256 by default).  sampled with ``loss="full_softmax"``: train exact
         full softmax in mini-batches of this many examples with BLAS products (:mod:`embkit.xc.row_batches`),
@@ -303,7 +311,7 @@ class ExtremeClassifier(EmbeddingModel):
                  tau=None, normalize_classes=None, one_label=False, alpha=None, min_alpha=None, epochs=None,
                  workers=2, seed=1, loss_params=None, sampler_params=None, chunk_examples=1 << 13, batch_size=None,
                  feature_weighting=None, normalize_rows=None, ensemble=None, label_bias=True, solver=None,
-                 heads=None, head_params=None, blend_validation=0.2,
+                 heads=None, head_params=None, blend_validation=0.2, hot_rows=None,
                  callbacks=(), checkpoint_dir=None, checkpoint_every=600, progress=True):
         chosen, loss = _solver_and_loss(solver, loss)
         self.solver = chosen.name
@@ -318,6 +326,7 @@ class ExtremeClassifier(EmbeddingModel):
         self.normalize_classes = bool(check_flag("normalize_classes", v["normalize_classes"]))
         self.one_label = bool(check_flag("one_label", one_label))
         self.chunk_examples = chunk_examples
+        self.hot_rows = hot_rows
         self.batch_size = v["batch_size"]
         self.feature_weighting = v["feature_weighting"]
         self.normalize_rows = bool(check_flag("normalize_rows", v["normalize_rows"]))

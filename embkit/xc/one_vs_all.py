@@ -267,7 +267,7 @@ class OneVsAll(Solver):
         if model.vector_size % model.ensemble:
             raise ValueError("vector_size (%d) must be a multiple of ensemble (%d): every member gets "
                              "vector_size / ensemble columns" % (model.vector_size, model.ensemble))
-        for name in ("normalize_classes", "one_label"):
+        for name in ("normalize_classes", "one_label", "hot_rows"):
             if getattr(model, name):
                 raise ValueError("%s applies to solver='sampled' (the registry's losses), not to solver=%r"
                                  % (name, self.name))
