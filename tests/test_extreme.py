@@ -166,19 +166,19 @@ def test_one_worker_trains_the_same_with_or_without_hot_label_rows(planted):
 
 
 def test_hot_label_rows_are_the_most_frequent_labels_that_fit(planted, monkeypatch):
-    from embkit.xc import sampled
+    from embkit.core import hot_rows
     (X, Y), _ = planted
     model = ExtremeClassifier(solver="sampled", vector_size=8, epochs=1, workers=2, heads=(), progress=False).fit(X, Y)
     by_count = np.argsort(-model.label_counts, kind="stable")
-    assert sampled.hot_label_rows(model).tolist() == by_count.tolist()         # every label fits 16 MiB
-    monkeypatch.setattr(sampled, "HOT_ROW_BYTES", 5 * 2 * 8 * 4)               # five rows of 8 floats, and their base
-    assert sampled.hot_label_rows(model).tolist() == by_count[:5].tolist()
-    model.hot_rows = 3
-    assert sampled.hot_label_rows(model).tolist() == by_count[:3].tolist()
-    model.hot_rows = 0
-    assert sampled.hot_label_rows(model) is None
-    model.hot_rows, model.workers = None, 1
-    assert sampled.hot_label_rows(model) is None
+
+    def chosen(setting, workers=2):
+        ids = hot_rows.class_hot_rows(setting, model.label_counts, model.W_out, workers)
+        return None if ids is None else ids.tolist()
+    assert chosen(None) == by_count.tolist()                    # every label fits 16 MiB
+    monkeypatch.setattr(hot_rows, "HOT_ROW_BYTES", 5 * 2 * 8 * 4)  # five rows of 8 floats, and their base
+    assert chosen(None) == by_count[:5].tolist()
+    assert chosen(3) == by_count[:3].tolist()
+    assert chosen(0) is None and chosen(None, workers=1) is None
 
 
 @pytest.mark.parametrize("hot_rows", [None, 0])

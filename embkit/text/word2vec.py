@@ -12,6 +12,7 @@ from embkit.core.checks import (BOOL, COUNT, FINITE_REAL, INT64_MAX, MAX_WINDOW,
                                 PATHS, POSITIVE_INT, POSITIVE_REAL, check_flag, check_param, int_in,
                                 optional)
 from embkit.core.batched_softmax import check_batch_size
+from embkit.core.hot_rows import HOT_MERGE_EVERY
 from embkit.core.pickles import check_consent, is_pickle
 from embkit.core.registry import most_frequent
 from embkit.core.training import TrainingReport
@@ -27,9 +28,6 @@ from embkit.text.vocab_methods import VocabularyMethods
 from embkit.text.window_batches import WindowBatches
 
 logger = logging.getLogger(__name__)
-
-#: centre words between two merges of a thread's hot rows into the table
-HOT_MERGE_EVERY = 1024
 
 
 def _output_table(name, flag, first, doc):

@@ -12,29 +12,12 @@ from embkit._kernels.rows import RowTrainer
 from embkit.core import registry
 from embkit.core.batched_softmax import check_batch_size
 from embkit.core.checks import NON_NEGATIVE_INT, check_param, optional
+from embkit.core.hot_rows import HOT_MERGE_EVERY, class_hot_rows
 from embkit.xc.heads import DEFAULT_HEADS
 from embkit.xc.row_batches import FullSoftmaxBatches
 from embkit.xc.solver import Solver
 
-__all__ = ["Sampled", "HOT_MERGE_EVERY", "HOT_ROW_BYTES", "hot_label_rows"]
-
-#: examples a thread trains between adding its changes of its copies of the hot label rows to the table
-HOT_MERGE_EVERY = 1024
-#: most bytes of hot label rows a thread copies when ``hot_rows`` is None (the rows and their base)
-HOT_ROW_BYTES = 16 << 20
-
-
-def hot_label_rows(model):
-    """The output rows whose copies each of ``model``'s training threads keeps (the ``hot_rows`` most frequent
-    labels, ties to the lower id; None: as many as :data:`HOT_ROW_BYTES` holds), or None when the steps write
-    the table (one worker, ``hot_rows=0``)."""
-    rows, dim = model.W_out.shape
-    if model.workers <= 1 or model.hot_rows == 0 or rows == 0:
-        return None
-    wanted = HOT_ROW_BYTES // (2 * dim * model.W_out.itemsize) if model.hot_rows is None else model.hot_rows
-    counts = model.label_counts if model.label_counts is not None and len(model.label_counts) == rows else \
-        np.zeros(rows, np.int64)      # output rows that are not the labels' (a tree's nodes): the first ones
-    return registry.most_frequent(counts, min(int(wanted), rows))
+__all__ = ["Sampled"]
 
 
 class Sampled(Solver):
@@ -96,5 +79,6 @@ class Sampled(Solver):
                              X.data.astype(np.float32), Y.indptr.astype(np.int64), Y.indices.astype(np.int32), loss,
                              sampler, model.negative, model.normalize, model.tau, model.normalize_classes,
                              model.one_label, alpha, min_alpha, total, model.seed)
-        trainer.hot_rows(hot_label_rows(model), HOT_MERGE_EVERY, 1.0 / max(1, model.workers))
+        trainer.hot_rows(class_hot_rows(model.hot_rows, model.label_counts, model.W_out, model.workers),
+                         HOT_MERGE_EVERY, 1.0 / max(1, model.workers))
         return trainer
