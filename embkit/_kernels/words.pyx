@@ -769,7 +769,8 @@ cdef class ChunkBuilder:
 def remap_chunk(const int32_t[::1] tokens not None, const int32_t[::1] ends not None,
                 const int32_t[::1] remap not None):
     """``(tokens, ends)`` with every id ``i`` replaced by ``remap[i]``, the ids mapped to -1 dropped and the
-    sentences left empty removed (the GIL is released)."""
+    sentences left empty removed (the GIL is released; views of arrays of the input's sizes: what is dropped
+    is rarely worth a copy)."""
     cdef Py_ssize_t n = tokens.shape[0], m = ends.shape[0], i, s, start = 0, kept = 0, n_ends = 0
     out = np.empty(n, dtype=np.int32)
     out_ends = np.empty(m, dtype=np.int32)
@@ -795,4 +796,4 @@ def remap_chunk(const int32_t[::1] tokens not None, const int32_t[::1] ends not 
                 n_ends += 1
     if bad:
         raise IndexError("a token id outside the remap table of %d entries" % size)
-    return out[:kept].copy(), out_ends[:n_ends].copy()
+    return out[:kept], out_ends[:n_ends]

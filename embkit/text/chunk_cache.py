@@ -37,8 +37,9 @@ class ChunkCache:
 
     def append(self, chunk):
         self._file.seek(self._end)
-        self._file.write(chunk.tokens.tobytes())
-        self._file.write(chunk.ends.tobytes())
+        # the arrays' own memory is written (no bytes copy of a chunk); the file holds C ints
+        self._file.write(np.ascontiguousarray(chunk.tokens, dtype=np.int32).data)
+        self._file.write(np.ascontiguousarray(chunk.ends, dtype=np.int32).data)
         self._index.append((self._end, len(chunk.tokens), len(chunk.ends), chunk.raw_units))
         self._end = self._file.tell()
         self.longest_sentence = max(self.longest_sentence, chunk.longest_sentence)

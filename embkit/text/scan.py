@@ -18,8 +18,9 @@ from embkit.text.blocks import encode_blocks, splits_in_blocks
 from embkit.text.chunk_cache import ChunkCache
 from embkit.text.vocab import EmptyVocabularyError, EncodedChunk, Vocab, check_tokens
 
-#: characters of text a thread splits at a time when scanning a file corpus
-SCAN_BLOCK_CHARS = 1 << 20
+#: characters of text a thread splits at a time when scanning a file corpus: a process's first scan faults in
+#: the memory of every block in flight (a few per thread), so small blocks start faster (BENCHMARKS.md, 2 cores)
+SCAN_BLOCK_CHARS = 1 << 17
 
 
 def scan_corpus(corpus, min_count=5, max_final_vocab=None, trim_rule=None, chunk_tokens=1 << 18, sorted_vocab=True,

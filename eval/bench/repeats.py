@@ -5,8 +5,10 @@ thread count says little: this runs ``build_vocab`` then ``train`` of skip-gram 
 negatives, sample 1e-3, 2 epochs) at every thread count in turn, ``--repeats`` times, one JSON line per run,
 then the medians and the speedups against the first thread count.  Pin it to cores with ``taskset`` to ask
 how it scales on that many cores.  ``--variant NAME:@module.NAME=value`` adds runs with a module constant
-changed (``eval.bench.scaling``'s syntax; only ``@`` keys), interleaved with the others.  Nothing is asserted:
-timings depend on the machine.
+changed (``eval.bench.scaling``'s syntax; only ``@`` keys), interleaved with the others.  ``--fresh`` runs
+each in a new process: its first ``build_vocab`` pays for the heap and threads a process starts without (a
+user's run), where the repetitions in one process reuse them.  Nothing is asserted: timings depend on the
+machine.
 
 Usage::
 
@@ -17,12 +19,13 @@ import argparse
 import contextlib
 import json
 import statistics
+import subprocess
 import sys
 import time
 
 from embkit import Word2Vec
 from eval.bench.scaling import parse_variant, set_module_constant
-from eval.paths import shared_data
+from eval.paths import REPO_ROOT, shared_data
 
 
 @contextlib.contextmanager
@@ -38,22 +41,36 @@ def module_constants(constants):
             set_module_constant(dotted, value)
 
 
-def run(corpus, threads, repeats, epochs, variants=(), out=sys.stdout):
+def one_run(corpus, threads, epochs, constants):
+    """``(vocab_s, train_s)`` of ``build_vocab`` and ``train`` in this process with ``constants`` set."""
+    with module_constants(constants):
+        model = Word2Vec(vector_size=100, window=5, negative=5, sample=1e-3, sg=1, workers=threads, epochs=epochs)
+        start = time.perf_counter()
+        model.build_vocab(corpus_file=corpus)
+        vocab = time.perf_counter() - start
+        start = time.perf_counter()
+        model.train()
+        return vocab, time.perf_counter() - start
+
+
+def _fresh_run(corpus, threads, epochs, constants):
+    """:func:`one_run` in a new Python process (whose heap and threads start cold, as a user's run does)."""
+    code = ("import json, sys; from eval.bench.repeats import one_run; "
+            "print(json.dumps(one_run(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4]))))")
+    out = subprocess.run([sys.executable, "-c", code, corpus, str(threads), str(epochs), json.dumps(constants)],
+                         check=True, capture_output=True, text=True, cwd=REPO_ROOT).stdout
+    return tuple(json.loads(out.strip().splitlines()[-1]))
+
+
+def run(corpus, threads, repeats, epochs, variants=(), out=sys.stdout, fresh=False):
     """``{(variant, threads): [(vocab_s, train_s), ...]}`` of the interleaved runs (the variant ``""`` is the
-    code as it is; ``variants`` are ``(name, constants)``); a JSON line per run to ``out``."""
+    code as it is; ``variants`` are ``(name, constants)``), each in a new process with ``fresh``; a JSON line
+    per run to ``out``."""
     times = {}
     for rep in range(repeats):
         for name, constants in [("", {})] + list(variants):
             for t in threads:
-                with module_constants(constants):
-                    model = Word2Vec(vector_size=100, window=5, negative=5, sample=1e-3, sg=1, workers=t,
-                                     epochs=epochs)
-                    start = time.perf_counter()
-                    model.build_vocab(corpus_file=corpus)
-                    vocab = time.perf_counter() - start
-                    start = time.perf_counter()
-                    model.train()
-                    train = time.perf_counter() - start
+                vocab, train = (_fresh_run if fresh else one_run)(corpus, t, epochs, constants)
                 times.setdefault((name, t), []).append((vocab, train))
                 print(json.dumps({"repeat": rep, "variant": name, "threads": t, "vocab_s": round(vocab, 4),
                                   "train_s": round(train, 4)}), file=out, flush=True)
@@ -82,6 +99,8 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--variant", type=parse_variant, action="append", default=[], metavar="NAME:@module.NAME=value")
+    p.add_argument("--fresh", action="store_true",
+                   help="every run in a new process (cold heap and threads, as a user's one build_vocab)")
     args = p.parse_args(argv)
     corpus = args.corpus or shared_data("corpora", "gcide.txt.gz")
     variants = []
@@ -89,7 +108,7 @@ def main(argv=None):
         if kwargs or path:
             p.error("--variant %s: only module constants (@package.module.NAME=value) are varied here" % name)
         variants.append((name, constants))
-    times = run(corpus, sorted(set(args.threads)), args.repeats, args.epochs, variants)
+    times = run(corpus, sorted(set(args.threads)), args.repeats, args.epochs, variants, fresh=args.fresh)
     print("\n".join(summary(times)))
     print("\n`python -m eval.bench.repeats %s`" % " ".join(argv if argv is not None else sys.argv[1:]))
 
