@@ -174,7 +174,7 @@ def test_hot_label_rows_are_the_most_frequent_labels_that_fit(planted, monkeypat
     def chosen(setting, workers=2):
         ids = hot_rows.class_hot_rows(setting, model.label_counts, model.W_out, workers)
         return None if ids is None else ids.tolist()
-    assert chosen(None) == by_count.tolist()                    # every label fits 16 MiB
+    assert chosen(None) == by_count.tolist()                    # every label fits 2 MiB
     monkeypatch.setattr(hot_rows, "HOT_ROW_BYTES", 5 * 2 * 8 * 4)  # five rows of 8 floats, and their base
     assert chosen(None) == by_count[:5].tolist()
     assert chosen(3) == by_count[:3].tolist()

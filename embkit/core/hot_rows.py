@@ -17,8 +17,10 @@ __all__ = ["HOT_MERGE_EVERY", "HOT_ROW_BYTES", "class_hot_rows"]
 #: examples (centre words, pairs, rows) a thread trains between adding its changes of its hot rows to the table
 HOT_MERGE_EVERY = 1024
 #: most bytes of hot rows a thread copies when the model leaves their number to the trainer (the rows and their
-#: base)
-HOT_ROW_BYTES = 16 << 20
+#: base).  A thread copies them in at the start of every slice it trains and merges them back at its end, and a
+#: chunk is cut into a few slices a thread: with many threads a slice is short, so the copies must stay small
+#: beside a slice's work (2 MiB: 2,048 rows of 128 floats)
+HOT_ROW_BYTES = 2 << 20
 
 
 def class_hot_rows(setting, counts, W_out, workers):

@@ -261,7 +261,7 @@ class ExtremeClassifier(EmbeddingModel):
         copies of the output rows of the ``hot_rows`` most frequent labels and every 1024 examples adds its
         change to them, divided by ``workers`` (the threads' mean), to the table.  A label table is small and
         every example writes dozens of its rows, so threads writing it directly keep taking its rows from each
-        other's caches.  None (default): every label's rows, up to 16 MiB of copies a thread
+        other's caches.  None (default): every label's rows, up to 2 MiB of copies a thread
         (:data:`embkit.core.hot_rows.HOT_ROW_BYTES`); 0: every step writes the table.  One worker has nothing
         to share: the setting changes nothing there.
     batch_size : int, optional
