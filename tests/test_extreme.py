@@ -181,6 +181,20 @@ def test_hot_label_rows_are_the_most_frequent_labels_that_fit(planted, monkeypat
     assert chosen(0) is None and chosen(None, workers=1) is None
 
 
+@pytest.mark.parametrize("sampler, kept", [("uniform", 3), ("lsh", 3), ("topk", 0)])
+def test_threads_keep_no_row_copies_a_sampler_scoring_the_live_table_would_not_see(sampler, kept):
+    rng = np.random.default_rng(0)
+    W_in = rng.standard_normal((6, 4)).astype(np.float32)
+    W_out = rng.standard_normal((5, 4)).astype(np.float32)
+    loss = "relaxed_softmax" if sampler == "topk" else "sampled_softmax"
+    built, made = registry.build_objective(loss, sampler, np.ones(5, np.int64), 5, 2, W_out=W_out)
+    trainer = RowTrainer(W_in, W_out, np.array([0, 1], np.int64), np.array([2], np.int32), np.ones(1, np.float32),
+                         np.array([0, 1], np.int64), np.array([3], np.int32), built, made, 2, True, 0.5, False,
+                         False, 0.1, 0.1, 1.0, 0)
+    trainer.hot_rows(np.array([0, 3, 4], np.int32), 1024, 0.5)
+    assert trainer.hot_row_count == kept           # top-k scores the live table at every draw: no copies
+
+
 @pytest.mark.parametrize("hot_rows", [None, 0])
 def test_threads_learn_the_planted_labels_with_or_without_hot_label_rows(planted, hot_rows):
     (X, Y), (Xt, Yt) = planted

@@ -123,10 +123,14 @@ cdef class Driver:
         touch, so threads do not all write the same rows), merged into the table every ``every`` examples and
         at the end of each slice, each merge adding ``scale`` times the thread's change; None or empty: every
         step writes the table.  Losses whose steps do not read class rows through ``out_row`` (trees, the full
-        softmax) ignore it."""
+        softmax) ignore it, and so does a trainer whose sampler scores the output table itself at every draw
+        (query-dependent and not refreshed between chunks: top-k, Boltzmann): its draws would not see the
+        thread's own steps (BENCHMARKS.md measures what that cost)."""
         if every < 1 or not 0 < scale <= 1:
             raise ValueError("every must be >= 1 and scale in (0, 1], got %d and %r" % (every, scale))
         self.hot.unit = False
+        if self.sampler is not None and not self.sampler.query_free and not self.sampler.refreshes:
+            ids = None
         if ids is None or len(ids) == 0:
             self.hot.n = 0
             self.hot_arrays = None
@@ -145,6 +149,11 @@ cdef class Driver:
         self.hot.n = chosen.shape[0]
         self.hot.every = every
         self.hot.scale = scale
+
+    @property
+    def hot_row_count(self):
+        """Output rows every thread keeps copies of (0: every step writes the table; see :meth:`hot_rows`)."""
+        return self.hot.n
 
     def before_chunk(self, double progress):
         """Let an adaptive sampler refresh what it derives from the output table (between chunks)."""

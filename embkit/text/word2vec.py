@@ -132,7 +132,8 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         1024 centre words adds its change to them, divided by ``workers`` (the threads' mean: summed, the
         threads' changes overshoot), to the table.  Faster on many cores at a small cost in word
         similarity (BENCHMARKS.md); 0 (the default): every step writes the table.  With one worker it changes
-        nothing but the rounding.
+        nothing but the rounding; with a sampler that scores the table at every draw (``topk``,
+        ``boltzmann``) nothing at all (its draws would not see the thread's own steps).
     batch_size : int, optional
         Skip-gram with ``loss="full_softmax"`` only: train the exact softmax in mini-batches of this many
         (context, centre) pairs with BLAS products (:mod:`embkit.text.window_batches`), which reads each

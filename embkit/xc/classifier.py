@@ -263,7 +263,8 @@ class ExtremeClassifier(EmbeddingModel):
         every example writes dozens of its rows, so threads writing it directly keep taking its rows from each
         other's caches.  None (default): every label's rows, up to 2 MiB of copies a thread
         (:data:`embkit.core.hot_rows.HOT_ROW_BYTES`); 0: every step writes the table.  One worker has nothing
-        to share: the setting changes nothing there.
+        to share, and a sampler that scores the table at every draw (``topk``, ``boltzmann``) would not see
+        the thread's own steps: the setting changes nothing there.
     batch_size : int, optional
         one_vs_all: examples per Adam step (256 by default).  sampled with ``loss="full_softmax"``: train exact
         full softmax in mini-batches of this many examples with BLAS products (:mod:`embkit.xc.row_batches`),

@@ -157,7 +157,7 @@ def run_sets(args):
         print("%s: %r / %r" % (name, train, test), flush=True)
         print("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS), flush=True)
         for method, seed in [(m, s) for m in args.methods for s in (args.seeds or [args.seed])]:
-            model = _model(method, args, seed=seed)
+            model = _model(method, args, seed=seed, **({"heads": ()} if args.no_heads else {}))
             t0 = time.perf_counter()
             model.fit(train.X, train.Y)
             seconds = time.perf_counter() - t0
@@ -352,6 +352,7 @@ def main(argv=None):
     s.add_argument("--seeds", type=int, nargs="+", default=None, help="train every embkit method with each seed")
     s.add_argument("--no-peers", dest="peers", action="store_const", const=[], help="same as --peers with no name")
     s.add_argument("--ft-epochs", type=int, default=50)
+    s.add_argument("--no-heads", action="store_true", help="every embkit model alone (heads=()): no blended heads")
     s.add_argument("--valid", type=float, default=None, metavar="FRACTION",
                    help="train on the other training rows and score this fraction of them instead of the test file")
     u = sub.choices["tune"]
