@@ -411,7 +411,7 @@ def from_jsonl(args):
 
 
 def parent(args):
-    command = shlex.join(getattr(sys, "orig_argv", [sys.executable] + sys.argv))
+    command = "python -m eval.bench.scaling " + shlex.join(sys.argv[1:])      # the command, not this machine's paths
     threads = sorted(set(args.threads))
     quality_threads = args.quality_threads if args.quality_threads is not None else sorted({threads[0], threads[-1]})
     variant_threads = args.variant_threads or [threads[-1]]
