@@ -1,10 +1,10 @@
-"""The batch kernels of the one-vs-all trainer's input side against SciPy products and NumPy's Adam, and the sparse
-Gram matrix of the least-squares head."""
+"""The batch kernels of the one-vs-all trainer (its input side and its label blocks) against SciPy products and
+NumPy's loss and Adam, and the sparse Gram matrix of the least-squares head."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from embkit._kernels.batch_rows import adam_used_rows, batch_hidden, batch_labels
+from embkit._kernels.batch_rows import adam_used_rows, batch_hidden, label_block
 
 
 def _csr(M):
@@ -31,12 +31,74 @@ def test_hidden_vectors_are_the_batch_product(batch):
     np.testing.assert_allclose(out, (X[rows] @ W[:, 4:9]), rtol=1e-5, atol=1e-6)
 
 
-def test_labels_are_the_dense_rows(batch):
+def _adam(W, M, V, g, step, b1, b2, eps):
+    M[:] = b1 * M + (1 - b1) * g
+    V[:] = b2 * V + (1 - b2) * g ** 2
+    W -= step * M / (np.sqrt(V) + eps)
+
+
+@pytest.mark.parametrize("learn_bias", [True, False])
+def test_a_label_block_step_is_numpys_logistic_step(batch, learn_bias):
     X, rows, _ = batch
-    Y = sp.csr_matrix((X > 0.5).astype(np.float32))
-    out = np.full((len(rows), X.shape[1]), 7.0, dtype=np.float32)
-    batch_labels(*_csr(Y)[:2], rows, out)
-    np.testing.assert_array_equal(out, Y[rows].toarray() > 0)
+    rng = np.random.default_rng(7)
+    n, d, members, member, lo, hi, c0 = len(rows), 6, 2, 1, 5, 17, 6
+    Y = sp.csr_matrix((X > 0.4).astype(np.float32))         # 40 labels; row 7 has none, row 3 is twice in the batch
+    H = (3 * rng.standard_normal((n, d))).astype(np.float32)
+    W = rng.standard_normal((40, 12)).astype(np.float32)
+    M, V = rng.standard_normal(W.shape).astype(np.float32), rng.random(W.shape).astype(np.float32)
+    bias = rng.standard_normal((members, 40)).astype(np.float32)
+    Mb, Vb = rng.standard_normal(bias.shape).astype(np.float32), rng.random(bias.shape).astype(np.float32)
+    step, b1, b2, eps = 0.01, 0.9, 0.999, 1e-8
+    # NumPy in float64: scores, binary cross-entropy, gradients, Adam
+    cols = slice(c0, c0 + d)
+    Wb = W[lo:hi, cols].astype(np.float64)
+    S = H.astype(np.float64) @ Wb.T + bias[member, lo:hi]
+    Yb = Y[rows].toarray()[:, lo:hi]
+    want_loss = (np.logaddexp(0.0, S) - Yb * S).sum()
+    G = (1.0 / (1.0 + np.exp(-S)) - Yb) / n
+    want_dH = G @ Wb
+    We, Me, Ve = W.astype(np.float64), M.astype(np.float64), V.astype(np.float64)
+    _adam(We[lo:hi, cols], Me[lo:hi, cols], Ve[lo:hi, cols], G.T @ H.astype(np.float64), step, b1, b2, eps)
+    be, Mbe, Vbe = bias.astype(np.float64), Mb.astype(np.float64), Vb.astype(np.float64)
+    if learn_bias:
+        _adam(be[member, lo:hi], Mbe[member, lo:hi], Vbe[member, lo:hi], G.sum(axis=0), step, b1, b2, eps)
+    dH = np.full((n, d), np.nan, dtype=np.float32)
+    loss = label_block(H, *_csr(Y)[:2], rows, W, M, V, bias, Mb, Vb, member, lo, hi, c0, step, b1, b2, eps,
+                       learn_bias, dH)
+    assert loss == pytest.approx(want_loss, rel=1e-5)
+    np.testing.assert_allclose(dH, want_dH, rtol=1e-4, atol=1e-6)
+    for got, want in ((W, We), (M, Me), (V, Ve), (bias, be), (Mb, Mbe), (Vb, Vbe)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+    # nothing outside the block moved: other labels, other columns, the other member's biases
+    outside = np.ones(W.shape, bool)
+    outside[lo:hi, cols] = False
+    assert (W[outside] == We[outside].astype(np.float32)).all()
+    assert (bias[0] == be[0].astype(np.float32)).all()
+
+
+def test_a_label_block_refuses_what_does_not_fit(batch):
+    X, rows, _ = batch
+    Y = sp.csr_matrix((X > 0.4).astype(np.float32))
+    n, d = len(rows), 4
+    W = np.zeros((40, 8), np.float32)
+    bias = np.zeros((2, 40), np.float32)
+
+    def call(lo=0, hi=10, c0=0, member=0, H=None, dH=None, labels=None):
+        return label_block(np.zeros((n, d), np.float32) if H is None else H, *_csr(labels if labels is not None
+                           else Y)[:2], rows, W, np.zeros_like(W), np.zeros_like(W), bias, np.zeros_like(bias),
+                           np.zeros_like(bias), member, lo, hi, c0, 0.01, 0.9, 0.999, 1e-8, True,
+                           np.zeros((n, d), np.float32) if dH is None else dH)
+    with pytest.raises(ValueError, match="labels 30 .. 41"):
+        call(lo=30, hi=41)
+    with pytest.raises(ValueError, match="columns 6 .. 10"):
+        call(c0=6)
+    with pytest.raises(ValueError, match="member 2"):
+        call(member=2)
+    with pytest.raises(ValueError, match="must agree"):
+        call(dH=np.zeros((n, d + 1), np.float32))
+    with pytest.raises(ValueError, match="beyond the 40 columns"):
+        call(labels=sp.csr_matrix(np.ones((60, 41), np.float32)))
+    assert call(lo=5, hi=5) == 0.0
 
 
 def test_an_adam_step_moves_the_used_rows_as_numpy_does(batch):

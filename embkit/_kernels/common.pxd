@@ -14,6 +14,7 @@ cdef extern from "vecmath.h" nogil:
     float emb_sigmoid(float x)
     float emb_log_sigmoid(float x)
     float emb_sigmoid_log(float x, float *logsig)
+    double emb_logistic_row(float *S, const float *b, int n, float scale)
     void emb_init_tables()
     void emb_prefetch_row(const float *row, int n)
     int EMBKIT_HAVE_OPENMP

@@ -334,4 +334,56 @@ static inline float emb_log_sigmoid(float x) {
     return x; /* NaN */
 }
 
+/* e^x for x <= 0 (0 below -87.3), in operations a loop vectorises: x = n ln2 + r with |r| <= ln2 / 2, e^r by
+ * Cephes' polynomial, 2^n put in the exponent's bits.  The kernels' reassociation merges the two parts of
+ * ln2, so the relative error grows with |x|: below 1e-6 for x > -20, 4e-6 down to -87.  (Its selects are
+ * written as gcc if-converts them: a clamp of x itself keeps the loop scalar.) */
+static inline float emb_exp_nonpositive(float x) {
+    int n = (int)(x * 1.44269504f - 0.5f);          /* round(x / ln2): x <= 0, so truncation of t - 0.5 */
+    n = n < -126 ? -126 : n;                        /* a normal power of two; below, x < -87.3 gives 0 */
+    float fn = (float)n;
+    float r = (x - fn * 0.693359375f) + fn * 2.12194440e-4f;        /* x - n ln2, ln2 split in two */
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int bits = (n + 127) << 23;
+    float scale;
+    __builtin_memcpy(&scale, &bits, sizeof(scale));
+    return x < -87.3f ? 0.0f : p * scale;
+}
+
+/* log(1 + e) for 0 <= e <= 1: 2 atanh(z), z = e / (2 + e) <= 1/3, by its series to z^13 (relative error
+ * below 1e-8 of the series; float32 rounding beyond) */
+static inline float emb_log1p_unit(float e) {
+    float z = e / (2.0f + e), z2 = z * z;
+    float p = 1.0f / 13;
+    p = p * z2 + 1.0f / 11;
+    p = p * z2 + 1.0f / 9;
+    p = p * z2 + 1.0f / 7;
+    p = p * z2 + 1.0f / 5;
+    p = p * z2 + 1.0f / 3;
+    p = p * z2 + 1.0f;
+    return 2.0f * z * p;
+}
+
+/* The binary logistic loss of a row of scores: S[j] += b[j], then S[j] = sigmoid(S[j]) * scale (the loss's
+ * gradient before the labels' -scale), for j < n; returns sum_j log(1 + e^(S[j] + b[j])).  One pass a
+ * vectorising compiler turns into vector code (no table, no branch); NaN scores give NaN. */
+EMB_CLONES static double emb_logistic_row(float *S, const float *b, int n, float scale) {
+    float loss = 0.0f;
+    for (int j = 0; j < n; j++) {
+        float s = S[j] + b[j];
+        float e = emb_exp_nonpositive(-fabsf(s));   /* e^-|s| in (0, 1] */
+        float up = s > 0.0f ? s : 0.0f;
+        loss += up + emb_log1p_unit(e);             /* log(1 + e^s) = max(s, 0) + log(1 + e^-|s|) */
+        S[j] = (s >= 0.0f ? 1.0f : e) / (1.0f + e) * scale;
+    }
+    return (double)loss;
+}
+
+
 #endif

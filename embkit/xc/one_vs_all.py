@@ -13,14 +13,14 @@ An ensemble of ``members`` independent models shares the tables: member ``m`` ow
 its own initialisation and visits every chunk in its own order.  Its probabilities are averaged at
 prediction (:func:`member_scores`).
 
-Threads: the members train side by side (they share no parameter), and a step's label work (the scores,
+Threads: the members train side by side (they share no parameter), and a step's label work (the scores, loss,
 gradients and Adam steps of the label rows and biases) is cut into blocks of :data:`LABEL_BLOCK` labels that
-run on the chunk's threads while NumPy's products and ufuncs release the GIL.  The blocks do not depend on
+run on the chunk's threads, each block one kernel call without the GIL
+(:func:`embkit._kernels.batch_rows.label_block`: its BLAS products and passes).  The blocks do not depend on
 the thread count and their input gradients are summed in block order, so any number of threads trains the
-same model.  The input side of a step (the batch's hidden vectors and labels, the lazy Adam step of the
-feature rows it uses) and the label rows' Adam steps are kernels without the GIL
-(:mod:`embkit._kernels.batch_rows`); a step's Python bookkeeping holds it, and past :data:`MAX_THREADS`
-threads the trainer measured slower (at 4, 8 and 16 threads, before those kernels): it uses at most that many.
+same model.  The input side of a step (the batch's hidden vectors, the lazy Adam step of the feature rows it
+uses) are kernels without the GIL too; a step's Python bookkeeping holds it.  A step has ``members x blocks``
+tasks: more threads than that have nothing to do.
 
 :class:`OneVsAll` is the solver :class:`~embkit.xc.classifier.ExtremeClassifier` asks, :class:`Logistic`
 its loss and :class:`OneVsAllBatches` its trainer.
@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from embkit._kernels.batch_rows import adam_block, adam_used_rows, batch_hidden, batch_labels
+from embkit._kernels.batch_rows import adam_used_rows, batch_hidden, label_block
 from embkit._kernels.losses import Loss
 from embkit.core.checks import POSITIVE_INT, check_param
 from embkit.core.threads import map_on_threads
@@ -41,8 +41,8 @@ __all__ = ["OneVsAll", "Logistic", "OneVsAllBatches", "member_scores", "initial_
 
 #: labels whose scores, gradients and Adam steps a step computes as one task of its threads
 LABEL_BLOCK = 128
-#: most threads the trainer uses (its steps' Python parts serialise more)
-MAX_THREADS = 2
+#: most threads the trainer uses (None: as many as a step has tasks, ``members x label blocks``)
+MAX_THREADS = None
 
 _BETA1, _BETA2, _EPS = 0.9, 0.999, 1e-8
 
@@ -74,30 +74,17 @@ def _sigmoid(S, out=None):
 
 
 class Logistic(Loss):
-    """The loss of the one_vs_all solver: a binary logistic loss of every label on its score.
+    """The loss of the one_vs_all solver: a binary logistic loss of every label on its score,
+    ``log(1 + e^S) - y S``.
 
     A :class:`~embkit._kernels.losses.Loss` by its capability constants and its output table (one row per
     label, every label scored, no sampler), without a per-example kernel step: :class:`OneVsAllBatches`
-    trains it.
+    trains it, a block of labels at a time (:func:`~embkit._kernels.batch_rows.label_block`).
     """
 
     name = "logistic"
     USES_NEGATIVES, NEEDS_LOGQ, NEEDS_QUERY_FREE, PRIVATE_ROWS = False, False, False, False
     CLASS_ROWS, TREE_ROWS, STACKED, SCORES_ALL_CLASSES = True, False, False, True
-
-    @staticmethod
-    def gradient(S, Y):
-        """``(loss sum, dL/dS)`` of the scores ``S`` (float32, batch x labels) against the 0/1 labels ``Y``.
-
-        The binary cross-entropy of every label, ``log(1 + e^S) - y S = -log(1 - sigmoid(S)) - y S``.
-        """
-        G = _sigmoid(S, out=np.empty_like(S))
-        rest = np.subtract(1.0, G, dtype=np.float32)
-        np.maximum(rest, 1e-30, out=rest)
-        np.log(rest, out=rest)
-        loss = -float(rest.sum()) - float(np.vdot(S, Y))
-        G -= Y
-        return loss, G
 
 
 def member_scores(H, W_out, bias, members, normalize, tau):
@@ -146,8 +133,11 @@ class OneVsAllBatches:
         self.batch_size, self.members = batch_size, members
         self.alpha, self.min_alpha, self.total = alpha, min_alpha, total_examples
         self.normalize, self.tau, self.seed = normalize, np.float32(tau), seed
-        # the CSR arrays as the batch kernels take them, and a row-slot scratch per member (one thread each)
+        # the CSR arrays as the batch kernels take them (a label once a row), and a row-slot scratch per member
         self._csr_x = (X.indptr.astype(np.int64), X.indices.astype(np.int32), X.data.astype(np.float32))
+        if not Y.has_canonical_format:
+            Y = Y.copy()
+            Y.sum_duplicates()
         self._csr_y = (Y.indptr.astype(np.int64), Y.indices.astype(np.int32))
         self._slots = [np.full(len(W_in), -1, dtype=np.int32) for _ in range(members)]
 
@@ -157,9 +147,9 @@ class OneVsAllBatches:
     def train_chunk(self, order, examples_before, chunk_seed, n_threads):
         """Train the rows ``order`` on ``n_threads`` threads (at most :data:`MAX_THREADS`); returns ``(loss_sum,
         label_steps, examples)``."""
-        threads = max(1, min(int(n_threads), MAX_THREADS))
         n_labels = len(self.W_out)
-        blocks = [slice(lo, min(lo + LABEL_BLOCK, n_labels)) for lo in range(0, n_labels, LABEL_BLOCK)]
+        blocks = [(lo, min(lo + LABEL_BLOCK, n_labels)) for lo in range(0, n_labels, LABEL_BLOCK)]
+        threads = max(1, min(int(n_threads), self.members * len(blocks), MAX_THREADS or n_threads))
         label_pool = ThreadPoolExecutor(threads) if threads > 1 and len(blocks) > 1 else None
         try:
             def member(m):
@@ -189,8 +179,6 @@ class OneVsAllBatches:
         X, d = self._csr_x, cols.stop - cols.start
         H = np.empty((len(idx), d), dtype=np.float32)
         batch_hidden(*X, idx, self.W_in, cols.start, H)
-        Yb = np.empty((len(idx), len(self.W_out)), dtype=np.float32)
-        batch_labels(*self._csr_y, idx, Yb)
         if self.normalize:
             U, norms = _unit(H)
             H = U / self.tau
@@ -199,14 +187,18 @@ class OneVsAllBatches:
         t = float(st["adam_step"][m])
         step = lr * np.sqrt(1.0 - _BETA2 ** t) / (1.0 - _BETA1 ** t)
 
-        def labels(block):
-            return self._label_step(block, H, Yb, cols, m, step)
+        dH_blocks = np.empty((len(blocks), len(idx), d), dtype=np.float32)
 
-        parts = list(label_pool.map(labels, blocks)) if label_pool is not None else [labels(b) for b in blocks]
-        loss, dH = parts[0]
-        for part_loss, part_dH in parts[1:]:      # in block order: the same sum on any number of threads
-            loss += part_loss
-            dH += part_dH
+        def labels(b):
+            lo, hi = blocks[b]
+            return label_block(H, *self._csr_y, idx, self.W_out, st["adam_m_out"], st["adam_v_out"], self.bias,
+                               st["adam_m_bias"], st["adam_v_bias"], m, lo, hi, cols.start, step, _BETA1, _BETA2,
+                               _EPS, self.learn_bias, dH_blocks[b])
+
+        order = range(len(blocks))
+        losses = list(label_pool.map(labels, order)) if label_pool is not None else [labels(b) for b in order]
+        loss = sum(losses)                      # in block order: the same sums on any number of threads
+        dH = dH_blocks.sum(axis=0) if len(blocks) > 1 else dH_blocks[0]
         if self.normalize:
             dH /= self.tau
             dH -= U * np.einsum("ij,ij->i", U, dH)[:, None]
@@ -214,23 +206,6 @@ class OneVsAllBatches:
         adam_used_rows(*X, idx, np.ascontiguousarray(dH, dtype=np.float32), self.W_in, st["adam_m_in"],
                        st["adam_v_in"], cols.start, step, _BETA1, _BETA2, _EPS, self._slots[m])
         return loss
-
-    def _label_step(self, block, H, Yb, cols, m, step):
-        """The labels ``block``'s part of a step: their scores and loss, Adam steps of their rows and biases;
-        returns ``(loss, dL/dH)`` of those labels (computed with the rows before the step)."""
-        W_out = self.W_out[block, cols]
-        S = H @ W_out.T
-        S += self.bias[m, block]
-        loss, G = self.loss.gradient(S, Yb[:, block])
-        G /= np.float32(len(H))
-        dH = G @ W_out
-        st = self.state
-        adam_block(self.W_out, st["adam_m_out"], st["adam_v_out"], np.ascontiguousarray(G.T @ H), block.start,
-                   cols.start, step, _BETA1, _BETA2, _EPS)
-        if self.learn_bias:         # member m's biases are row m of the (members x labels) table
-            adam_block(self.bias, st["adam_m_bias"], st["adam_v_bias"],
-                       G.sum(axis=0, dtype=np.float32)[None, :], m, block.start, step, _BETA1, _BETA2, _EPS)
-        return loss, dH
 
 
 class OneVsAll(Solver):

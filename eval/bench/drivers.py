@@ -10,12 +10,15 @@ shared label table).  Every workload runs at every thread count in turn, ``--rep
 run (training seconds as the model's report gives them, units a second: words, pairs or examples, and for
 the XC workloads P@1/3/5 on Delicious's test set), then the medians and each workload's speedup against its
 fewest threads.  Repetition ``r`` trains with seed ``--seed + r``.  Data are read once, before the runs;
-a word2vec run builds its vocabulary first, untimed.  Pin it to cores with ``taskset`` to ask how it scales
-on that many cores.  Nothing is asserted: timings depend on the machine.
+a word2vec run builds its vocabulary first, untimed.  ``--variant NAME:key=value,@module.NAME=value``
+adds runs of every workload with model parameters (``key``) or module constants (``@``) changed, interleaved
+with the code as it is.  Pin it to cores with ``taskset`` to ask how it scales on that many cores.  Nothing is
+asserted: timings depend on the machine.
 
 Usage::
 
     python -m eval.bench.drivers --threads 1 2 --repeats 5 [--workloads skip-gram cbow items ...]
+        [--variant ova16:@embkit.xc.one_vs_all.MAX_THREADS=16]
 """
 import argparse
 import json
@@ -23,6 +26,7 @@ import shlex
 import statistics
 import sys
 
+from eval.bench.scaling import parse_variant, set_module_constant
 from eval.bench.word2vec import default_corpus
 
 WORKLOADS = ("skip-gram", "cbow", "items", "xc-sampled", "xc-sampled-shared-rows", "xc-one-vs-all")
@@ -32,10 +36,10 @@ def _word2vec(sg):
     def prepare(args):
         return args.corpus
 
-    def run(corpus, threads, seed):
+    def run(corpus, threads, seed, **extra):
         from embkit import Word2Vec
-        model = Word2Vec(vector_size=100, window=5, negative=5, sample=1e-3, min_count=5, sg=sg, epochs=1,
-                         workers=threads, seed=seed, progress=False)
+        settings = dict(vector_size=100, window=5, negative=5, sample=1e-3, min_count=5, sg=sg, epochs=1)
+        model = Word2Vec(workers=threads, seed=seed, progress=False, **dict(settings, **extra))
         model.build_vocab(corpus_file=corpus)
         model.train()
         return model.last_report, None
@@ -48,9 +52,9 @@ def _items():
         _, (train, _, _) = load_split("ml-latest-small", 3)
         return train
 
-    def run(train, threads, seed):
+    def run(train, threads, seed, **extra):
         from embkit import ItemEmbedding
-        model = ItemEmbedding(vector_size=100, epochs=30, workers=threads, seed=seed, progress=False)
+        model = ItemEmbedding(workers=threads, seed=seed, progress=False, **dict(dict(vector_size=100, epochs=30), **extra))
         model.fit(train)
         return model.last_report, None
     return prepare, run
@@ -61,9 +65,10 @@ def _xc(solver, **extra):
         from eval.bench.xc import load_set
         return load_set("delicious")
 
-    def run(data, threads, seed):
+    def run(data, threads, seed, **variant):
         from embkit import ExtremeClassifier
-        model = ExtremeClassifier(solver=solver, heads=(), workers=threads, seed=seed, progress=False, **extra)
+        model = ExtremeClassifier(solver=solver, heads=(), workers=threads, seed=seed, progress=False,
+                                  **dict(extra, **variant))
         model.fit(data[0])
         return model.last_report, {"P@%d" % k: v for k, v in model.evaluate(data[1]).precision.items()}
     return prepare, run
@@ -73,37 +78,52 @@ DRIVERS = {"skip-gram": _word2vec(1), "cbow": _word2vec(0), "items": _items(), "
            "xc-sampled-shared-rows": _xc("sampled", hot_rows=0), "xc-one-vs-all": _xc("one_vs_all")}
 
 
+def _variant_run(workload, data, threads, seed, kwargs, constants):
+    """One run of ``workload`` with the model parameters ``kwargs`` and the module constants ``constants``
+    (restored after it)."""
+    before = {name: set_module_constant(name, value) for name, value in constants.items()}
+    try:
+        return DRIVERS[workload][1](data, threads, seed, **kwargs)
+    finally:
+        for name, value in before.items():
+            set_module_constant(name, value)
+
+
 def run(args, out=sys.stdout):
-    """``{(workload, threads): [run, ...]}`` of the interleaved runs (dicts: ``train_s``, ``units_per_s`` and
-    for the XC workloads P@1/3/5 on the test set); a JSON line per run.  Repetition ``r`` uses seed
-    ``seed + r``."""
+    """``{(workload, variant, threads): [run, ...]}`` of the interleaved runs (dicts: ``train_s``,
+    ``units_per_s`` and for the XC workloads P@1/3/5 on the test set; the variant ``""`` is the code as it
+    is); a JSON line per run.  Repetition ``r`` uses seed ``seed + r``."""
     data = {name: DRIVERS[name][0](args) for name in args.workloads}
+    variants = [("", {}, {})] + [(name, kwargs, constants) for name, kwargs, _, constants, _ in args.variant]
     runs = {}
     for rep in range(args.repeats):
         for name in args.workloads:
-            for t in args.threads:
-                report, quality = DRIVERS[name][1](data[name], t, args.seed + rep)
-                row = {"repeat": rep, "seed": args.seed + rep, "workload": name, "threads": t,
-                       "train_s": round(report.seconds, 4), "units_per_s": round(report.words / max(report.seconds, 1e-9))}
-                row.update({k: round(v, 4) for k, v in (quality or {}).items()})
-                runs.setdefault((name, t), []).append(row)
-                print(json.dumps(row), file=out, flush=True)
+            for variant, kwargs, constants in variants:
+                for t in args.threads:
+                    report, quality = _variant_run(name, data[name], t, args.seed + rep, kwargs, constants)
+                    row = {"repeat": rep, "seed": args.seed + rep, "workload": name, "variant": variant, "threads": t,
+                           "train_s": round(report.seconds, 4),
+                           "units_per_s": round(report.words / max(report.seconds, 1e-9))}
+                    row.update({k: round(v, 4) for k, v in (quality or {}).items()})
+                    runs.setdefault((name, variant, t), []).append(row)
+                    print(json.dumps(row), file=out, flush=True)
     return runs
 
 
-def summary(runs, workloads, threads):
-    """Markdown lines: per workload and thread count the median seconds and units/s, the speedup of the
-    median seconds against the workload's fewest threads, and the mean P@1 of the XC workloads."""
-    lines = ["| workload | threads | training s (median) | units/s (median) | speedup | P@1 (mean) |",
-             "|---|---:|---:|---:|---:|---:|"]
+def summary(runs, workloads, variants, threads):
+    """Markdown lines: per workload, variant and thread count the median seconds and units/s, the speedup of
+    the median seconds against the code as it is on the fewest threads, and the mean P@1 of the XC workloads."""
+    lines = ["| workload | variant | threads | training s (median) | units/s (median) | speedup | P@1 (mean) |",
+             "|---|---|---:|---:|---:|---:|---:|"]
     for name in workloads:
-        base = statistics.median(r["train_s"] for r in runs[(name, min(threads))])
-        for t in threads:
-            rows = runs[(name, t)]
-            s = statistics.median(r["train_s"] for r in rows)
-            p1 = "%.4f" % statistics.mean(r["P@1"] for r in rows) if "P@1" in rows[0] else "-"
-            lines.append("| %s | %d | %.3f | %.0f | %.2fx | %s |" % (
-                name, t, s, statistics.median(r["units_per_s"] for r in rows), base / s, p1))
+        base = statistics.median(r["train_s"] for r in runs[(name, "", min(threads))])
+        for variant in variants:
+            for t in threads:
+                rows = runs[(name, variant, t)]
+                s = statistics.median(r["train_s"] for r in rows)
+                p1 = "%.4f" % statistics.mean(r["P@1"] for r in rows) if "P@1" in rows[0] else "-"
+                lines.append("| %s | %s | %d | %.3f | %.0f | %.2fx | %s |" % (
+                    name, variant or "as is", t, s, statistics.median(r["units_per_s"] for r in rows), base / s, p1))
     return lines
 
 
@@ -115,11 +135,16 @@ def main(argv=None):
     p.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", default=None, metavar="FILE", help="write every run and the summary as JSON")
+    p.add_argument("--variant", type=parse_variant, action="append", default=[],
+                   metavar="NAME:key=value,@module.NAME=value")
     args = p.parse_args(argv)
+    for name, _, path, constants, threads in args.variant:
+        if path or threads or "quality" in constants:
+            p.error("--variant %s: only model parameters and module constants are varied here" % name)
     if args.corpus is None:
         args.corpus = default_corpus()
     runs = run(args)
-    lines = summary(runs, args.workloads, sorted(args.threads))
+    lines = summary(runs, args.workloads, [""] + [v[0] for v in args.variant], sorted(args.threads))
     print("\n".join([""] + lines))
     command = "python -m eval.bench.drivers %s" % " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     print("\n`%s`" % command)
