@@ -19,7 +19,7 @@ run on the chunk's threads, each block one kernel call without the GIL
 (:func:`embkit._kernels.batch_rows.label_block`: its BLAS products and passes).  The blocks do not depend on
 the thread count and their input gradients are summed in block order, so any number of threads trains the
 same model.  The input side of a step (the batch's hidden vectors, the lazy Adam step of the feature rows it
-uses) are kernels without the GIL too; a step's Python bookkeeping holds it.  A step has ``members x blocks``
+uses) is kernels without the GIL too; a step's Python bookkeeping holds it.  A step has ``members x blocks``
 tasks: more threads than that have nothing to do.
 
 :class:`OneVsAll` is the solver :class:`~embkit.xc.classifier.ExtremeClassifier` asks, :class:`Logistic`
