@@ -2,10 +2,11 @@
 and SciPy products, the kernels) and whose items are independent (blocks of rows or of text, ensemble
 members).
 """
+import itertools
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
-__all__ = ["map_on_threads", "ordered_map"]
+__all__ = ["map_on_threads", "ordered_map", "map_with_helpers"]
 
 
 def map_on_threads(fn, items, workers):
@@ -38,3 +39,28 @@ def ordered_map(fn, items, threads, ahead=2):
         finally:
             for future in pending:
                 future.cancel()
+
+
+def map_with_helpers(fn, n, pool=None, helpers=0):
+    """``[fn(i) for i in range(n)]``, computed by the calling thread and up to ``helpers`` tasks of ``pool``
+    beside it, each taking the next ``i`` not yet taken: the caller works instead of waiting, and a helper
+    that starts late (its pool busy with other callers' work) finds nothing left and returns.  The results
+    are in order; the first exception is raised after every task has ended."""
+    results = [None] * n
+    taken = itertools.count()       # next() of a count is atomic: each i is taken once
+
+    def drain():
+        for i in iter(taken.__next__, None):
+            if i >= n:
+                return
+            results[i] = fn(i)
+
+    tasks = [pool.submit(drain) for _ in range(min(helpers, n - 1))] if pool is not None else []
+    try:
+        drain()
+    finally:
+        wait(tasks)
+    for task in tasks:
+        task.result()
+    return results
+

@@ -15,8 +15,8 @@ prediction (:func:`member_scores`).
 
 Threads: the members train side by side (they share no parameter), and a step's label work (the scores, loss,
 gradients and Adam steps of the label rows and biases) is cut into blocks of :data:`LABEL_BLOCK` labels that
-run on the chunk's threads, each block one kernel call without the GIL
-(:func:`embkit._kernels.batch_rows.label_block`: its BLAS products and passes).  The blocks do not depend on
+the member's thread and the threads beyond one a member take as they come, each block one kernel call without
+the GIL (:func:`embkit._kernels.batch_rows.label_block`: its BLAS products and passes).  The blocks do not depend on
 the thread count and their input gradients are summed in block order, so any number of threads trains the
 same model.  The input side of a step (the batch's hidden vectors, the lazy Adam step of the feature rows it
 uses) is kernels without the GIL too; a step's Python bookkeeping holds it.  A step has ``members x blocks``
@@ -32,7 +32,7 @@ import numpy as np
 from embkit._kernels.batch_rows import adam_used_rows, batch_hidden, label_block
 from embkit._kernels.losses import Loss
 from embkit.core.checks import POSITIVE_INT, check_param
-from embkit.core.threads import map_on_threads
+from embkit.core.threads import map_on_threads, map_with_helpers
 from embkit.xc.heads import DEFAULT_HEADS
 from embkit.xc.solver import Solver
 
@@ -150,10 +150,12 @@ class OneVsAllBatches:
         n_labels = len(self.W_out)
         blocks = [(lo, min(lo + LABEL_BLOCK, n_labels)) for lo in range(0, n_labels, LABEL_BLOCK)]
         threads = max(1, min(int(n_threads), self.members * len(blocks), MAX_THREADS or n_threads))
-        label_pool = ThreadPoolExecutor(threads) if threads > 1 and len(blocks) > 1 else None
+        # the members' threads, and helpers that take label blocks of any member's step beside them
+        helpers = threads - min(threads, self.members) if len(blocks) > 1 else 0
+        label_pool = ThreadPoolExecutor(helpers) if helpers else None
         try:
             def member(m):
-                return self._train_member(m, order, examples_before, chunk_seed, blocks, label_pool)
+                return self._train_member(m, order, examples_before, chunk_seed, blocks, label_pool, helpers)
 
             losses = map_on_threads(member, range(self.members), threads)
         finally:
@@ -161,7 +163,7 @@ class OneVsAllBatches:
                 label_pool.shutdown()
         return sum(losses) / self.members, int(np.diff(self.Y.indptr)[order].sum()), len(order)
 
-    def _train_member(self, m, order, examples_before, chunk_seed, blocks, label_pool):
+    def _train_member(self, m, order, examples_before, chunk_seed, blocks, label_pool, helpers):
         """Member ``m``'s steps over the rows ``order`` (in its own permutation); returns its loss sum."""
         d = self.W_in.shape[1] // self.members
         cols = slice(m * d, (m + 1) * d)
@@ -172,10 +174,10 @@ class OneVsAllBatches:
             idx = mine[start:start + self.batch_size]
             position = examples_before + start + len(idx) / 2.0
             lr = max(self.alpha - (self.alpha - self.min_alpha) * position / max(self.total, 1.0), self.min_alpha)
-            loss += self._step(idx, cols, m, lr, blocks, label_pool)
+            loss += self._step(idx, cols, m, lr, blocks, label_pool, helpers)
         return loss
 
-    def _step(self, idx, cols, m, lr, blocks, label_pool):
+    def _step(self, idx, cols, m, lr, blocks, label_pool, helpers):
         X, d = self._csr_x, cols.stop - cols.start
         H = np.empty((len(idx), d), dtype=np.float32)
         batch_hidden(*X, idx, self.W_in, cols.start, H)
@@ -195,8 +197,7 @@ class OneVsAllBatches:
                                st["adam_m_bias"], st["adam_v_bias"], m, lo, hi, cols.start, step, _BETA1, _BETA2,
                                _EPS, self.learn_bias, dH_blocks[b])
 
-        order = range(len(blocks))
-        losses = list(label_pool.map(labels, order)) if label_pool is not None else [labels(b) for b in order]
+        losses = map_with_helpers(labels, len(blocks), label_pool, helpers)
         loss = sum(losses)                      # in block order: the same sums on any number of threads
         dH = dH_blocks.sum(axis=0) if len(blocks) > 1 else dH_blocks[0]
         if self.normalize:

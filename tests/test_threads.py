@@ -1,0 +1,65 @@
+"""The thread helpers of embkit.core.threads: order of results, every item once, errors after every task."""
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from embkit.core.threads import map_on_threads, map_with_helpers, ordered_map
+
+
+@pytest.mark.parametrize("helpers", [0, 1, 3, 10])
+def test_map_with_helpers_computes_every_item_once_in_order(helpers):
+    calls = []
+    lock = threading.Lock()
+
+    def fn(i):
+        with lock:
+            calls.append(i)
+        time.sleep(0.001 * (i % 3))
+        return i * i
+
+    with ThreadPoolExecutor(max(helpers, 1)) as pool:
+        assert map_with_helpers(fn, 12, pool if helpers else None, helpers) == [i * i for i in range(12)]
+    assert sorted(calls) == list(range(12))
+    assert map_with_helpers(fn, 0) == []
+
+
+def test_the_helpers_work_beside_the_caller():
+    # item 0 waits until another item runs at the same time: it only ends if a helper takes item 1
+    others = threading.Event()
+
+    def fn(i):
+        if i == 0:
+            assert others.wait(5), "no helper ran beside the caller"
+        else:
+            others.set()
+        return threading.get_ident()
+
+    with ThreadPoolExecutor(2) as pool:
+        idents = map_with_helpers(fn, 4, pool, 2)
+    assert len(set(idents)) >= 2
+
+
+def test_an_error_is_raised_after_every_task_has_ended():
+    ended = []
+
+    def fn(i):
+        if i == 1:
+            raise ValueError("item 1")
+        time.sleep(0.02)
+        ended.append(i)
+        return i
+
+    with ThreadPoolExecutor(3) as pool:
+        with pytest.raises(ValueError, match="item 1"):
+            map_with_helpers(fn, 6, pool, 3)
+        running = len(ended)
+        time.sleep(0.1)
+        assert len(ended) == running       # nothing went on after the call returned
+
+
+def test_map_on_threads_and_ordered_map_keep_the_items_order():
+    assert map_on_threads(lambda v: -v, range(7), 3) == [-v for v in range(7)]
+    assert list(ordered_map(lambda v: v + 1, iter(range(9)), 2)) == list(range(1, 10))
+    assert list(ordered_map(lambda v: v + 1, iter(range(3)), 0)) == [1, 2, 3]
