@@ -201,3 +201,25 @@ def test_any_thread_count_trains_the_same_model(planted, monkeypatch):
     monkeypatch.setattr(one_vs_all, "LABEL_BLOCK", 1000)
     whole = ExtremeClassifier(workers=2, **kw).fit(train)
     np.testing.assert_allclose(whole.label_vectors, one.label_vectors, rtol=1e-3, atol=1e-5)
+
+
+
+def test_a_label_stored_twice_in_a_row_counts_once(planted):
+    # a label matrix with a label stored twice in some rows (a CSR not in canonical form) trains the model of
+    # the same labels stored once: the classifier sums the duplicates before the label-block kernel, which
+    # reads a row's stored labels as a set
+    from embkit.xc.data import XCData
+    train, _ = planted
+    Y = train.Y
+    rows = [list(Y.indices[Y.indptr[r]:Y.indptr[r + 1]]) for r in range(Y.shape[0])]
+    for r in range(0, 40, 4):
+        rows[r] = rows[r] + rows[r][:1]                     # its first label once more, at the end
+    indptr = np.r_[0, np.cumsum([len(labels) for labels in rows])]
+    twice = sp.csr_matrix((np.ones(indptr[-1], np.float32), np.concatenate(rows).astype(np.int32), indptr),
+                          shape=Y.shape)
+    assert not twice.has_canonical_format and twice.nnz == Y.nnz + 10
+    kw = dict(vector_size=16, epochs=1, seed=2, heads=(), workers=1, progress=False)
+    one = ExtremeClassifier(**kw).fit(train)
+    other = ExtremeClassifier(**kw).fit(XCData(train.X, twice))
+    np.testing.assert_array_equal(other.label_vectors, one.label_vectors)
+    np.testing.assert_array_equal(other.label_biases, one.label_biases)

@@ -111,7 +111,8 @@ class OneVsAllBatches:
     loss : Logistic
         The loss whose gradient a step takes.
     X, Y : scipy.sparse.csr_matrix
-        Weighted features and binary labels of the training rows.
+        Weighted features and binary labels of the training rows (``Y`` with each label once a row, as
+        :class:`~embkit.xc.classifier.ExtremeClassifier` prepares it).
     W_in, W_out, bias : numpy.ndarray
         The tables (updated in place); ``bias`` is ``(members, n_labels)``.
     state : dict
@@ -133,11 +134,8 @@ class OneVsAllBatches:
         self.batch_size, self.members = batch_size, members
         self.alpha, self.min_alpha, self.total = alpha, min_alpha, total_examples
         self.normalize, self.tau, self.seed = normalize, np.float32(tau), seed
-        # the CSR arrays as the batch kernels take them (a label once a row), and a row-slot scratch per member
+        # the CSR arrays as the batch kernels take them, and a row-slot scratch per member (one thread each)
         self._csr_x = (X.indptr.astype(np.int64), X.indices.astype(np.int32), X.data.astype(np.float32))
-        if not Y.has_canonical_format:
-            Y = Y.copy()
-            Y.sum_duplicates()
         self._csr_y = (Y.indptr.astype(np.int64), Y.indices.astype(np.int32))
         self._slots = [np.full(len(W_in), -1, dtype=np.int32) for _ in range(members)]
 
