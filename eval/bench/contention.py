@@ -23,9 +23,8 @@ import json
 import multiprocessing
 import queue
 import sys
-import time
 
-from eval.bench.scaling import parse_variant, set_module_constant
+from eval.bench.scaling import module_constants, parse_variant, set_module_constant
 from eval.bench.word2vec import default_corpus
 
 SETTINGS = dict(sg=1, vector_size=100, window=5, negative=5, sample=1e-3, min_count=5)
@@ -81,12 +80,8 @@ def run(corpus, counts, epochs, variants=(), outs=(sys.stdout,)):
         for count in counts:
             runs = processes(corpus, epochs, count, extra, constants)
             private = sum(words / seconds for words, seconds in runs)
-            saved = [(d, set_module_constant(d, v)) for d, v in constants.items()]
-            try:
+            with module_constants(constants):
                 words, seconds = _train(corpus, epochs, count, 1, extra)
-            finally:
-                for d, v in reversed(saved):
-                    set_module_constant(d, v)
             row = {"variant": name, "count": count, "processes_words_per_s": round(private),
                    "process_seconds": [round(s, 3) for _, s in runs], "threads_words_per_s": round(words / seconds),
                    "threads_seconds": round(seconds, 3), "shared_over_private": round(words / seconds / private, 3)}

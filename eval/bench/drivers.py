@@ -26,7 +26,7 @@ import shlex
 import statistics
 import sys
 
-from eval.bench.scaling import parse_variant, set_module_constant
+from eval.bench.scaling import module_constants, parse_variant
 from eval.bench.word2vec import default_corpus
 
 WORKLOADS = ("skip-gram", "cbow", "items", "xc-sampled", "xc-sampled-shared-rows", "xc-one-vs-all")
@@ -78,17 +78,6 @@ DRIVERS = {"skip-gram": _word2vec(1), "cbow": _word2vec(0), "items": _items(), "
            "xc-sampled-shared-rows": _xc("sampled", hot_rows=0), "xc-one-vs-all": _xc("one_vs_all")}
 
 
-def _variant_run(workload, data, threads, seed, kwargs, constants):
-    """One run of ``workload`` with the model parameters ``kwargs`` and the module constants ``constants``
-    (restored after it)."""
-    before = {name: set_module_constant(name, value) for name, value in constants.items()}
-    try:
-        return DRIVERS[workload][1](data, threads, seed, **kwargs)
-    finally:
-        for name, value in before.items():
-            set_module_constant(name, value)
-
-
 def run(args, out=sys.stdout):
     """``{(workload, variant, threads): [run, ...]}`` of the interleaved runs (dicts: ``train_s``,
     ``units_per_s`` and for the XC workloads P@1/3/5 on the test set; the variant ``""`` is the code as it
@@ -100,7 +89,8 @@ def run(args, out=sys.stdout):
         for name in args.workloads:
             for variant, kwargs, constants in variants:
                 for t in args.threads:
-                    report, quality = _variant_run(name, data[name], t, args.seed + rep, kwargs, constants)
+                    with module_constants(constants):
+                        report, quality = DRIVERS[name][1](data[name], t, args.seed + rep, **kwargs)
                     row = {"repeat": rep, "seed": args.seed + rep, "workload": name, "variant": variant, "threads": t,
                            "train_s": round(report.seconds, 4),
                            "units_per_s": round(report.words / max(report.seconds, 1e-9))}

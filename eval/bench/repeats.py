@@ -16,7 +16,6 @@ Usage::
         --variant split_all:@embkit.text.blocks.SPARED_THREADS=0
 """
 import argparse
-import contextlib
 import json
 import statistics
 import subprocess
@@ -24,21 +23,8 @@ import sys
 import time
 
 from embkit import Word2Vec
-from eval.bench.scaling import parse_variant, set_module_constant
+from eval.bench.scaling import module_constants, parse_variant
 from eval.paths import REPO_ROOT, shared_data
-
-
-@contextlib.contextmanager
-def module_constants(constants):
-    """Set ``{"package.module.NAME": value}`` for the block, then restore them."""
-    saved = []
-    try:
-        for dotted, value in constants.items():
-            saved.append((dotted, set_module_constant(dotted, value)))
-        yield
-    finally:
-        for dotted, value in reversed(saved):
-            set_module_constant(dotted, value)
 
 
 def one_run(corpus, threads, epochs, constants):

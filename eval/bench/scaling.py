@@ -34,6 +34,7 @@ Usage::
 """
 import argparse
 import ast
+import contextlib
 import importlib.machinery
 import importlib.util
 import json
@@ -130,6 +131,19 @@ def set_module_constant(dotted, value):
     old = getattr(module, name)
     setattr(module, name, value)
     return old
+
+
+@contextlib.contextmanager
+def module_constants(constants):
+    """Set ``{"package.module.NAME": value}`` for the block, then restore them."""
+    saved = []
+    try:
+        for dotted, value in constants.items():
+            saved.append((dotted, set_module_constant(dotted, value)))
+        yield
+    finally:
+        for dotted, value in reversed(saved):
+            set_module_constant(dotted, value)
 
 
 def child(args):
