@@ -59,6 +59,101 @@ def test_table_merges_blocks_in_first_seen_order_and_looks_up():
         WordTable(["a", "a"])
 
 
+def _growing_blocks(seed, n_blocks=60):
+    """Blocks of text whose words keep arriving (a table of them grows, rehashes and moves its bytes all along)."""
+    rng = np.random.default_rng(seed)
+    blocks = []
+    for b in range(n_blocks):
+        known = rng.integers(0, 40 * (b + 1), 300)                   # mostly words of earlier blocks
+        new = np.arange(40 * b, 40 * (b + 1))
+        words = ["w%d%s" % (i, "\u00e9" * int(i % 3)) for i in np.concatenate([known, new])]
+        rng.shuffle(words)
+        blocks.append(" ".join(words[:170]) + "\n" + " ".join(words[170:]))
+    return blocks
+
+
+def _added_whole(blocks):
+    table, builder, chunks = WordTable(), ChunkBuilder(500, 100), []
+    for text in blocks:
+        block = tokenize(text)
+        table.add(block)
+        chunks += builder.add(block, True)
+    return table, chunks
+
+
+def _chunk_lists(chunks):
+    return [(t.tolist(), e.tolist(), r) for t, e, r in chunks]
+
+
+def test_words_counted_by_threads_beside_the_adding_one_give_the_ids_and_counts_of_adding_whole():
+    blocks = _growing_blocks(1)
+    expected, expected_chunks = _added_whole(blocks)
+    table = WordTable()
+    table.open_to_readers()
+    tokenized = [tokenize(text) for text in blocks]
+    ready = [threading.Event() for _ in blocks]
+    counts = [np.zeros(0, dtype=np.int64) for _ in range(3)]
+
+    def reader(k):                      # reader k counts blocks k, k + 3, ... while the table grows
+        for i in range(k, len(blocks), 3):
+            counts[k] = table.count_known(tokenized[i], counts[k])
+            ready[i].set()
+
+    threads = [threading.Thread(target=reader, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    builder, chunks = ChunkBuilder(500, 100), []
+    for i, block in enumerate(tokenized):
+        ready[i].wait()
+        table.add(block)
+        chunks += builder.add(block, True)
+    for t in threads:
+        t.join()
+    for c in counts:
+        table.add_counts(c[:len(table)])
+    table.close_to_readers()
+    assert sum(c.sum() for c in counts) > 0         # the readers did count words the table knew
+    assert table.words_list() == expected.words_list()
+    assert table.counts().tolist() == expected.counts().tolist()
+    assert _chunk_lists(chunks) == _chunk_lists(expected_chunks)
+
+
+def test_a_block_counted_in_another_table_or_before_a_prune_is_refused():
+    table, other = WordTable(["a", "b"]), WordTable(["a"])
+    block = tokenize("a b c")
+    counts = other.count_known(block, np.zeros(1, dtype=np.int64))
+    assert counts.tolist() == [1]
+    with pytest.raises(ValueError, match="counted in another word table"):
+        table.add(block)
+    table.count_known(block, np.zeros(2, dtype=np.int64))
+    table.prune(1)                                  # every word's count is 0: ids change
+    with pytest.raises(ValueError, match="before prune"):
+        table.add(block)
+    table.look_up(block)                            # a plain look-up is added word by word again
+    table.add(block)
+    assert table.words_list() == ["a", "b", "c"] and table.counts().tolist() == [1, 1, 1]
+    table.open_to_readers()
+    with pytest.raises(ValueError, match="open to readers"):
+        table.prune(2)
+    table.close_to_readers()
+    with pytest.raises(ValueError, match="4 counts for 3 words"):
+        table.add_counts(np.zeros(4, dtype=np.int64))
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_the_counting_threads_scan_as_one_thread_does(tmp_path, workers, monkeypatch):
+    import embkit.text.blocks as blocks
+    monkeypatch.setattr(blocks, "COUNTING_WORKERS", 2)
+    path = tmp_path / "growing.txt"
+    path.write_text("\n".join(_growing_blocks(2, 200)) + "\n", encoding="utf-8")
+    runs = []
+    for n in (1, workers):
+        table = WordTable()
+        chunks = list(blocks.encode_blocks(TextCorpus(path), table, 700, n, block_chars=2048, adding=True))
+        runs.append((table.words_list(), table.counts().tolist(), _chunk_lists(chunks)))
+    assert len(runs[0][0]) > 7000 and runs[1] == runs[0]
+
+
 @settings(max_examples=100, deadline=None, derandomize=True)
 @given(st.text(alphabet=ALPHABET, max_size=200), st.lists(st.text(alphabet="ab\u00e9\u4e2d\U0001f600", min_size=1,
                                                                   max_size=3), unique=True, max_size=12))

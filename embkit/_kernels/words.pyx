@@ -103,6 +103,35 @@ cdef struct WordSet:
     char *arena
     int64_t used
     int64_t arena_cap
+    bint shared             # other threads read it (ws_find_shared): outgrown slots and arenas are kept
+    void **retired          # those kept, freed when the sharing ends
+    int64_t n_retired
+    int64_t retired_cap
+
+
+# One thread adds words while others look them up (WordTable.open_to_readers): the adding thread writes a
+# new slot's fields before its hash, and a grown slot array or arena whole before its pointer, each with a
+# release store; the readers load them with acquire loads, in the opposite order.
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    /* x86 and x64: a volatile access orders as acquire / release, the barrier stops the compiler */
+    #include <intrin.h>
+    #define emb_load_acquire(p) (_ReadWriteBarrier(), *(volatile const __int64 *)(p))
+    #define emb_store_release(p, v) do { _ReadWriteBarrier(); *(volatile __int64 *)(p) = (__int64)(v); } while (0)
+    #define emb_load_acquire_ptr(p) (_ReadWriteBarrier(), *(void *volatile const *)(p))
+    #define emb_store_release_ptr(p, v) do { _ReadWriteBarrier(); *(void *volatile *)(p) = (void *)(v); } while (0)
+    #else
+    #define emb_load_acquire(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+    #define emb_store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+    #define emb_load_acquire_ptr(p) __atomic_load_n((void **)(p), __ATOMIC_ACQUIRE)
+    #define emb_store_release_ptr(p, v) __atomic_store_n((void **)(p), (void *)(v), __ATOMIC_RELEASE)
+    #endif
+    """
+    uint64_t emb_load_acquire(const void *p) nogil
+    void emb_store_release(void *p, uint64_t v) nogil
+    void *emb_load_acquire_ptr(const void *p) nogil
+    void emb_store_release_ptr(void *p, const void *v) nogil
 
 
 cdef inline uint64_t word_hash(const char *p, Py_ssize_t n) noexcept nogil:
@@ -164,7 +193,34 @@ cdef int ws_init(WordSet *s, int32_t words) noexcept nogil:
 
 cdef void ws_free(WordSet *s) noexcept nogil:
     free(s.slot); free(s.at); free(s.arena)
+    ws_free_retired(s)
     memset(s, 0, sizeof(WordSet))
+
+
+cdef void ws_free_retired(WordSet *s) noexcept nogil:
+    cdef int64_t k
+    for k in range(s.n_retired):
+        free(s.retired[k])
+    free(s.retired)
+    s.retired, s.n_retired, s.retired_cap = NULL, 0, 0
+
+
+cdef int ws_retire(WordSet *s, void *p) noexcept nogil:
+    """Free ``p`` (outgrown slots or arena), or keep it until the sharing ends; -1 when out of memory."""
+    if not s.shared:
+        free(p)
+        return 0
+    if s.n_retired == s.retired_cap:
+        if s.retired_cap == 0:
+            s.retired = <void **> malloc(16 * sizeof(void *))
+            if s.retired == NULL:
+                return -1
+            s.retired_cap = 16
+        elif grow(<void **> &s.retired, &s.retired_cap, sizeof(void *)) != 0:
+            return -1
+    s.retired[s.n_retired] = p
+    s.n_retired += 1
+    return 0
 
 
 cdef int ws_rehash(WordSet *s, int64_t slots) noexcept nogil:
@@ -182,15 +238,18 @@ cdef int ws_rehash(WordSet *s, int64_t slots) noexcept nogil:
             i = (i + 1) & (slots - 1)
         table[i] = old[0]
         s.at[w] = i
-    free(s.slot)
-    s.slot, s.slots = table, slots
-    return 0
+    old = s.slot
+    # a reader that loads the new size loads the new slots; one with the old size probes either, in bounds
+    emb_store_release_ptr(&s.slot, table)
+    emb_store_release(&s.slots, <uint64_t>slots)
+    return ws_retire(s, old)
 
 
 cdef int ws_reserve(WordSet *s, int32_t words, int64_t nbytes) noexcept nogil:
     """Room for ``words`` more words of ``nbytes`` more bytes; -1 when out of memory."""
     cdef int64_t cap = s.cap
     cdef void *p
+    cdef void *old
     if s.n + <int64_t>words > cap:
         while s.n + <int64_t>words > cap:
             cap *= 2
@@ -205,10 +264,20 @@ cdef int ws_reserve(WordSet *s, int32_t words, int64_t nbytes) noexcept nogil:
     if need > acap:
         while need > acap:
             acap *= 2
-        p = realloc(s.arena, acap)
-        if p == NULL:
-            return -1
-        s.arena = <char *> p
+        if s.shared:            # a reader may be comparing bytes in the old arena
+            p = malloc(acap)
+            if p == NULL:
+                return -1
+            memcpy(p, s.arena, s.used)
+            old = s.arena
+            emb_store_release_ptr(&s.arena, p)
+            if ws_retire(s, old) != 0:
+                return -1
+        else:
+            p = realloc(s.arena, acap)
+            if p == NULL:
+                return -1
+            s.arena = <char *> p
         s.arena_cap = acap
     if 2 * (<int64_t>s.n + words) > s.slots:
         acap = s.slots
@@ -229,6 +298,25 @@ cdef inline int64_t ws_find(const WordSet *s, const char *p, int32_t n, uint64_t
         i = (i + 1) & (s.slots - 1)
 
 
+cdef inline int32_t ws_find_shared(const WordSet *s, const char *p, int32_t n, uint64_t h) noexcept nogil:
+    """The id of the word ``p[0:n]`` with hash ``h``, or -1, looked up on one thread while another adds
+    words (``s.shared``): a word added meanwhile may be missed, a word found is the word."""
+    cdef int64_t slots = <int64_t>emb_load_acquire(&s.slots)
+    cdef const Slot *table = <const Slot *>emb_load_acquire_ptr(&s.slot)
+    cdef int64_t i = <int64_t>(h & <uint64_t>(slots - 1))
+    cdef uint64_t eh
+    cdef const char *arena
+    while True:
+        eh = emb_load_acquire(&table[i].hash)
+        if eh == 0:
+            return -1
+        if eh == h and table[i].length == n:
+            arena = <const char *>emb_load_acquire_ptr(&s.arena)
+            if same_bytes(arena + table[i].start, p, n):
+                return table[i].word
+        i = (i + 1) & (slots - 1)
+
+
 cdef inline int32_t ws_add(WordSet *s, const char *p, int32_t n, uint64_t h, int64_t count) noexcept nogil:
     """The id of the word ``p[0:n]``, added (with count 0) when new; its count grows by ``count``.  -1 when
     out of memory."""
@@ -240,14 +328,14 @@ cdef inline int32_t ws_add(WordSet *s, const char *p, int32_t n, uint64_t h, int
                 return -1
             i = ws_find(s, p, n, h)
             e = &s.slot[i]
-        e.hash = h
+        memcpy(s.arena + s.used, p, n)
         e.start = s.used
         e.length = n
         e.count = 0
         e.word = s.n
+        emb_store_release(&e.hash, h)      # last: a reader that sees the hash sees the word
         s.at[s.n] = i
         s.n += 1
-        memcpy(s.arena + s.used, p, n)
         s.used += n
     e.count += count
     return e.word
@@ -313,6 +401,7 @@ cdef class BlockWords:
     cdef readonly int64_t newlines
     cdef int64_t break_cap
     cdef int32_t *mapped         # per word of the block: its id in a WordTable, or -1 (set by the table)
+    cdef uint64_t counted_in     # the lineage of the table whose count_known counted the words mapped (0: none)
 
     def __dealloc__(self):
         ws_free(&self.words)
@@ -425,6 +514,15 @@ def _unpacked_table(bytes blob not None, lengths, counts):
 
 
 # ----------------------------------------------------------------------------------------- the table
+cdef uint64_t _lineages = 0
+
+
+cdef uint64_t new_lineage() noexcept:
+    global _lineages
+    _lineages += 1
+    return _lineages
+
+
 cdef class WordTable:
     """Distinct words of a corpus with their counts; ids in the order words were first added.
 
@@ -434,10 +532,12 @@ cdef class WordTable:
         Words to start with (ids 0, 1, ...; count 0), e.g. a vocabulary to :meth:`look_up` in.
     """
     cdef WordSet words
+    cdef uint64_t lineage       # its ids' history: renewed when prune renumbers them
 
     def __cinit__(self):
         if ws_init(&self.words, 1 << 14) != 0:
             raise MemoryError()
+        self.lineage = new_lineage()
 
     def __init__(self, words=()):
         cdef bytes b
@@ -466,12 +566,75 @@ cdef class WordTable:
 
     def add(self, BlockWords block not None):
         """Add ``block``'s words in its first-seen order (a new word takes the next id) and their counts; the
-        block's tokens map to these ids afterwards (for :meth:`ChunkBuilder.add`)."""
+        block's tokens map to these ids afterwards (for :meth:`ChunkBuilder.add`).
+
+        A block :meth:`count_known` counted here keeps the ids it found, and only the words it did not find
+        are looked for and added, with their counts."""
+        cdef bint known = block.counted_in != 0
+        if known and block.counted_in != self.lineage:
+            raise ValueError("the block's words were counted in another word table, or in this one before "
+                             "prune renumbered it")
         cdef int status
         with nogil:
-            status = self._merge(block, True)
+            status = self._merge_unknown(block) if known else self._merge(block, True)
+        block.counted_in = 0
         if status != 0:
             raise MemoryError("out of memory while counting words")
+
+    def open_to_readers(self):
+        """From now on other threads may :meth:`count_known` blocks here while this thread adds others: the
+        memory the table outgrows is kept, not freed, until :meth:`close_to_readers`."""
+        self.words.shared = True
+
+    def close_to_readers(self):
+        """End :meth:`open_to_readers` (no thread may be reading any more) and free the memory kept."""
+        self.words.shared = False
+        ws_free_retired(&self.words)
+
+    def count_known(self, BlockWords block not None, counts not None):
+        """Map ``block``'s words to their ids here, -1 for those not here, and add the counts of the words
+        found to ``counts`` (an ``int64`` array by id; returned, grown to a new array when an id found is past
+        its end).  Nothing here changes: on other threads while this table is open to readers.
+
+        The block's words found are then counted outside this table: :meth:`add` of the block adds only the
+        others, and :meth:`add_counts` adds ``counts`` when the blocks are all in."""
+        cdef int64_t[::1] c = counts
+        cdef int32_t w, g, top = -1
+        cdef WordSet *local = &block.words
+        free(block.mapped)
+        block.mapped = <int32_t *> malloc((local.n + 1) * sizeof(int32_t))
+        if block.mapped == NULL:
+            raise MemoryError()
+        cdef Slot *e
+        with nogil:
+            for w in range(local.n):
+                e = ws_word_slot(local, w)
+                g = ws_find_shared(&self.words, local.arena + e.start, e.length, e.hash)
+                block.mapped[w] = g
+                if g > top:
+                    top = g
+        if top >= c.shape[0]:
+            grown = np.zeros(max(2 * c.shape[0], top + 1), dtype=np.int64)
+            grown[:c.shape[0]] = counts
+            counts, c = grown, grown
+        with nogil:
+            for w in range(local.n):
+                g = block.mapped[w]
+                if g >= 0:
+                    c[g] += ws_word_slot(local, w).count
+        block.counted_in = self.lineage
+        return counts
+
+    def add_counts(self, counts):
+        """Add ``counts[i]`` to the count of word ``i`` (``int64``, at most one entry a word: the counts
+        :meth:`count_known` gathered)."""
+        cdef const int64_t[::1] c = np.ascontiguousarray(counts, dtype=np.int64)
+        if c.shape[0] > self.words.n:
+            raise ValueError("%d counts for %d words" % (c.shape[0], self.words.n))
+        cdef int32_t w
+        with nogil:
+            for w in range(c.shape[0]):
+                ws_word_slot(&self.words, w).count += c[w]
 
     def look_up(self, BlockWords block not None):
         """Map ``block``'s tokens to the ids of their words here, -1 for words not here (nothing is added
@@ -479,6 +642,7 @@ cdef class WordTable:
         cdef int status
         with nogil:
             status = self._merge(block, False)
+        block.counted_in = 0
         if status != 0:
             raise MemoryError()
 
@@ -562,11 +726,28 @@ cdef class WordTable:
             mapped[w] = g
         return 0
 
+    cdef int _merge_unknown(self, BlockWords block) noexcept nogil:
+        """Add the words of ``block`` that :meth:`count_known` did not find (``mapped`` -1) as
+        :meth:`_merge_words` adds words, with their counts; -1 when out of memory."""
+        cdef WordSet *local = &block.words
+        cdef int32_t w, g
+        cdef Slot *e
+        for w in range(local.n):
+            if block.mapped[w] < 0:
+                e = ws_word_slot(local, w)
+                g = ws_add(&self.words, local.arena + e.start, e.length, e.hash, e.count)
+                if g < 0:
+                    return -1
+                block.mapped[w] = g
+        return 0
+
     def prune(self, int64_t min_count, keep=None):
         """Drop the words seen fewer than ``min_count`` times, unless ``keep[id]`` (a bool array) is true;
         the survivors keep their order and get ids 0, 1, ... again."""
         cdef const uint8_t[::1] kept
         cdef bint protect = keep is not None
+        if self.words.shared:
+            raise ValueError("a word table open to readers is not pruned (its ids would change under them)")
         if protect:
             kept = np.ascontiguousarray(keep, dtype=np.bool_).view(np.uint8)
             if kept.shape[0] != self.words.n:
@@ -590,6 +771,7 @@ cdef class WordTable:
             s.n = m
             s.used = used
             ws_rehash(s, s.slots)       # the dropped words' slots are empty now: probe chains are rebuilt
+        self.lineage = new_lineage()
 
     def counts(self):
         """The words' counts (int64, by id)."""
