@@ -47,6 +47,9 @@ def test_table_merges_blocks_in_first_seen_order_and_looks_up():
     assert table[2] == "c" and len(table) == 6
     with pytest.raises(IndexError):
         table[6]
+    assert table.words_list(np.array([2, 0, 5])) == ["c", "b", "f"] and table.words_list([]) == []
+    with pytest.raises(IndexError, match="word id 6 out of range"):
+        table.words_list([1, 6])
     vocab = WordTable(["a", "e", "zz"])
     block = tokenize("e x a e")
     vocab.look_up(block)

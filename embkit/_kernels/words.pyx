@@ -799,7 +799,12 @@ cdef class WordTable:
         cdef int32_t w
         if ids is None:
             return [ws_word(&self.words, w) for w in range(self.words.n)]
-        return [self[w] for w in ids]
+        cdef const int64_t[::1] at = np.ascontiguousarray(ids, dtype=np.int64)
+        cdef Py_ssize_t k
+        for k in range(at.shape[0]):
+            if not 0 <= at[k] < self.words.n:
+                raise IndexError("word id %d out of range [0, %d)" % (at[k], self.words.n))
+        return [ws_word(&self.words, <int32_t>at[k]) for k in range(at.shape[0])]
 
 
 # ----------------------------------------------------------------------------------------- chunks

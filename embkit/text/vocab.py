@@ -88,7 +88,7 @@ class Vocab:
 
     def __init__(self, words, counts, raw_words=0, sentences=0):
         self.index_to_key = list(words)
-        self.key_to_index = {w: i for i, w in enumerate(self.index_to_key)}
+        self.key_to_index = dict(zip(self.index_to_key, range(len(self.index_to_key))))
         self.counts = np.asarray(counts, dtype=np.int64)
         self.raw_words = int(raw_words)
         self.sentences = int(sentences)
