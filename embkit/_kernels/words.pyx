@@ -606,8 +606,16 @@ cdef class WordTable:
         if block.mapped == NULL:
             raise MemoryError()
         cdef Slot *e
+        cdef const Slot *slots
+        cdef uint64_t mask
         with nogil:
+            # the slots a later word probes first start loading now (a hint: a table replaced meanwhile is
+            # kept until the readers are done)
+            mask = emb_load_acquire(&self.words.slots) - 1
+            slots = <const Slot *>emb_load_acquire_ptr(&self.words.slot)
             for w in range(local.n):
+                if w + PREFETCH_AHEAD < local.n:
+                    emb_prefetch_line(&slots[ws_word_slot(local, w + PREFETCH_AHEAD).hash & mask])
                 e = ws_word_slot(local, w)
                 g = ws_find_shared(&self.words, local.arena + e.start, e.length, e.hash)
                 block.mapped[w] = g
