@@ -7,7 +7,8 @@ and the token stream cut into chunks of sentences, so that reading a corpus runs
 with their counts; threads tokenize blocks side by side.  A :class:`WordTable` then takes the blocks in
 corpus order: it gives each new word the next id (so ids follow the corpus's first-seen order, as a dict
 filled token by token would), adds the counts, and can prune its rarest words (word2vec's bounded
-counting) or look words up without adding them.  A :class:`ChunkBuilder` turns the blocks' tokens, mapped
+counting) or look words up without adding them; open to readers, it lets other threads look blocks up and
+count the words it holds while it grows, so that it adds only the others.  A :class:`ChunkBuilder` turns the blocks' tokens, mapped
 to those ids, into sentences (lines cut into pieces of at most ``max_sentence_length`` tokens) and chunks
 of about ``chunk_tokens`` tokens, dropping the tokens mapped to -1.  The rules are those of
 :mod:`embkit.text.corpus` and :mod:`embkit.text.vocab`, so both paths give the same words, counts, ids and

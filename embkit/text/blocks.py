@@ -122,7 +122,7 @@ class KnownWords:
         """Look ``block`` up and count its known words (on a worker thread)."""
         box = getattr(self._mine, "box", None)
         if box is None:
-            box = self._mine.box = [np.zeros(len(self.table), dtype=np.int64)]
+            box = self._mine.box = [np.zeros(0, dtype=np.int64)]     # count_known grows it to the ids found
             self._counts.append(box)
         box[0] = self.table.count_known(block, box[0])
 
