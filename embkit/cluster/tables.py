@@ -3,8 +3,8 @@
 A run's first replicas would receive the client's tables, which for a fresh model are what the model's seed
 draws (:meth:`~embkit.core.base.EmbeddingModel.initial_tables`): random input rows and zero output rows, two
 tables of the vocabulary's size for every worker.  Instead the client sends a :class:`TableRecipe` (the
-tables' shapes and their :func:`~embkit.core.checkpoint.fingerprint`) and each replica draws the tables
-itself and checks the fingerprint.  Where the draw differs (the client's tables were changed or trained
+tables' shapes and a digest of each, :func:`table_digest`) and each replica draws the tables itself and checks
+the digests.  Where the draw differs (the client's tables were changed or trained
 since they were drawn, or a worker's numpy draws another stream), the replica raises :class:`TablesNotDrawn`
 and the client sends its tables.
 """
@@ -14,7 +14,7 @@ import numpy as np
 
 from embkit.core.checkpoint import fingerprint
 
-__all__ = ["TableRecipe", "TablesNotDrawn", "recipe", "drawn_tables"]
+__all__ = ["TableRecipe", "TablesNotDrawn", "recipe", "drawn_tables", "table_digest"]
 
 
 class TablesNotDrawn(RuntimeError):
@@ -22,9 +22,19 @@ class TablesNotDrawn(RuntimeError):
 
 
 class TableRecipe(NamedTuple):
-    """What a replica draws its first tables from: their ``shapes`` and the ``digest`` of the client's."""
+    """What a replica draws its first tables from: their ``shapes`` and the ``digests`` of the client's
+    (:func:`table_digest`)."""
     shapes: tuple
-    digest: str
+    digests: tuple
+
+
+def table_digest(table):
+    """What tells two tables apart: ``"zeros <dtype>"`` for a table whose every bit is 0 (a fresh output table:
+    checked bit for bit, without hashing its bytes), else its :func:`~embkit.core.checkpoint.fingerprint`."""
+    bits = np.ascontiguousarray(table).view(np.uint8).ravel()
+    if bits[:4096].any() or bits.any():         # a table of draws has a nonzero bit at once
+        return fingerprint(table)
+    return "zeros %s" % table.dtype.str
 
 
 def recipe(model):
@@ -36,7 +46,7 @@ def recipe(model):
     first, _ = model.initial_tables(1, 0)
     if not np.array_equal(first[0], W_in[0]):
         return None
-    return TableRecipe((W_in.shape, W_out.shape), fingerprint(W_in, W_out))
+    return TableRecipe((W_in.shape, W_out.shape), (table_digest(W_in), table_digest(W_out)))
 
 
 def drawn_tables(model, recipe):
@@ -45,6 +55,6 @@ def drawn_tables(model, recipe):
     (n_in, _), (n_out, _) = recipe.shapes
     tables = model.initial_tables(n_in, n_out)
     if tuple(t.shape for t in tables) != tuple(tuple(s) for s in recipe.shapes) or \
-            fingerprint(*tables) != recipe.digest:
+            tuple(table_digest(t) for t in tables) != tuple(recipe.digests):
         raise TablesNotDrawn("the tables drawn on this worker are not the client's")
     return tables
