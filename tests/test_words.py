@@ -193,6 +193,30 @@ def test_a_table_pickles_absorbs_and_reorders_as_the_counts_of_its_words(first, 
         copy.reordered([0] * len(copy) if len(copy) > 1 else [0, 0])     # a repeat, or one id too many
 
 
+def test_packed_words_read_as_their_table_and_pickle_as_arrays():
+    import pickle
+    from embkit._kernels.words import PackedWords
+    table = WordTable()
+    table.add(tokenize("b \u00e9t\u00e9 b \u4e2d\u6587 a b"))
+    packed = table.packed()
+    assert len(packed) == len(table) == 4
+    assert packed.words_list() == table.words_list() == ["b", "\u00e9t\u00e9", "\u4e2d\u6587", "a"]
+    assert packed.counts().tolist() == table.counts().tolist() == [3, 1, 1, 1]
+    assert packed[1] == "\u00e9t\u00e9" and packed.words_list(np.array([3, 0])) == ["a", "b"]
+    again = pickle.loads(pickle.dumps(packed))
+    assert again.words_list() == packed.words_list() and again.counts().tolist() == [3, 1, 1, 1]
+    with pytest.raises(IndexError, match="word id 4 out of range"):
+        packed.words_list([4])
+    with pytest.raises(IndexError):
+        packed[-1]
+    with pytest.raises(ValueError, match="cut 2 bytes, not the 3 given"):
+        PackedWords(b"abc", [1, 1], [1, 1])
+    with pytest.raises(ValueError, match="one count a word"):
+        PackedWords(b"ab", [1, 1], [1])
+    vocab, kept = Vocab.from_counts(packed, packed.counts(), 6, min_count=1)
+    assert vocab.index_to_key == ["b", "\u00e9t\u00e9", "\u4e2d\u6587", "a"] and kept.tolist() == [0, 1, 2, 3]
+
+
 def test_a_damaged_packed_table_is_refused():
     from embkit._kernels.words import _unpacked_table
     with pytest.raises(ValueError, match="do not cut"):

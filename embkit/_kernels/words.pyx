@@ -689,9 +689,9 @@ cdef class WordTable:
             raise MemoryError()
         return out
 
-    def __reduce__(self):
-        # the words' bytes in id order (the arena holds them so), their lengths and counts: a few memory copies
-        # where a list of str pickles word by word
+    cdef tuple _parts(self):
+        """``(bytes, lengths, counts)``: the words' bytes in id order (the arena holds them so), their lengths
+        (``int32``) and counts (``int64``)."""
         cdef WordSet *s = &self.words
         lengths = np.empty(s.n, dtype=np.int32)
         cdef int32_t[::1] n = lengths
@@ -702,7 +702,16 @@ cdef class WordTable:
             if ws_word_slot(s, w).start != used:
                 raise AssertionError("a word table's bytes are not in id order")
             used += n[w]
-        return _unpacked_table, (s.arena[:s.used], lengths, ws_counts(s))
+        return s.arena[:s.used], lengths, ws_counts(s)
+
+    def __reduce__(self):
+        # a few memory copies where a list of str pickles word by word; unpickled, the words are hashed again
+        return _unpacked_table, self._parts()
+
+    def packed(self):
+        """The words and counts as :class:`PackedWords` (no hash table: what a reader of the words and counts
+        alone needs, and cheap to pickle and unpickle)."""
+        return PackedWords(*self._parts())
 
     cdef int _merge(self, BlockWords block, bint adding) noexcept nogil:
         free(block.mapped)
@@ -814,6 +823,67 @@ cdef class WordTable:
             if not 0 <= at[k] < self.words.n:
                 raise IndexError("word id %d out of range [0, %d)" % (at[k], self.words.n))
         return [ws_word(&self.words, <int32_t>at[k]) for k in range(at.shape[0])]
+
+
+cdef class PackedWords:
+    """Words (``str`` by id) and their counts kept as their UTF-8 bytes end to end: what
+    :meth:`WordTable.packed` gives, for a reader of the words and counts that looks none up (a vocabulary's
+    choice), and what pickles and unpickles as a few arrays.
+
+    Parameters
+    ----------
+    blob : bytes
+        The words' bytes, in id order.
+    lengths : int32 array
+        Each word's bytes.
+    counts : int64 array
+        Each word's count.
+    """
+    cdef bytes blob
+    cdef int64_t[::1] starts        # n + 1 offsets into ``blob``
+    cdef object _counts
+
+    def __init__(self, bytes blob not None, lengths, counts):
+        lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+        counts = np.ascontiguousarray(counts, dtype=np.int64)
+        if lengths.ndim != 1 or counts.shape != lengths.shape or (lengths.size and lengths.min() < 0):
+            raise ValueError("packed words need one non-negative length and one count a word")
+        starts = np.zeros(lengths.size + 1, dtype=np.int64)
+        np.cumsum(lengths, out=starts[1:])
+        cdef int64_t total = starts[lengths.size]
+        if total != len(blob):
+            raise ValueError("the packed words' lengths cut %d bytes, not the %d given" % (total, len(blob)))
+        self.blob, self.starts, self._counts = blob, starts, counts
+
+    def __reduce__(self):
+        return PackedWords, (self.blob, np.diff(self.starts).astype(np.int32), self._counts)
+
+    def __len__(self):
+        return self.starts.shape[0] - 1
+
+    cdef str _word(self, Py_ssize_t w):
+        cdef const char *p = self.blob
+        return (p + self.starts[w])[:self.starts[w + 1] - self.starts[w]].decode("utf-8", "surrogatepass")
+
+    def __getitem__(self, Py_ssize_t w):
+        if not 0 <= w < len(self):
+            raise IndexError("word id %d out of range [0, %d)" % (w, len(self)))
+        return self._word(w)
+
+    def words_list(self, ids=None):
+        """The words (str) by id, or those of ``ids``."""
+        cdef Py_ssize_t k, n = len(self)
+        if ids is None:
+            return [self._word(k) for k in range(n)]
+        cdef const int64_t[::1] at = np.ascontiguousarray(ids, dtype=np.int64)
+        for k in range(at.shape[0]):
+            if not 0 <= at[k] < n:
+                raise IndexError("word id %d out of range [0, %d)" % (at[k], n))
+        return [self._word(at[k]) for k in range(at.shape[0])]
+
+    def counts(self):
+        """The words' counts (int64, by id)."""
+        return self._counts
 
 
 # ----------------------------------------------------------------------------------------- chunks

@@ -16,8 +16,10 @@ will train on: its shards read one after another into one table of words, and ea
 read, in the table's ids, into chunks kept on that worker (:class:`KeptScans`); the replica opened there
 later rewrites them in the vocabulary's ids instead of reading its shards again (a replica placed elsewhere,
 after a worker was lost, reads them).  The groups' counts are merged pairwise on the workers, every word
-placed where it is first seen in the corpus, and the client chooses the vocabulary from the merged counts
-(``min_count``, ``max_final_vocab``, ``trim_rule``) and sends it once to every worker.  With
+placed where it is first seen in the corpus (put in that order on the worker holding the last merge, which
+sends the words as packed bytes: the client does not hash them again), and the client chooses the
+vocabulary from the merged counts (``min_count``, ``max_final_vocab``, ``trim_rule``) and sends it once to
+every worker.  With
 ``max_vocab_size`` the words are pruned as they are counted (whenever a table holds more distinct words,
 the rarest go, word2vec.c's rule, so a rare word's count can come out lower): then runs of consecutive shards
 are counted, one a worker, merged pairwise in corpus order with the same pruning, and nothing is kept.
@@ -47,8 +49,8 @@ from embkit.text.vocab import EmptyVocabularyError, EncodedChunk, Vocab, keep_wo
 logger = logging.getLogger(__name__)
 
 __all__ = ["ShardedCorpus", "TextShard", "ShardCorpus", "resolve_files", "split_ranges", "count_shard",
-           "count_shards", "merge_counts", "scan_shards", "merge_scans", "in_corpus_order", "KeptScans", "KEPT",
-           "cluster_vocab", "sharded_run", "SPLIT_BYTES"]
+           "count_shards", "merge_counts", "scan_shards", "merge_scans", "in_corpus_order", "packed_in_corpus_order",
+           "KeptScans", "KEPT", "cluster_vocab", "sharded_run", "SPLIT_BYTES"]
 
 #: plain-text files larger than this many bytes are read as several shards (byte ranges of about this size)
 SPLIT_BYTES = 32 << 20
@@ -297,8 +299,9 @@ def cluster_vocab(client, corpus, model, trim_rule=None):
         merged = [client.submit(merge_task, futures[i], futures[i + 1], *args, pure=False)
                   for i in range(0, len(futures) - 1, 2)]
         futures = merged + futures[len(futures) - len(futures) % 2:]
-    result = futures[0].result()
-    words, counts, raw, sentences = result if token is None else in_corpus_order(result)
+    if token is not None:       # ordered on the worker holding the scan, sent as packed words
+        futures[0] = client.submit(packed_in_corpus_order, futures[0], pure=False)
+    words, counts, raw, sentences = futures[0].result()
     if raw == 0:
         raise EmptyVocabularyError("the corpus %r is empty: no tokens found in its %d files"
                                    % (corpus.source, len(corpus.files)))
@@ -431,6 +434,14 @@ def merge_scans(a, b):
     old = ids[~new]
     keys[old] = np.minimum(keys[old], b[1][~new])
     return table, keys, a[2] + b[2], a[3] + b[3]
+
+
+def packed_in_corpus_order(scan):
+    """Task: :func:`in_corpus_order` of a merged scan with its words as
+    :class:`~embkit._kernels.words.PackedWords` (the client reads the words and counts, and looks none up: it
+    need not hash them again)."""
+    table, counts, raw, sentences = in_corpus_order(scan)
+    return table.packed(), counts, raw, sentences
 
 
 def in_corpus_order(scan):
