@@ -4,9 +4,9 @@ A run's first replicas would receive the client's tables, which for a fresh mode
 draws (:meth:`~embkit.core.base.EmbeddingModel.initial_tables`): random input rows and zero output rows, two
 tables of the vocabulary's size for every worker.  Instead the client sends a :class:`TableRecipe` (the
 tables' shapes and a digest of each, :func:`table_digest`) and each replica draws the tables itself and checks
-the digests.  Where the draw differs (the client's tables were changed or trained
-since they were drawn, or a worker's numpy draws another stream), the replica raises :class:`TablesNotDrawn`
-and the client sends its tables.
+the digests.  Where the draw differs (the client's tables were changed or trained since they were drawn, or a
+worker's numpy draws another stream), the replica raises :class:`TablesNotDrawn` and the client sends its
+tables.
 """
 from typing import NamedTuple
 

@@ -19,10 +19,10 @@ after a worker was lost, reads them).  The groups' counts are merged pairwise on
 placed where it is first seen in the corpus (put in that order on the worker holding the last merge, which
 sends the words as packed bytes: the client does not hash them again), and the client chooses the
 vocabulary from the merged counts (``min_count``, ``max_final_vocab``, ``trim_rule``) and sends it once to
-every worker.  With
-``max_vocab_size`` the words are pruned as they are counted (whenever a table holds more distinct words,
-the rarest go, word2vec.c's rule, so a rare word's count can come out lower): then runs of consecutive shards
-are counted, one a worker, merged pairwise in corpus order with the same pruning, and nothing is kept.
+every worker.  With ``max_vocab_size`` the words are pruned as they are counted (whenever a table holds more
+distinct words, the rarest go, word2vec.c's rule, so a rare word's count can come out lower): then runs of
+consecutive shards are counted, one a worker, merged pairwise in corpus order with the same pruning, and
+nothing is kept.
 """
 import glob as _glob
 import io
