@@ -142,7 +142,7 @@ def test_shards_counted_one_after_another_give_the_merged_counts_in_order(tmp_pa
 
 def test_a_scan_keeps_each_shards_chunks_and_a_shard_opened_from_them_equals_one_read_again(tmp_path, monkeypatch):
     from embkit import Word2Vec
-    from embkit.text.shards import KEPT, in_corpus_order, merge_scans, scan_shards
+    from embkit.text.shards import KEPT, in_corpus_order, merge_scans, packed_in_corpus_order, scan_shards
     text = awkward_text(400)
     path = tmp_path / "big.txt"
     path.write_text(text, encoding="utf-8")
@@ -158,6 +158,9 @@ def test_a_scan_keeps_each_shards_chunks_and_a_shard_opened_from_them_equals_one
     words, counts, raw, sentences = in_corpus_order(merge_scans(*halves))
     assert words.words_list() == whole[0].words_list() and counts.tolist() == whole[0].counts().tolist()
     assert (raw, sentences) == whole[2:]
+    packed, packed_counts, *rest = packed_in_corpus_order(merge_scans(*halves))     # what the client receives
+    assert packed.words_list() == words.words_list() and packed_counts.tolist() == counts.tolist()
+    assert tuple(rest) == whole[2:]
     # the merge leaves the scans' tables (those of the kept chunks) as they were
     assert before == [(h[0].words_list(), h[0].counts().tolist(), h[1].tolist()) for h in halves]
     # the "whole" scan's chunks were dropped by the newer scan; the "halves" ones are kept, once

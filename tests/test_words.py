@@ -213,6 +213,12 @@ def test_packed_words_read_as_their_table_and_pickle_as_arrays():
         PackedWords(b"abc", [1, 1], [1, 1])
     with pytest.raises(ValueError, match="one count a word"):
         PackedWords(b"ab", [1, 1], [1])
+    order = np.array([2, 0, 3, 1])
+    reordered = table.packed(order)
+    assert reordered.words_list() == table.reordered(order).words_list() == ["\u4e2d\u6587", "b", "a", "\u00e9t\u00e9"]
+    assert reordered.counts().tolist() == [1, 3, 1, 1]
+    with pytest.raises(ValueError, match="permutation of the 4 word ids"):
+        table.packed([0, 0, 1, 2])
     vocab, kept = Vocab.from_counts(packed, packed.counts(), 6, min_count=1)
     assert vocab.index_to_key == ["b", "\u00e9t\u00e9", "\u4e2d\u6587", "a"] and kept.tolist() == [0, 1, 2, 3]
 

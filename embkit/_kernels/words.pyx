@@ -708,10 +708,33 @@ cdef class WordTable:
         # a few memory copies where a list of str pickles word by word; unpickled, the words are hashed again
         return _unpacked_table, self._parts()
 
-    def packed(self):
+    def packed(self, order=None):
         """The words and counts as :class:`PackedWords` (no hash table: what a reader of the words and counts
-        alone needs, and cheap to pickle and unpickle)."""
-        return PackedWords(*self._parts())
+        alone needs, and cheap to pickle and unpickle), in id order or in ``order`` (a permutation of the ids:
+        what :meth:`reordered` would number them, without hashing them again)."""
+        if order is None:
+            return PackedWords(*self._parts())
+        cdef WordSet *s = &self.words
+        cdef const int64_t[::1] ids = np.ascontiguousarray(order, dtype=np.int64)
+        if ids.shape[0] != s.n or (s.n and not np.array_equal(np.bincount(order, minlength=s.n),
+                                                               np.ones(s.n, np.int64))):
+            raise ValueError("order must be a permutation of the %d word ids" % s.n)
+        blob = bytearray(s.used)
+        lengths = np.empty(s.n, dtype=np.int32)
+        counts = np.empty(s.n, dtype=np.int64)
+        cdef char *out = blob
+        cdef int32_t[::1] n = lengths
+        cdef int64_t[::1] c = counts
+        cdef int64_t k, at = 0
+        cdef Slot *e
+        with nogil:
+            for k in range(s.n):
+                e = ws_word_slot(s, <int32_t>ids[k])
+                memcpy(out + at, s.arena + e.start, e.length)
+                at += e.length
+                n[k] = e.length
+                c[k] = e.count
+        return PackedWords(bytes(blob), lengths, counts)
 
     cdef int _merge(self, BlockWords block, bint adding) noexcept nogil:
         free(block.mapped)

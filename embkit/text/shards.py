@@ -438,10 +438,11 @@ def merge_scans(a, b):
 
 def packed_in_corpus_order(scan):
     """Task: :func:`in_corpus_order` of a merged scan with its words as
-    :class:`~embkit._kernels.words.PackedWords` (the client reads the words and counts, and looks none up: it
-    need not hash them again)."""
-    table, counts, raw, sentences = in_corpus_order(scan)
-    return table.packed(), counts, raw, sentences
+    :class:`~embkit._kernels.words.PackedWords`, put in that order without hashing them again (the client
+    reads the words and counts, and looks none up)."""
+    table, keys, raw, sentences = scan
+    words = table.packed(np.argsort(keys, kind="stable"))
+    return words, words.counts(), raw, sentences
 
 
 def in_corpus_order(scan):
