@@ -515,6 +515,23 @@ def _unpacked_table(bytes blob not None, lengths, counts):
 
 
 # ----------------------------------------------------------------------------------------- the table
+cdef object checked_ids(ids, Py_ssize_t n):
+    """``ids`` as an ``int64`` array; IndexError naming the first one outside ``[0, n)``."""
+    at = np.ascontiguousarray(ids, dtype=np.int64)
+    bad = (at < 0) | (at >= n)
+    if bad.any():
+        raise IndexError("word id %d out of range [0, %d)" % (at[bad.argmax()], n))
+    return at
+
+
+cdef object permutation(order, Py_ssize_t n):
+    """``order`` as an ``int64`` array; ValueError unless it is a permutation of ``0 .. n-1``."""
+    ids = np.ascontiguousarray(order, dtype=np.int64)
+    if ids.shape[0] != n or (n and not np.array_equal(np.bincount(ids, minlength=n), np.ones(n, np.int64))):
+        raise ValueError("order must be a permutation of the %d word ids" % n)
+    return ids
+
+
 cdef uint64_t _lineages = 0
 
 
@@ -669,11 +686,8 @@ cdef class WordTable:
 
     def reordered(self, order):
         """A new table of this one's words (with their counts) in ``order`` (a permutation of the ids)."""
-        cdef const int64_t[::1] ids = np.ascontiguousarray(order, dtype=np.int64)
         cdef WordSet *mine = &self.words
-        if ids.shape[0] != mine.n or (mine.n and not np.array_equal(np.bincount(order, minlength=mine.n),
-                                                                     np.ones(mine.n, np.int64))):
-            raise ValueError("order must be a permutation of the %d word ids" % mine.n)
+        cdef const int64_t[::1] ids = permutation(order, mine.n)
         cdef WordTable out = WordTable.__new__(WordTable)
         cdef int64_t k
         cdef Slot *e
@@ -715,10 +729,7 @@ cdef class WordTable:
         if order is None:
             return PackedWords(*self._parts())
         cdef WordSet *s = &self.words
-        cdef const int64_t[::1] ids = np.ascontiguousarray(order, dtype=np.int64)
-        if ids.shape[0] != s.n or (s.n and not np.array_equal(np.bincount(order, minlength=s.n),
-                                                               np.ones(s.n, np.int64))):
-            raise ValueError("order must be a permutation of the %d word ids" % s.n)
+        cdef const int64_t[::1] ids = permutation(order, s.n)
         blob = bytearray(s.used)
         lengths = np.empty(s.n, dtype=np.int32)
         counts = np.empty(s.n, dtype=np.int64)
@@ -840,11 +851,8 @@ cdef class WordTable:
         cdef int32_t w
         if ids is None:
             return [ws_word(&self.words, w) for w in range(self.words.n)]
-        cdef const int64_t[::1] at = np.ascontiguousarray(ids, dtype=np.int64)
+        cdef const int64_t[::1] at = checked_ids(ids, self.words.n)
         cdef Py_ssize_t k
-        for k in range(at.shape[0]):
-            if not 0 <= at[k] < self.words.n:
-                raise IndexError("word id %d out of range [0, %d)" % (at[k], self.words.n))
         return [ws_word(&self.words, <int32_t>at[k]) for k in range(at.shape[0])]
 
 
@@ -898,10 +906,7 @@ cdef class PackedWords:
         cdef Py_ssize_t k, n = len(self)
         if ids is None:
             return [self._word(k) for k in range(n)]
-        cdef const int64_t[::1] at = np.ascontiguousarray(ids, dtype=np.int64)
-        for k in range(at.shape[0]):
-            if not 0 <= at[k] < n:
-                raise IndexError("word id %d out of range [0, %d)" % (at[k], n))
+        cdef const int64_t[::1] at = checked_ids(ids, n)
         return [self._word(at[k]) for k in range(at.shape[0])]
 
     def counts(self):
