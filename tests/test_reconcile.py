@@ -212,21 +212,47 @@ def test_block_momentum_moves_a_steadily_pulled_row_by_the_sum_of_the_steps():
     assert abs(_rounds("average", 4, steady, rounds)[0, 0] / summed - 0.25) < 0.01
 
 
-def test_block_momentum_moves_a_row_one_replica_trained_by_its_step_in_total():
-    # a rare word, trained on one replica in one round: over the following rounds the row moves by that
-    # replica's step, not by replicas times it
+def test_block_momentum_moves_a_row_one_replica_trained_by_its_step_at_once():
+    # a rare word, trained on one replica in one round: the row moves by that replica's step in that round
+    # (nothing agreed, so nothing goes through the momentum), not by replicas times it, nor later
     table = np.zeros((2, 3), np.float32)
     momentum = np.zeros_like(table)
     trained = table.copy()
     trained[1] = 0.01
     merge(2, [changed_rows(trained, table), changed_rows(table, table)], "momentum", table=table, momentum=momentum,
           replicas=4)
-    for _ in range(80):
+    np.testing.assert_array_equal(table[1], np.float16(0.01))
+    assert not momentum.any()
+    for _ in range(5):
         merge(2, [], "momentum", table=table, momentum=momentum, replicas=4)
-    np.testing.assert_allclose(table[1], 0.01, rtol=1e-2)
+    np.testing.assert_array_equal(table[1], np.float16(0.01))
     assert not table[0].any()
     with pytest.raises(ValueError, match="momentum"):
         merge(2, [], "momentum")
+
+
+def test_block_momentum_moves_a_row_by_the_independent_share_of_its_steps_at_once():
+    # replicas whose steps of a row are orthogonal (each its own words' pull, or sampling noise) move it by
+    # their sum in the round; steps that agree go through the momentum (2/n of the sum in the first round);
+    # halfway between, a part of each
+    replicas, dim = 4, 8
+    base = np.zeros((3, dim), np.float32)
+    apart = [base.copy() for _ in range(replicas)]
+    for k in range(replicas):
+        apart[k][0, k] = 0.25                   # row 0: orthogonal steps
+        apart[k][1] = 0.25                      # row 1: the same step
+        apart[k][2, k] = apart[k][2, 7] = 0.25  # row 2: half shared, half its own
+    table, momentum = base.copy(), np.zeros_like(base)
+    merge(3, [changed_rows(t, base) for t in apart], "momentum", table=table, momentum=momentum, replicas=replicas)
+    np.testing.assert_array_equal(table[0], [0.25] * 4 + [0] * 4)
+    assert not momentum[0].any()
+    np.testing.assert_allclose(table[1], 0.5 * 4 * 0.25 * np.ones(dim))     # (2/4) of the sum of four steps
+    np.testing.assert_allclose(momentum[1], table[1])
+    # row 2: Q = 4 * 2 * 0.25^2, |S|^2 = 4 * 0.25^2 + 1: r = 0.4, w = (0.4 - 0.25) / 0.75 = 0.2
+    w = 0.2
+    summed = np.array([0.25] * 4 + [0] * 3 + [1.0], np.float32)
+    np.testing.assert_allclose(momentum[2], 0.5 * (1 - w) * summed, rtol=1e-6)
+    np.testing.assert_allclose(table[2], w * summed + momentum[2], rtol=1e-3)
 
 
 def test_block_momentum_of_two_replicas_is_their_sum():

@@ -288,12 +288,16 @@ def changed_rows(const float[:, ::1] table, const float[:, ::1] base, uint16_t[:
     return k
 
 
-def accumulate(float[:, ::1] total, int32_t[::1] seen, const int32_t[::1] ids, const uint16_t[:, ::1] values):
-    """Add the float16 steps ``values`` of rows ``ids`` into ``total`` and count each row in ``seen``."""
+def accumulate(float[:, ::1] total, float[::1] squares, const int32_t[::1] ids, const uint16_t[:, ::1] values):
+    """Add the float16 steps ``values`` of rows ``ids`` into ``total``, and their squared norms into
+    ``squares``."""
     cdef Py_ssize_t m = ids.shape[0], d = total.shape[1], k, j
     cdef int32_t i
+    cdef float norm
     if values.shape[0] != m or (m and values.shape[1] != d):
         raise ValueError("accumulate: %d ids for %d rows of values" % (m, values.shape[0]))
+    if squares.shape[0] != total.shape[0]:
+        raise ValueError("accumulate: %d squares for %d rows" % (squares.shape[0], total.shape[0]))
     _check_rows(ids, total.shape[0], "a delta")
     if m == 0 or d == 0:
         return
@@ -301,10 +305,12 @@ def accumulate(float[:, ::1] total, int32_t[::1] seen, const int32_t[::1] ids, c
     with nogil:
         for k in range(m):
             i = ids[k]
-            seen[i] += 1
             floats_from_halves(&values[k, 0], row, d, 1)
+            norm = 0
             for j in range(d):
                 total[i, j] += row[j]
+                norm = norm + row[j] * row[j]
+            squares[i] += norm
     free(row)
 
 
@@ -469,30 +475,43 @@ def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[
     return c
 
 
-def momentum_step(const float[:, ::1] total, float scale, float mu, float[:, ::1] momentum, uint16_t[:, ::1] values,
-                  int32_t[::1] ids, float[:, ::1] table=None):
-    """Block momentum on every row: ``momentum = mu * momentum + scale * total``, rounded to float16 (the
-    stored momentum is the rounded step, so that every holder of the table adds the same numbers), added to
-    ``table`` if given; the rows whose step is not zero are written to ``values`` / ``ids``.  Returns their
-    number."""
+def momentum_step(const float[:, ::1] total, const float[::1] squares, int replicas, float scale, float mu,
+                  float[:, ::1] momentum, uint16_t[:, ::1] values, int32_t[::1] ids, float[:, ::1] table=None):
+    """Block momentum of the part of each row's summed step that the replicas agree on.
+
+    A row's ``total`` is the sum ``S`` of the replicas' steps, ``squares`` the sum ``Q`` of their squared
+    norms; ``r = Q / |S|^2``, clipped to ``[1/replicas, 1]``, is ``1/replicas`` when all moved it alike
+    and 1 when their steps are orthogonal.  The independent share ``w = (r - 1/n) / (1 - 1/n)`` of ``S``
+    is a step now; the rest goes through the momentum: ``momentum = mu * momentum + scale * (1 - w) * S``,
+    and the row's step is ``w * S + momentum``, rounded to float16 and added to ``table`` if given.  The
+    rows whose step is not zero are written to ``values`` / ``ids``.  Returns their number."""
     cdef Py_ssize_t n = total.shape[0], d = total.shape[1], i, j, k = 0
     cdef bint moved, apply = table is not None
-    if momentum.shape[0] != n or momentum.shape[1] != d or (apply and (table.shape[0] != n or table.shape[1] != d)):
-        raise ValueError("momentum_step: total %s, momentum %s and table %s differ"
-                         % ((n, d), (momentum.shape[0], momentum.shape[1]),
+    cdef float norm, share, least = 1.0 / max(replicas, 2)
+    if momentum.shape[0] != n or momentum.shape[1] != d or squares.shape[0] != n or \
+            (apply and (table.shape[0] != n or table.shape[1] != d)):
+        raise ValueError("momentum_step: total %s, squares %d, momentum %s and table %s differ"
+                         % ((n, d), squares.shape[0], (momentum.shape[0], momentum.shape[1]),
                             (table.shape[0], table.shape[1]) if apply else None))
     if d == 0:
         return 0
     cdef float *row = _scratch(d)
     with nogil:
         for i in range(n):
+            norm = 0
             for j in range(d):
-                row[j] = mu * momentum[i, j] + scale * total[i, j]
+                norm = norm + total[i, j] * total[i, j]
+            share = 0
+            if norm > 0:
+                share = min(max(squares[i] / norm, least), 1.0)
+                share = (share - least) / (1 - least)
+            for j in range(d):
+                momentum[i, j] = mu * momentum[i, j] + scale * (1 - share) * total[i, j]
+                row[j] = share * total[i, j] + momentum[i, j]
             halves_from_floats(row, &values[k, 0], d, 1)
             floats_from_halves(&values[k, 0], row, d, 1)
             moved = False
             for j in range(d):
-                momentum[i, j] = row[j]
                 if apply:
                     table[i, j] += row[j]
                 if values[k, j] & 0x7fff:

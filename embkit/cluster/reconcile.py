@@ -23,14 +23,20 @@ Three merges are offered (``mode``); with ``n`` replicas and ``d_i`` the delta o
 a row it did not change):
 
 * ``"momentum"`` (the default): block momentum over the rounds (Chen and Huo's blockwise model-update
-  filtering, with block learning rate 2): the replica merging a row keeps its momentum,
-  ``m = (1 - 2/n) m + (2/n) sum_i d_i``, and moves the row by ``m``.  With 2 replicas this is ``"sum"``
-  exactly (the momentum factor is 0: nothing is kept, and ``momentum`` stays as it was).  With more, a row
-  pulled the same way round after round moves by ``sum_i d_i`` per round once the momentum has built up
-  (what one process training all the replicas' data would do), a row only one replica trained moves by
-  that replica's step in total, and a row that every replica moved all the way to its target within the
-  round (the most frequent words) settles there instead of overshooting: as a heavy-ball iteration its
-  step is at most twice the error, below the ``2 (1 + momentum)`` where it would diverge.
+  filtering, with block learning rate 2) of the part of each row's step the replicas agree on.  With
+  ``S = sum_i d_i`` and ``Q = sum_i |d_i|^2``, ``r = Q / |S|^2`` (clipped to ``[1/n, 1]``) is ``1/n`` when
+  every replica moved the row alike and 1 when their steps are orthogonal (a row only one replica moved, or
+  steps that are mostly each replica's own sampling noise); the share ``w = (r - 1/n) / (1 - 1/n)`` of
+  ``S`` is taken as independent steps, each a part of one process's path, and moves the row at once, the
+  rest goes through the momentum kept by the replica merging the row, ``m = (1 - 2/n) m + (2/n) (1 - w) S``,
+  and the row moves by ``w S + m``.  With 2 replicas this is ``"sum"`` exactly (the momentum factor is 0:
+  nothing is kept, and ``momentum`` stays as it was).  With more, a row pulled the same way round after round
+  moves by ``sum_i d_i`` per round (at once as far as the steps are independent, once the momentum has built
+  up as far as they agree: what one process training all the replicas' data would do), a row only one
+  replica trained moves by that replica's step at once, and a row that every replica moved all the way to
+  its target within the round (the most frequent words) settles there instead of overshooting: as a
+  heavy-ball iteration its step is at most twice the error, below the ``2 (1 + momentum)`` where it would
+  diverge.
 * ``"sum"``: the deltas are added, as when every replica's threads updated one shared table (embkit's own
   Hogwild threads); right while a round moves each row a little, but a row every replica moved all the way
   takes ``n`` such steps: with 2 replicas it may swing around its target, with 3 or more it diverges
@@ -173,7 +179,8 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
         A reconciled table: the steps are added to it in the same pass (as :func:`apply_update` would).
     momentum : ndarray, optional
         With ``"momentum"`` and 3 replicas or more: the table's momentum (float32, ``n_rows`` rows, zeros
-        at the start of a run), updated in place (with fewer replicas it has no part in the steps).
+        at the start of a run), updated in place (with fewer replicas it has no part in the steps).  It holds
+        the agreed part of the steps only (see the module docstring).
     replicas : int, optional
         With ``"momentum"``: the number of replicas ``n`` of the run (the momentum is ``1 - 2/n``).
     threads : int
@@ -215,12 +222,13 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
         return _compact(values, ids, count, owner)
     dim = momentum.shape[1]
     total = _buffer(scratch, "total", (n_rows, dim), np.float32, zero=True)
-    seen = _buffer(scratch, "seen", (n_rows,), np.int32, zero=True)
+    squares = _buffer(scratch, "squares", (n_rows,), np.float32, zero=True)
     for d in deltas:
-        _kernel.accumulate(total, seen, np.ascontiguousarray(d.ids, dtype=np.int32), _bits(d.values))
+        _kernel.accumulate(total, squares, np.ascontiguousarray(d.ids, dtype=np.int32), _bits(d.values))
     values = _buffer(scratch, "values", (n_rows, dim), np.uint16)
     ids = _buffer(scratch, "ids", (n_rows,), np.int32)
-    count = _kernel.momentum_step(total, rate / replicas, 1.0 - rate / replicas, momentum, values, ids, table)
+    count = _kernel.momentum_step(total, squares, replicas, rate / replicas, 1.0 - rate / replicas, momentum, values,
+                                  ids, table)
     return _compact(values, ids, count)
 
 
