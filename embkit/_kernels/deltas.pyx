@@ -293,7 +293,6 @@ def accumulate(float[:, ::1] total, float[::1] squares, const int32_t[::1] ids, 
     ``squares``."""
     cdef Py_ssize_t m = ids.shape[0], d = total.shape[1], k, j
     cdef int32_t i
-    cdef float norm
     if values.shape[0] != m or (m and values.shape[1] != d):
         raise ValueError("accumulate: %d ids for %d rows of values" % (m, values.shape[0]))
     if squares.shape[0] != total.shape[0]:
@@ -302,14 +301,17 @@ def accumulate(float[:, ::1] total, float[::1] squares, const int32_t[::1] ids, 
     if m == 0 or d == 0:
         return
     cdef float *row = _scratch(d)
+    cdef float *into
+    cdef float norm
     with nogil:
         for k in range(m):
             i = ids[k]
             floats_from_halves(&values[k, 0], row, d, 1)
+            into = &total[i, 0]
             norm = 0
             for j in range(d):
-                total[i, j] += row[j]
-                norm = norm + row[j] * row[j]
+                into[j] += row[j]
+                norm += row[j] * row[j]
             squares[i] += norm
     free(row)
 
@@ -496,26 +498,33 @@ def momentum_step(const float[:, ::1] total, const float[::1] squares, int repli
     if d == 0:
         return 0
     cdef float *row = _scratch(d)
+    cdef float *held
+    cdef const float *summed
+    cdef float agreed
     with nogil:
         for i in range(n):
+            summed, held = &total[i, 0], &momentum[i, 0]
             norm = 0
             for j in range(d):
-                norm = norm + total[i, j] * total[i, j]
+                norm += summed[j] * summed[j]
             share = 0
             if norm > 0:
                 share = min(max(squares[i] / norm, least), 1.0)
                 share = (share - least) / (1 - least)
+            agreed = scale * (1 - share)
             for j in range(d):
-                momentum[i, j] = mu * momentum[i, j] + scale * (1 - share) * total[i, j]
-                row[j] = share * total[i, j] + momentum[i, j]
+                held[j] = mu * held[j] + agreed * summed[j]
+                row[j] = share * summed[j] + held[j]
             halves_from_floats(row, &values[k, 0], d, 1)
             floats_from_halves(&values[k, 0], row, d, 1)
             moved = False
             for j in range(d):
-                if apply:
-                    table[i, j] += row[j]
                 if values[k, j] & 0x7fff:
                     moved = True
+                    break
+            if apply:
+                for j in range(d):
+                    table[i, j] += row[j]
             if moved:
                 ids[k] = <int32_t>i
                 k += 1
