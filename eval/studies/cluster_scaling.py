@@ -29,7 +29,7 @@ replicas), assumed the same at every scale; the replicas' own passes still cover
 Usage::
 
     python -m eval.studies.cluster_scaling --bench bench.json [--sparse share.json] [--gbit 10] [--threads 8]
-                                           [--syncs 4 | --round-words 75000]
+                                           [--syncs 4 | --round-words 75000 | --round-total-words 75000]
 
 Prints markdown tables (throughput in words/s and the share of time in the kernels).
 """
@@ -99,7 +99,10 @@ def main(argv=None):
     ap.add_argument("--syncs", type=int, default=4, help="reconciliations per epoch")
     ap.add_argument("--round-words", type=float, default=None,
                     help="instead of --syncs: words each replica trains per round (rounds short enough for "
-                         "one-process quality)")
+                         "one-process quality with 2 workers)")
+    ap.add_argument("--round-total-words", type=float, default=None,
+                    help="instead of --syncs: words all the replicas train per round together (each its n-th; "
+                         "rounds short enough for one-process quality with 8 workers)")
     args = ap.parse_args(argv)
     with open(args.bench) as fh:
         rows = json.load(fh)
@@ -126,6 +129,7 @@ def main(argv=None):
     print()
     for name, (n_tokens, n_vocab) in CORPORA.items():
         rounds = ("rounds of %.3g words per replica" % args.round_words if args.round_words
+                  else "rounds of %.3g words over the replicas" % args.round_total_words if args.round_total_words
                   else "%d reconciliations per epoch" % args.syncs)
         print("%s (%.3g tokens, %d words), %d threads per worker, %s, %g Gbit/s:\n"
               % (name, n_tokens, n_vocab, args.threads, rounds, args.gbit))
@@ -133,7 +137,8 @@ def main(argv=None):
               "MB on the client's link, client relays | words/s, client relays | in kernels |")
         print("|---:|---:|---:|---:|---:|---:|---:|")
         for n in (1, 2, 4, 8, 16, 32, 64, 128):
-            w = args.round_words or n_tokens / (n * args.syncs)
+            w = args.round_words or (args.round_total_words / n if args.round_total_words
+                                     else n_tokens / (n * args.syncs))
             a = round_time(n, w, n_vocab, args.threads, speed, replica_cost, client_cost, args.gbit, "ranges",
                            row_share)
             b = round_time(n, w, n_vocab, args.threads, speed, replica_cost, client_cost, args.gbit, "client",
