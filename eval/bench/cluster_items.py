@@ -1,16 +1,16 @@
-"""Item embeddings on a cluster: one process against a Dask LocalCluster of 2 worker processes, on MovieLens.
+"""Item embeddings on a cluster: one process against Dask LocalClusters of worker processes, on MovieLens.
 
 The ratings >= 4 stars of ``--data`` ordered by time per user, every item paired with the next ``--window``
 items of its user's timeline, the pair occurrences split 70/10/20 (seed 0), as ``eval.bench.items`` does;
 ``ItemEmbedding`` (dim 100, relaxed softmax with 5 uniform negatives, ``--epochs``) trained on the training
-split by one process and by the cluster at its default rounds, and with ``--syncs N`` also at N even rounds
-an epoch; the test split scored with 100 sampled negatives (approximate MPR, precision at 50 / 15 / 5).
+split by one process and by a cluster of each ``--workers`` count (2 by default) at its default rounds, and
+with ``--syncs N`` also at N even rounds an epoch; the test split scored with 100 sampled negatives (approximate MPR, precision at 50 / 15 / 5).
 Every trainer has one kernel thread.  Nothing is asserted: a line per run, a markdown table, the command.
 
 Usage::
 
-    python -m eval.bench.cluster_items [--data ml-latest-small] [--epochs 10] [--seeds 1 2 3] [--syncs N ...]
-                                       [--json out.json]
+    python -m eval.bench.cluster_items [--data ml-latest-small] [--epochs 10] [--seeds 1 2 3] [--workers 2 4 ...]
+                                       [--syncs N ...] [--json out.json]
 """
 import argparse
 import json
@@ -45,6 +45,7 @@ def main(argv=None):
     p.add_argument("--window", type=int, default=3)
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    p.add_argument("--workers", type=int, nargs="+", default=[2], help="worker processes of each cluster")
     p.add_argument("--syncs", type=int, nargs="*", default=[], help="also train at N even rounds an epoch")
     p.add_argument("--json", metavar="FILE")
     args = p.parse_args(argv)
@@ -52,17 +53,24 @@ def main(argv=None):
     counts, (train, _, test) = load_split(args.data, args.window)
     print("%s: %d items, %d training pairs, %d test pairs" % (args.data, counts.n_items, train.total, test.total))
     runs = {}
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
-        trainers = [("1 process", None, None), ("2 workers, default rounds", client, None)]
-        trainers += [("2 workers, %d even rounds an epoch" % n, client, n) for n in args.syncs]
-        for seed in args.seeds:
-            for label, on, syncs in trainers:
-                run = run_one(train, test, seed, args.epochs, on, syncs)
-                runs.setdefault(label, []).append(run)
-                print("  %-36s seed %d: %6.1f s, %s rounds, MPR %.2f, P@50 %.2f, P@15 %.2f, P@5 %.2f"
-                      % (label, seed, run["seconds"], run["rounds"], 100 * run["mpr"], 100 * run["prec50"],
-                         100 * run["prec15"], 100 * run["prec5"]), flush=True)
+
+    def record(label, seed, on, syncs):
+        run = run_one(train, test, seed, args.epochs, on, syncs)
+        runs.setdefault(label, []).append(run)
+        print("  %-36s seed %d: %6.1f s, %s rounds, MPR %.2f, P@50 %.2f, P@15 %.2f, P@5 %.2f"
+              % (label, seed, run["seconds"], run["rounds"], 100 * run["mpr"], 100 * run["prec50"],
+                 100 * run["prec15"], 100 * run["prec5"]), flush=True)
+
+    for seed in args.seeds:
+        record("1 process", seed, None, None)
+    for n in args.workers:
+        with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+                Client(cluster) as client:
+            trainers = [("%d workers, default rounds" % n, None)]
+            trainers += [("%d workers, %d even rounds an epoch" % (n, k), k) for k in args.syncs]
+            for seed in args.seeds:
+                for label, syncs in trainers:
+                    record(label, seed, client, syncs)
     print("\n| trainer | seeds | s | rounds | MPR % | P@50 % | P@15 % | P@5 % |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for label, rows in runs.items():
