@@ -1,5 +1,5 @@
-"""The rounds of a cluster run (embkit.cluster.rounds, embkit.cluster.settings.round_plan): even rounds, rounds
-that shrink towards the end of the run, and short rounds first.  No Dask needed."""
+"""The rounds of a cluster run (embkit.cluster.rounds, embkit.cluster.settings.round_plan): even rounds, and
+rounds that shrink towards the end of the run.  No Dask needed."""
 import json
 import math
 
@@ -86,24 +86,6 @@ def test_a_plan_goes_through_a_checkpoint_record_and_a_damaged_one_is_refused():
         RoundPlan.from_record({"cuts": [[0, 1]]})
 
 
-@pytest.mark.parametrize("units,epochs", [(600_000, 5), (2_400_000, 1), (10_000_000, 3)])
-def test_short_first_rounds_train_the_first_share_of_the_run_in_short_rounds(units, epochs):
-    early, late, share = 9_375, 75_000, 0.2
-    plan = RoundPlan.short_first(units, epochs, early, late, share)
-    everything = [n for e in range(epochs) for n in lengths(plan, e)]
-    assert sum(everything) == units * epochs
-    done = 0
-    for n in everything:
-        size = early if done < share * units * epochs else late
-        epoch_end = (done // units + 1) * units
-        assert n == size or (done + n == epoch_end and size // 2 <= n < size + size // 2 + 1) or \
-            (done + n == epoch_end and n < size)
-        done += n
-    short = sum(1 for n in everything if n < late // 2)
-    assert abs(short * early - share * units * epochs) <= early
-    assert RoundPlan.short_first(1000, 3, early, late, share) == RoundPlan.uniform(1, 3)
-
-
 def test_the_run_plan_shrinks_for_two_replicas_and_is_even_when_asked_alone_or_for_more():
     units = settings.ROUND_UNITS * 40
     assert settings.round_plan(8, [units, units], 2) == RoundPlan.uniform(8, 2)
@@ -111,12 +93,5 @@ def test_the_run_plan_shrinks_for_two_replicas_and_is_even_when_asked_alone_or_f
     shrinking = settings.round_plan(None, [units // 2, units], 2)
     assert shrinking == RoundPlan.shrinking(units, 2, settings.ROUND_UNITS, settings.ROUND_SHARE)
     assert shrinking.rounds(0) < shrinking.rounds(1)
-    assert settings.round_plan(4, [units] * 3, 2) == RoundPlan.uniform(4, 2)
-    # 3 replicas or more: rounds of ROUND_UNITS over all of them over the first EARLY_SHARE of the run, then
-    # of ROUND_UNITS each (with long early rounds their block momentum merge lost quality)
-    for n in (3, 8):
-        plan = settings.round_plan(None, [units] * n, 5)
-        assert plan == RoundPlan.short_first(units, 5, settings.ROUND_UNITS / n, settings.ROUND_UNITS,
-                                             settings.EARLY_SHARE)
-        assert lengths(plan, 0)[0] == settings.ROUND_UNITS // n and lengths(plan, 4) == [settings.ROUND_UNITS] * 40
-        assert plan.rounds(0) == round(40 * n * settings.EARLY_SHARE * 5)
+    # the block momentum merge of 3 replicas or more trains rounds of ROUND_UNITS throughout
+    assert settings.round_plan(None, [units] * 3, 2) == RoundPlan.uniform(40, 2)

@@ -361,8 +361,7 @@ def cluster_options(p):
     g.add_argument("--syncs-per-epoch", type=int, default=None, metavar="N",
                    help="reconciliations of the workers' tables per epoch, evenly spaced (default: for two "
                         "workers rounds that each train a sixteenth of what is left of the run, shrinking to about "
-                        "%d words per worker at its end; for more, rounds of that many words over all the workers "
-                        "for the first fifth of the run, then of that size each)" % ROUND_UNITS)
+                        "%d words per worker at its end; for more, even rounds of that size)" % ROUND_UNITS)
     g.add_argument("--reconcile", choices=MODES, default=RECONCILE,
                    help="how the workers' steps of a row combine: block momentum over the rounds (momentum), add "
                         "them (sum) or take their mean (average); default: %s" % RECONCILE)

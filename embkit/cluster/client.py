@@ -8,8 +8,7 @@ A model given ``client=`` (a ``dask.distributed.Client``) trains like this:
    shards, which it reads itself; the replicas are given each other's actors;
 2. each epoch runs in **rounds** (``syncs_per_epoch`` even ones; by default, for two replicas, rounds that
    shrink towards the end of the run to about :data:`~embkit.cluster.settings.ROUND_UNITS` units per replica,
-   for more short rounds first and then rounds of that size, and a lone replica's even and longer:
-   :mod:`embkit.cluster.rounds`):
+   for more even rounds of that size, and a lone replica's even and longer: :mod:`embkit.cluster.rounds`):
    the client calls every replica at once (an actor call goes straight to its worker: no task, no scheduler
    on the way), which trains the same fraction of its shards with embkit's nogil kernel on its own threads
    (``workers``), then reconciles with the other replicas directly: each merges every n-th row of the

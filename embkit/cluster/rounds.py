@@ -14,11 +14,6 @@ common ``scale``: in a round from ``start`` to ``stop`` a shard of ``u`` units t
   the end the least (CLUSTER.md); what the replicas drift apart early, later training mends.  A large
   corpus so trains in far fewer rounds than at the floor's length, and a small one (a few floors' worth of
   units per replica) in rounds of the floor's length.
-* :meth:`RoundPlan.short_first`: the default of 3 replicas or more.  The first share of the run trains in
-  short rounds, the rest in rounds of a fixed length.  With more replicas the early rounds decide: while the
-  vectors grow from their initial values, a round's replicas drift apart on what only their own data moved
-  (8 workers on gcide: the first fifth of the run in rounds an eighth as long lost 1.3 analogy points to one
-  process where even rounds lost 3.1; CLUSTER.md).
 
 A round never straddles an epoch (an epoch's end is a reconciliation, for ``on_epoch`` and validation), and
 a round that would leave less than half a round before its epoch's end takes that rest too.
@@ -81,33 +76,18 @@ class RoundPlan:
     def shrinking(cls, units, epochs, least, share):
         """Rounds that each train ``share`` of what is left of the run, and at least ``least`` units (the
         whole rest when less is left), on a replica of ``units`` units an epoch (the largest replica's)."""
-        least = max(1, int(least))
-        return cls._sized(units, epochs, lambda done, total: max(least, math.ceil(share * (total - done))))
-
-    @classmethod
-    def short_first(cls, units, epochs, early, late, share):
-        """Rounds of ``early`` units until ``share`` of the run is done, then of ``late`` units, on a replica of
-        ``units`` units an epoch (the largest replica's)."""
-        early, late = max(1, int(early)), max(1, int(late))
-        return cls._sized(units, epochs, lambda done, total: early if done < share * total else late)
-
-    @classmethod
-    def _sized(cls, units, epochs, size):
-        """Rounds of ``size(done, total)`` units (``done`` of the run's ``total`` units of the largest replica
-        trained before the round), none straddling an epoch, and none leaving less than half a round before
-        its epoch's end; the even plan of one round an epoch when every epoch is one round."""
-        units, epochs = int(units), max(1, int(epochs))
+        units, epochs, least = int(units), max(1, int(epochs)), max(1, int(least))
         if units < 1:
             return cls.uniform(1, epochs)
         total = units * epochs
         cuts = [[0] for _ in range(epochs)]
         done = 0
         while done < total:
-            length = size(done, total)
+            size = max(least, math.ceil(share * (total - done)))
             epoch = done // units
             epoch_end = (epoch + 1) * units
-            stop = min(done + length, epoch_end)
-            if epoch_end - stop < length // 2:
+            stop = min(done + size, epoch_end)
+            if epoch_end - stop < size // 2:
                 stop = epoch_end
             cuts[epoch].append(stop - epoch * units)
             done = stop

@@ -4,15 +4,14 @@ from embkit.cluster.reconcile import DEFAULT_MODE, MODES
 from embkit.cluster.rounds import RoundPlan
 from embkit.core.checks import POSITIVE_INT, check_param
 
-__all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "ROUND_SHARE", "EARLY_SHARE", "LONE_ROUND_UNITS",
-           "LONE_UNITS_PER_ROW", "RECONCILE", "EXCHANGE_SHARE", "STALENESS", "WORKER_WAIT", "distributed_module", "check_cluster_params",
+__all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "ROUND_SHARE", "LONE_ROUND_UNITS", "LONE_UNITS_PER_ROW",
+           "RECONCILE", "EXCHANGE_SHARE", "STALENESS", "WORKER_WAIT", "distributed_module", "check_cluster_params",
            "check_client", "rounds_per_epoch", "round_plan", "run_staleness"]
 
 #: model parameters of cluster training (runtime settings: not saved with a model)
 CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile", "exchange_share", "staleness"})
 #: ``syncs_per_epoch`` of a model that does not choose: None, rounds that shrink towards the end of the run
-#: for two replicas (:data:`ROUND_SHARE`, :data:`ROUND_UNITS`), short rounds first for more
-#: (:data:`EARLY_SHARE`; :func:`round_plan`)
+#: for two replicas (:data:`ROUND_SHARE`, :data:`ROUND_UNITS`), even rounds for more (:func:`round_plan`)
 SYNCS_PER_EPOCH = None
 #: units (words, pairs) a replica trains in each of a run's last rounds when ``syncs_per_epoch`` is None (and
 #: the least it trains in any round): about the longest last rounds that keep one process's quality (longer
@@ -22,10 +21,6 @@ ROUND_UNITS = 75_000
 #: least :data:`ROUND_UNITS` units a replica): long rounds at the start, shrinking to ``ROUND_UNITS`` at the end
 #: (:meth:`embkit.cluster.rounds.RoundPlan.shrinking`)
 ROUND_SHARE = 1 / 16
-#: share of the run that 3 replicas or more train in short rounds when ``syncs_per_epoch`` is None: rounds of
-#: :data:`ROUND_UNITS` units over all the replicas together (each its n-th), then of ``ROUND_UNITS`` units
-#: each (:meth:`embkit.cluster.rounds.RoundPlan.short_first`; CLUSTER.md measures what the early rounds decide)
-EARLY_SHARE = 0.2
 #: units a lone replica trains per round when ``syncs_per_epoch`` is None: with no other replica to drift
 #: from, its rounds only set how often the client receives the tables (what a lost worker or a checkpoint
 #: falls back to), so they are long enough that a round's fixed costs (finding the changed rows, the call,
@@ -103,18 +98,15 @@ def run_staleness(staleness, replicas, relay):
 
 def round_plan(syncs_per_epoch, units, epochs, rows=0):
     """The :class:`~embkit.cluster.rounds.RoundPlan` of a run of replicas of ``units`` units an epoch each:
-    ``syncs_per_epoch`` even rounds an epoch; when it is None, a lone replica's long even rounds
-    (:func:`rounds_per_epoch`), two replicas' rounds that shrink towards the end of the run
-    (:data:`ROUND_SHARE` of what is left, at least :data:`ROUND_UNITS`, of the larger replica), and for 3
-    replicas or more short rounds over the first :data:`EARLY_SHARE` of the run (:data:`ROUND_UNITS` over
-    all of them), then rounds of :data:`ROUND_UNITS` (their block momentum merge lost quality with long early
-    rounds; CLUSTER.md)."""
+    ``syncs_per_epoch`` even rounds an epoch; when it is None, for two replicas rounds that shrink towards the
+    end of the run (:data:`ROUND_SHARE` of what is left, at least :data:`ROUND_UNITS`, of the larger replica),
+    else even rounds as :func:`rounds_per_epoch` gives them: a lone replica's are long, and 3 replicas or
+    more, whose block momentum merge lost quality with long early rounds (CLUSTER.md), train rounds of
+    :data:`ROUND_UNITS` throughout."""
     units = list(units)
-    if syncs_per_epoch is not None or len(units) < 2:
+    if syncs_per_epoch is not None or len(units) != 2:
         return RoundPlan.uniform(rounds_per_epoch(syncs_per_epoch, units, rows), epochs)
-    if len(units) == 2:
-        return RoundPlan.shrinking(max(units), epochs, ROUND_UNITS, ROUND_SHARE)
-    return RoundPlan.short_first(max(units), epochs, ROUND_UNITS / len(units), ROUND_UNITS, EARLY_SHARE)
+    return RoundPlan.shrinking(max(units), epochs, ROUND_UNITS, ROUND_SHARE)
 
 
 def rounds_per_epoch(syncs_per_epoch, units, rows=0):

@@ -154,9 +154,8 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         two workers, rounds that each train a sixteenth of what is left of the run, and at least about
         75,000 words a replica (:data:`embkit.cluster.ROUND_UNITS`): long at the start, shrinking to rounds
         short enough to keep one process's quality at the end, which decides it
-        (:mod:`embkit.cluster.rounds`); for more workers, rounds of about 75,000 words over all of them for
-        the first fifth of the run, then of about 75,000 words each.  Fewer or longer rounds cost less
-        exchange and lose quality (CLUSTER.md).
+        (:mod:`embkit.cluster.rounds`); for more workers, even rounds of about 75,000 words.  Fewer or
+        longer last rounds cost less exchange and lose quality (CLUSTER.md).
     reconcile : {"momentum", "sum", "average"}
         With ``client``: how the replicas' changed rows are merged (see :mod:`embkit.cluster.reconcile`).
     exchange_share : float
