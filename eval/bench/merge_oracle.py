@@ -116,9 +116,11 @@ def main(argv=None):
     ap.add_argument("--warm", type=int, default=1, help="epochs trained before the round")
     ap.add_argument("--epochs", type=int, default=5, help="the run's epochs (the learning rate's schedule)")
     ap.add_argument("--words", type=int, default=75000, help="words of each replica's slice")
-    ap.add_argument("--truths", type=int, default=5)
+    ap.add_argument("--truths", type=int, default=5, help="one-process runs of the round, in different orders")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
+    if args.truths < 2 or args.replicas < 2:
+        ap.error("--truths and --replicas must be at least 2 (one truth is compared with the drift of the others)")
     corpus = args.corpus or default_corpus()
     deltas, ones = round_steps(corpus, args.replicas, args.warm, args.epochs, args.words, args.truths)
     result = compare(deltas, ones)
