@@ -67,6 +67,17 @@ def test_a_delta_naming_a_row_outside_the_table_is_refused():
         merge(4, [bad, bad], "sum")
 
 
+def test_the_momentum_passes_refuse_arrays_of_other_lengths():
+    total, momentum = np.zeros((4, 2), np.float32), np.zeros((4, 2), np.float32)
+    values, ids = np.zeros((4, 2), np.uint16), np.zeros(4, np.int32)
+    with pytest.raises(ValueError, match="3 squares for 4 rows"):
+        deltas.accumulate(total, np.zeros(3, np.float32), np.array([1], np.int32), np.zeros((1, 2), np.uint16))
+    with pytest.raises(ValueError, match="squares 3"):
+        deltas.momentum_step(total, np.zeros(3, np.float32), 4, 0.5, 0.5, momentum, values, ids)
+    with pytest.raises(ValueError, match="momentum"):
+        deltas.momentum_step(total, np.zeros(4, np.float32), 4, 0.5, 0.5, np.zeros((3, 2), np.float32), values, ids)
+
+
 def test_merge_adds_or_averages_the_rows_each_replica_changed():
     current = np.arange(12, dtype=np.float32).reshape(4, 3)
     a = current.copy()
