@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from embkit._kernels import deltas
-from embkit.cluster.reconcile import (WIRE_DTYPE, RowDelta, adopt_update, apply_update, changed_rows, local_rows, merge,
-                                   owned_rows, split, table_rows)
+from embkit.cluster.reconcile import (WIRE_DTYPE, RowDelta, adopt_parts, adopt_update, apply_update, changed_rows,
+                                      local_rows, merge, owned_rows, split, table_rows)
 
 
 def _awkward_floats():
@@ -399,6 +399,37 @@ def test_a_reconciliation_adopted_under_training_leaves_only_the_trained_rows_ap
                                    found[trained] - start[trained] - own + training, atol=1e-6)
     np.testing.assert_array_equal(apart[True], trained)
     assert len(apart[False]) > 2 * len(trained)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("partial", [False, True])
+def test_adopting_every_owners_part_in_one_walk_is_adopting_them_one_by_one(threads, partial):
+    # 5 replicas on a table of 1,500 rows (blocks of 512 rows, each taking every part's rows): replica 2
+    # adopts the owners' merged parts with its own parts of its delta, at once or under training
+    rng = np.random.default_rng(11)
+    n, me, rows = 5, 2, 1500
+    start = rng.standard_normal((rows, 6)).astype(np.float32)
+    tables = [start + (rng.standard_normal((rows, 6)) * 1e-2 * (rng.random((rows, 1)) < 0.7)).astype(np.float32)
+              for _ in range(n)]
+    sents = [changed_rows(t, start, stamp=True) for t in tables]
+    parts = [split(d, n) for d in sents]
+    updates = [table_rows(merge(len(range(p, rows, n)), [local_rows(parts[k][p], n) for k in range(n)], "sum"), n, p)
+               for p in range(n)]
+    trained = np.sort(rng.choice(sents[me].ids, 60, replace=False))
+    one_by_one, at_once = (tables[me].copy(), start.copy()), (tables[me].copy(), start.copy())
+    for table, _ in (one_by_one, at_once):
+        table[trained] += 1e-3
+    for p in range(n):
+        adopt_update(updates[p], one_by_one[0], one_by_one[1], parts[me][p], partial, me, threads, trained=True)
+    adopt_parts(updates, at_once[0], at_once[1], parts[me], partial, me, threads, trained=True)
+    np.testing.assert_array_equal(one_by_one[0], at_once[0])
+    np.testing.assert_array_equal(one_by_one[1], at_once[1])
+    assert not np.array_equal(at_once[1], start)
+    with pytest.raises(ValueError, match="part 1 has"):
+        adopt_parts(updates, at_once[0], at_once[1], [parts[me][0], RowDelta(parts[me][1].ids, parts[me][0].values)]
+                    + parts[me][2:], partial, me)
+    with pytest.raises(ValueError, match="holds a row of another part"):
+        adopt_parts(updates[1:] + updates[:1], at_once[0], at_once[1], parts[me], partial, me, threads)
 
 
 def _replica_round(rng, n, dim, share_rows):

@@ -656,3 +656,121 @@ def adopt_rows(float[:, ::1] table, float[:, ::1] base, const int32_t[::1] ids, 
     free(status)
     if failed:
         raise MemoryError()
+
+
+
+def adopt_parts(float[:, ::1] table, float[:, ::1] base, list ids, list values, list owners, list sent_ids,
+                list sent_values, bint exact, int32_t me=-1, int threads=1, list stamps=None):
+    """:func:`adopt_rows` of the owners' parts of a reconciliation (part ``p`` of ``n``: the rows ``i`` with
+    ``i % n == p``, :func:`~embkit.cluster.reconcile.owned_rows`), each with the part of this replica's delta on
+    its rows, in one walk over the table in row order instead of one strided walk per part (which reads
+    the table about twice as slowly).  Each row goes through the steps :func:`adopt_rows` of its part gives
+    it: the result is the same, bit for bit.  ``owners`` and ``stamps`` hold an array or None per part; a
+    part holding another part's row is refused."""
+    cdef Py_ssize_t n = len(ids), d = table.shape[1], n_rows = table.shape[0], k, p, parts
+    cdef Py_ssize_t a0, a1, b0, b1
+    cdef int32_t lo, hi, i
+    cdef bint failed = False
+    cdef const int32_t[::1] one_ids
+    cdef const uint16_t[:, ::1] one_values
+    cdef const int32_t[::1] one_owner
+    cdef const int32_t[::1] one_sent
+    cdef const uint16_t[:, ::1] one_sent_values
+    cdef const uint64_t[::1] one_stamps
+    _check_pair(table, base, "adopt_parts")
+    if len(values) != n or len(owners) != n or len(sent_ids) != n or len(sent_values) != n or \
+            (stamps is not None and len(stamps) != n):
+        raise ValueError("adopt_parts: %d id arrays for %d value arrays, %d owners, %d sent id arrays, %d sent "
+                         "value arrays and %s stamps" % (n, len(values), len(owners), len(sent_ids),
+                                                         len(sent_values), None if stamps is None else len(stamps)))
+    for k in range(n):
+        one_ids, one_values, one_sent, one_sent_values = ids[k], values[k], sent_ids[k], sent_values[k]
+        _check_rows(one_ids, n_rows, "an update")
+        _check_rows(one_sent, n_rows, "a delta")
+        if one_values.shape[0] != one_ids.shape[0] or one_sent_values.shape[0] != one_sent.shape[0] or \
+                (one_ids.shape[0] and one_values.shape[1] != d) or \
+                (one_sent.shape[0] and one_sent_values.shape[1] != d) or \
+                (owners[k] is not None and len(owners[k]) != one_ids.shape[0]) or \
+                (stamps is not None and stamps[k] is not None and len(stamps[k]) != one_sent.shape[0]):
+            raise ValueError("adopt_parts: part %d has %d ids for %d rows of values, %d sent ids for %d rows"
+                             % (k, one_ids.shape[0], one_values.shape[0], one_sent.shape[0],
+                                one_sent_values.shape[0]))
+    if n == 0 or d == 0:
+        return
+    cdef const int32_t **id_ptr = <const int32_t **>calloc(n, sizeof(int32_t *))
+    cdef const uint16_t **value_ptr = <const uint16_t **>calloc(n, sizeof(uint16_t *))
+    cdef const int32_t **owner_ptr = <const int32_t **>calloc(n, sizeof(int32_t *))
+    cdef const int32_t **sent_ptr = <const int32_t **>calloc(n, sizeof(int32_t *))
+    cdef const uint16_t **sent_value_ptr = <const uint16_t **>calloc(n, sizeof(uint16_t *))
+    cdef const uint64_t **stamp_ptr = <const uint64_t **>calloc(n, sizeof(uint64_t *))
+    cdef Py_ssize_t *lengths = <Py_ssize_t *>calloc(2 * n, sizeof(Py_ssize_t))
+    parts = 1 if threads <= 1 else min(n_rows, PARTS_PER_THREAD * threads)
+    cdef unsigned char *status = <unsigned char *>calloc(parts, 1)
+    if id_ptr == NULL or value_ptr == NULL or owner_ptr == NULL or sent_ptr == NULL or sent_value_ptr == NULL or \
+            stamp_ptr == NULL or lengths == NULL or status == NULL:
+        free(id_ptr); free(value_ptr); free(owner_ptr); free(sent_ptr); free(sent_value_ptr); free(stamp_ptr)
+        free(lengths); free(status)
+        raise MemoryError()
+    for k in range(n):      # the lists hold the arrays for the call: their buffers stay put
+        one_ids, one_values, one_sent, one_sent_values = ids[k], values[k], sent_ids[k], sent_values[k]
+        lengths[2 * k], lengths[2 * k + 1] = one_ids.shape[0], one_sent.shape[0]
+        if one_ids.shape[0]:
+            id_ptr[k], value_ptr[k] = &one_ids[0], &one_values[0, 0]
+            if owners[k] is not None:
+                one_owner = owners[k]
+                owner_ptr[k] = &one_owner[0]
+        if one_sent.shape[0]:
+            sent_ptr[k], sent_value_ptr[k] = &one_sent[0], &one_sent_values[0, 0]
+            if stamps is not None and stamps[k] is not None:
+                one_stamps = stamps[k]
+                stamp_ptr[k] = &one_stamps[0]
+    cdef float *table_ptr = &table[0, 0]
+    cdef float *base_ptr = &base[0, 0]
+    cdef float *step = NULL
+    cdef float *own_step = NULL
+    cdef Py_ssize_t *at = NULL
+    with nogil, parallel(num_threads=max(1, threads)):
+        step = <float *>malloc(d * sizeof(float))
+        own_step = <float *>malloc(d * sizeof(float))
+        at = <Py_ssize_t *>malloc(2 * n * sizeof(Py_ssize_t))     # each part's next update row and sent row
+        for p in prange(parts, schedule="dynamic"):
+            if step == NULL or own_step == NULL or at == NULL:
+                status[p] = 1
+            else:       # range p: rows [n_rows p / parts, n_rows (p + 1) / parts), in order
+                lo = <int32_t>(n_rows * p // parts)
+                hi = <int32_t>(n_rows * (p + 1) // parts)
+                for k in range(n):
+                    at[2 * k] = _lower_bound(id_ptr[k], lengths[2 * k], lo)
+                    at[2 * k + 1] = _lower_bound(sent_ptr[k], lengths[2 * k + 1], lo)
+                k = lo % n          # the part of row i, counted along (no division a row)
+                for i in range(lo, hi):
+                    a0 = at[2 * k]
+                    b0 = at[2 * k + 1]
+                    a1 = a0 + (a0 < lengths[2 * k] and id_ptr[k][a0] == i)
+                    b1 = b0 + (b0 < lengths[2 * k + 1] and sent_ptr[k][b0] == i)
+                    if a0 < a1 or b0 < b1:
+                        _adopt_range(table_ptr, base_ptr, d, id_ptr[k], value_ptr[k], owner_ptr[k], me, a0, a1,
+                                     sent_ptr[k], sent_value_ptr[k], stamp_ptr[k], b0, b1, exact, step, own_step)
+                        at[2 * k] = a1
+                        at[2 * k + 1] = b1
+                    k = k + 1
+                    if k == n:
+                        k = 0
+                for k in range(n):      # a row of another part, never taken, stops its part's walk
+                    if at[2 * k] != _lower_bound(id_ptr[k], lengths[2 * k], hi) or \
+                            at[2 * k + 1] != _lower_bound(sent_ptr[k], lengths[2 * k + 1], hi):
+                        status[p] = 2
+        free(step)
+        free(own_step)
+        free(at)
+    cdef bint misplaced = False
+    for p in range(parts):
+        failed = failed or status[p] == 1
+        misplaced = misplaced or status[p] == 2
+    free(id_ptr); free(value_ptr); free(owner_ptr); free(sent_ptr); free(sent_value_ptr); free(stamp_ptr)
+    free(lengths); free(status)
+    if failed:
+        raise MemoryError()
+    if misplaced:
+        raise ValueError("adopt_parts: a part holds a row of another part (part p of n holds the rows i with "
+                         "i %% n == p); the rows taken until then are adopted")

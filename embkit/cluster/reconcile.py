@@ -304,3 +304,17 @@ def adopt_update(update, table, base, sent=None, partial=False, replica=None, th
                        np.ascontiguousarray(sent.ids, dtype=np.int32), _bits(sent.values), not partial, owner,
                        -1 if replica is None else replica, threads,
                        sent.stamps if trained and partial and sent.stamps is not None else None)
+
+
+def adopt_parts(updates, table, base, sents, partial=False, replica=None, threads=1, trained=False):
+    """:func:`adopt_update` of every owner's part of a reconciliation: ``updates[p]`` with this replica's part
+    ``sents[p]`` of its delta on the same rows, in one walk over the table instead of one per part (the same
+    result, bit for bit: :func:`embkit._kernels.deltas.adopt_parts`).  The other parameters as
+    :func:`adopt_update` takes them."""
+    _kernel.adopt_parts(
+        table, base, [np.ascontiguousarray(u.ids, dtype=np.int32) for u in updates], [_bits(u.values) for u in updates],
+        [None if replica is None or u.owner is None else np.ascontiguousarray(u.owner, dtype=np.int32)
+         for u in updates],
+        [np.ascontiguousarray(d.ids, dtype=np.int32) for d in sents], [_bits(d.values) for d in sents], not partial,
+        -1 if replica is None else replica, threads,
+        [d.stamps if trained and partial and d.stamps is not None else None for d in sents])

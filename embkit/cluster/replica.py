@@ -41,8 +41,8 @@ import time
 import numpy as np
 
 from embkit.cluster.mailbox import WAIT_POLL, Mailbox, RoundAborted
-from embkit.cluster.reconcile import (BLOCK_RATE, RowDelta, adopt_update, changed_rows, local_rows, merge, owned_rows,
-                                   split, table_rows)
+from embkit.cluster.reconcile import (BLOCK_RATE, RowDelta, adopt_parts, adopt_update, changed_rows, local_rows, merge,
+                                      owned_rows, split, table_rows)
 from embkit.cluster.tables import TableRecipe, drawn_tables
 from embkit.cluster.worker import ShardReadError, wanted, worker_name
 from embkit.core.heap import kept_buffers
@@ -353,9 +353,10 @@ class Replica:
         clock["wait_seconds"] += time.perf_counter() - waited
         got[g] = merged     # the rows only it sent stay as they are (no float32 round trip): adopt skips them
         adopting = time.perf_counter()
-        for t in range(2):
-            for p in range(n):      # the owners' rows are disjoint: each part adopts the merged rows of one
-                self._adopt(t, got[p][t], parts[t][p], partial, trained)
+        for t, (table, base) in enumerate(zip((self.model.W_in, self.model.W_out), self.bases)):
+            # each owner's merged rows with this replica's part on them, in one walk over the table
+            adopt_parts([got[p][t] for p in range(n)], table, base, [parts[t][p] for p in range(n)], partial,
+                        self.group, self.threads, trained)
         clock["adopt_seconds"] += time.perf_counter() - adopting
         self.reconciled = key
         self._delivered(key, posts)

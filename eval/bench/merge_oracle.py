@@ -135,7 +135,8 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"command": "python -m eval.bench.merge_oracle " + " ".join(argv or sys.argv[1:]),
-                       "date": time.strftime("%Y-%m-%d"), "replicas": args.replicas, "warm": args.warm, "words": args.words, "bands": result}, f,
+                       "date": time.strftime("%Y-%m-%d"), "replicas": args.replicas, "warm": args.warm,
+                       "words": args.words, "bands": result}, f,
                       indent=1)
 
 
