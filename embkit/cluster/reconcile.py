@@ -299,11 +299,18 @@ def adopt_update(update, table, base, sent=None, partial=False, replica=None, th
     """
     if sent is None:
         sent = RowDelta(np.zeros(0, np.int32), np.zeros((0, table.shape[1]), WIRE_DTYPE))
-    owner = None if replica is None or update.owner is None else np.ascontiguousarray(update.owner, dtype=np.int32)
-    _kernel.adopt_rows(table, base, np.ascontiguousarray(update.ids, dtype=np.int32), _bits(update.values),
-                       np.ascontiguousarray(sent.ids, dtype=np.int32), _bits(sent.values), not partial, owner,
-                       -1 if replica is None else replica, threads,
-                       sent.stamps if trained and partial and sent.stamps is not None else None)
+    ids, values, owner, sent_ids, sent_values, stamps = _adoption(update, sent, partial, replica, trained)
+    _kernel.adopt_rows(table, base, ids, values, sent_ids, sent_values, not partial, owner,
+                       -1 if replica is None else replica, threads, stamps)
+
+
+def _adoption(update, sent, partial, replica, trained):
+    """The kernels' arrays of adopting ``update`` with ``sent`` (:func:`adopt_update`'s rules): ids, float16
+    bits, owners (None without ``replica``), sent ids and bits, and the sent rows' stamps where they count."""
+    return (np.ascontiguousarray(update.ids, dtype=np.int32), _bits(update.values),
+            None if replica is None or update.owner is None else np.ascontiguousarray(update.owner, dtype=np.int32),
+            np.ascontiguousarray(sent.ids, dtype=np.int32), _bits(sent.values),
+            sent.stamps if trained and partial and sent.stamps is not None else None)
 
 
 def adopt_parts(updates, table, base, sents, partial=False, replica=None, threads=1, trained=False):
@@ -311,10 +318,9 @@ def adopt_parts(updates, table, base, sents, partial=False, replica=None, thread
     ``sents[p]`` of its delta on the same rows, in one walk over the table instead of one per part (the same
     result, bit for bit: :func:`embkit._kernels.deltas.adopt_parts`).  The other parameters as
     :func:`adopt_update` takes them."""
-    _kernel.adopt_parts(
-        table, base, [np.ascontiguousarray(u.ids, dtype=np.int32) for u in updates], [_bits(u.values) for u in updates],
-        [None if replica is None or u.owner is None else np.ascontiguousarray(u.owner, dtype=np.int32)
-         for u in updates],
-        [np.ascontiguousarray(d.ids, dtype=np.int32) for d in sents], [_bits(d.values) for d in sents], not partial,
-        -1 if replica is None else replica, threads,
-        [d.stamps if trained and partial and d.stamps is not None else None for d in sents])
+    if not updates:
+        return
+    ids, values, owners, sent_ids, sent_values, stamps = zip(*(_adoption(u, d, partial, replica, trained)
+                                                                for u, d in zip(updates, sents)))
+    _kernel.adopt_parts(table, base, list(ids), list(values), list(owners), list(sent_ids), list(sent_values),
+                        not partial, -1 if replica is None else replica, threads, list(stamps))
