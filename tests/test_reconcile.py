@@ -428,7 +428,7 @@ def test_adopting_every_owners_part_in_one_walk_is_adopting_them_one_by_one(thre
     with pytest.raises(ValueError, match="part 1 has"):
         adopt_parts(updates, at_once[0], at_once[1], [parts[me][0], RowDelta(parts[me][1].ids, parts[me][0].values)]
                     + parts[me][2:], partial, me)
-    with pytest.raises(ValueError, match="holds a row of another part"):
+    with pytest.raises(ValueError, match=r"holds a row of another part \(part p of n holds the rows i with i % n"):
         adopt_parts(updates[1:] + updates[:1], at_once[0], at_once[1], parts[me], partial, me, threads)
 
 

@@ -773,4 +773,4 @@ def adopt_parts(float[:, ::1] table, float[:, ::1] base, list ids, list values, 
         raise MemoryError()
     if misplaced:
         raise ValueError("adopt_parts: a part holds a row of another part (part p of n holds the rows i with "
-                         "i %% n == p); the rows taken until then are adopted")
+                         "i % n == p); the rows taken until then are adopted")
