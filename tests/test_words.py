@@ -37,6 +37,58 @@ def test_tokenize_splits_as_str_split(text):
     assert block.newlines == text.count("\n")
 
 
+#: words that share their first 8 or 16 bytes and differ in a short tail (or only in their length), of 1 to 20 bytes
+TAILS = ["abcdefgh", "abcdefghi", "abcdefghj", "abcdefghij", "abcdefgha", "abcdefghabcdefgh", "abcdefghabcdefghi",
+         "abcdefghabcdefghj", "a", "ab", "abc", "abcdefg", "\u00e9\u00e9\u00e9\u00e9", "\u00e9\u00e9\u00e9\u00e9a",
+         "\u4e2d\u4e2d\u4e2d", "\u4e2d\u4e2d\u4e2da", "x\U0001f600y"]
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(TAILS + [" ", "\n", "  "]), max_size=40), st.sampled_from(["", " ", "\n"]))
+def test_words_read_from_text_and_from_strings_are_the_same_words(pieces, end):
+    # a block's words are hashed and compared reading past their ends where the text goes on (and one that
+    # ends the text without it); the words given as strings are read only to their ends: both are one word
+    text = " ".join(pieces) + end
+    block = tokenize(text)
+    tokens = text.split()
+    words, counts = block.words_and_counts()
+    assert words == list(Counter(tokens)) and counts.tolist() == list(Counter(tokens).values())
+    vocabulary = WordTable(TAILS)
+    vocabulary.look_up(block)
+    builder = ChunkBuilder(1000, 1000)
+    builder.add(block, True)
+    last = builder.finish()
+    assert (last[0].tolist() if last is not None else []) == [TAILS.index(t) for t in tokens]
+    table = WordTable()
+    table.add(block)
+    assert table.ids_in(vocabulary).tolist() == [TAILS.index(w) for w in words]
+    assert vocabulary.ids_in(table).tolist() == [words.index(w) if w in words else -1 for w in TAILS]
+
+
+def test_two_words_of_one_hash_stay_two_words():
+    # each pair has one 64-bit hash and length (found by a search): only their bytes tell them apart; the
+    # first pair differs in its first 8 bytes and its tail, the second in its first 16 bytes alone
+    for first, second in (("collide!ABDAABA", "ivscebusGcZuwCi"), ("collide!AAAAAAAAz", "rzchtyzdxbIzIXJhz")):
+        _two_words_of_one_hash(first, second)
+
+
+def _two_words_of_one_hash(first, second):
+    for text in (first + " " + second, second + "  " + first + "\n" + second + " x"):
+        block = tokenize(text)
+        words, counts = block.words_and_counts()
+        assert words == list(Counter(text.split())) and counts.tolist() == list(Counter(text.split()).values())
+        table = WordTable()
+        table.add(block)
+        assert table.words_list() == words
+    alone = WordTable([first])
+    block = tokenize(second + " " + first)
+    alone.look_up(block)
+    builder = ChunkBuilder(10, 10)
+    builder.add(block, True)
+    assert builder.finish()[0].tolist() == [0]
+    assert WordTable([second]).ids_in(alone).tolist() == [-1]
+
+
 def test_table_merges_blocks_in_first_seen_order_and_looks_up():
     blocks = ["b a b\nc", "d a\n\ne b", "f"]
     table = WordTable()

@@ -95,13 +95,17 @@ cdef struct Slot:
     int32_t word            # its id
 
 
+cdef enum:
+    ARENA_PAD = 8           # bytes an arena holds past its capacity
+
+
 cdef struct WordSet:
     Slot *slot              # open addressing, linear probing
     int64_t slots           # a power of two, at least twice the words
     int64_t *at             # per word id: its slot
     int32_t n               # words, with ids 0 .. n-1 in insertion order
     int32_t cap             # words ``at`` holds
-    char *arena
+    char *arena             # arena_cap bytes and ARENA_PAD more: a word's bytes may be read 8 at a time
     int64_t used
     int64_t arena_cap
     bint shared             # other threads read it (ws_find_shared): outgrown slots and arenas are kept
@@ -135,8 +139,25 @@ cdef extern from *:
     void emb_store_release_ptr(void *p, const void *v) nogil
 
 
+cdef extern from *:
+    """
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    #define EMB_LITTLE_ENDIAN 0
+    #else
+    #define EMB_LITTLE_ENDIAN 1
+    #endif
+    """
+    bint EMB_LITTLE_ENDIAN
+
+
 cdef inline uint64_t word_hash(const char *p, Py_ssize_t n) noexcept nogil:
     """64-bit hash of ``n`` bytes (never 0, which marks an empty slot)."""
+    return bytes_hash(p, n, False)
+
+
+cdef inline uint64_t bytes_hash(const char *p, Py_ssize_t n, bint padded) noexcept nogil:
+    """:func:`word_hash` of ``p[0:n]``; ``padded``: the 8 bytes from the last whole 8 on may be read (the
+    bytes past the word are masked off), which spares a tail copied byte by byte."""
     cdef uint64_t h = <uint64_t>0x9E3779B97F4A7C15 ^ <uint64_t>n, w
     while n >= 8:
         memcpy(&w, p, 8)
@@ -144,8 +165,12 @@ cdef inline uint64_t word_hash(const char *p, Py_ssize_t n) noexcept nogil:
         h ^= h >> 31
         p += 8
         n -= 8
-    w = 0
-    memcpy(&w, p, n)
+    if padded and EMB_LITTLE_ENDIAN:
+        memcpy(&w, p, 8)
+        w &= (<uint64_t>1 << (8 * n)) - 1      # little-endian: the word's bytes are the low ones
+    else:
+        w = 0
+        memcpy(&w, p, n)
     h = (h ^ w) * <uint64_t>0x94D049BB133111EB
     h ^= h >> 29
     h *= <uint64_t>0xBF58476D1CE4E5B9
@@ -173,6 +198,24 @@ cdef inline bint same_bytes(const char *a, const char *b, int32_t n) noexcept no
     return True
 
 
+cdef inline bint same_padded_bytes(const char *a, const char *b, int32_t n) noexcept nogil:
+    """:func:`same_bytes` of two strings whose bytes may be read 8 at a time past their ends."""
+    cdef uint64_t x, y
+    while n >= 8:
+        memcpy(&x, a, 8)
+        memcpy(&y, b, 8)
+        if x != y:
+            return False
+        a += 8
+        b += 8
+        n -= 8
+    if not EMB_LITTLE_ENDIAN:
+        return same_bytes(a, b, n)
+    memcpy(&x, a, 8)
+    memcpy(&y, b, 8)
+    return ((x ^ y) & ((<uint64_t>1 << (8 * n)) - 1)) == 0
+
+
 cdef int ws_init(WordSet *s, int32_t words) noexcept nogil:
     """An empty set with room for ``words`` words; -1 when out of memory."""
     memset(s, 0, sizeof(WordSet))
@@ -185,7 +228,7 @@ cdef int ws_init(WordSet *s, int32_t words) noexcept nogil:
     s.arena_cap = 8 * <int64_t>words
     s.slot = <Slot *> calloc(s.slots, sizeof(Slot))
     s.at = <int64_t *> malloc(s.cap * sizeof(int64_t))
-    s.arena = <char *> malloc(s.arena_cap)
+    s.arena = <char *> malloc(s.arena_cap + ARENA_PAD)
     if s.slot == NULL or s.at == NULL or s.arena == NULL:
         ws_free(s)
         return -1
@@ -266,7 +309,7 @@ cdef int ws_reserve(WordSet *s, int32_t words, int64_t nbytes) noexcept nogil:
         while need > acap:
             acap *= 2
         if s.shared:            # a reader may be comparing bytes in the old arena
-            p = malloc(acap)
+            p = malloc(acap + ARENA_PAD)
             if p == NULL:
                 return -1
             memcpy(p, s.arena, s.used)
@@ -275,7 +318,7 @@ cdef int ws_reserve(WordSet *s, int32_t words, int64_t nbytes) noexcept nogil:
             if ws_retire(s, old) != 0:
                 return -1
         else:
-            p = realloc(s.arena, acap)
+            p = realloc(s.arena, acap + ARENA_PAD)
             if p == NULL:
                 return -1
             s.arena = <char *> p
@@ -288,13 +331,16 @@ cdef int ws_reserve(WordSet *s, int32_t words, int64_t nbytes) noexcept nogil:
     return 0
 
 
-cdef inline int64_t ws_find(const WordSet *s, const char *p, int32_t n, uint64_t h) noexcept nogil:
-    """The slot of the word ``p[0:n]`` with hash ``h``, or of the empty slot where it would go."""
+cdef inline int64_t ws_find(const WordSet *s, const char *p, int32_t n, uint64_t h, bint padded) noexcept nogil:
+    """The slot of the word ``p[0:n]`` with hash ``h``, or of the empty slot where it would go; ``padded``:
+    ``p``'s bytes may be read 8 at a time past its end (as an arena's, or a block's text before its last 8
+    bytes)."""
     cdef int64_t i = <int64_t>(h & <uint64_t>(s.slots - 1))
     cdef Slot *e
     while True:
         e = &s.slot[i]
-        if e.hash == 0 or (e.hash == h and e.length == n and same_bytes(s.arena + e.start, p, n)):
+        if e.hash == 0 or (e.hash == h and e.length == n and (same_padded_bytes(s.arena + e.start, p, n)
+                                                             if padded else same_bytes(s.arena + e.start, p, n))):
             return i
         i = (i + 1) & (s.slots - 1)
 
@@ -318,16 +364,17 @@ cdef inline int32_t ws_find_shared(const WordSet *s, const char *p, int32_t n, u
         i = (i + 1) & (slots - 1)
 
 
-cdef inline int32_t ws_add(WordSet *s, const char *p, int32_t n, uint64_t h, int64_t count) noexcept nogil:
-    """The id of the word ``p[0:n]``, added (with count 0) when new; its count grows by ``count``.  -1 when
-    out of memory."""
-    cdef int64_t i = ws_find(s, p, n, h)
+cdef inline int32_t ws_add(WordSet *s, const char *p, int32_t n, uint64_t h, int64_t count,
+                           bint padded) noexcept nogil:
+    """The id of the word ``p[0:n]``, added (with count 0) when new; its count grows by ``count``
+    (``padded``: as :func:`ws_find`).  -1 when out of memory."""
+    cdef int64_t i = ws_find(s, p, n, h, padded)
     cdef Slot *e = &s.slot[i]
     if e.hash == 0:
         if s.n >= s.cap or s.used + n > s.arena_cap or 2 * (<int64_t>s.n + 1) > s.slots:
             if ws_reserve(s, 1, n) != 0:
                 return -1
-            i = ws_find(s, p, n, h)
+            i = ws_find(s, p, n, h, padded)
             e = &s.slot[i]
         memcpy(s.arena + s.used, p, n)
         e.start = s.used
@@ -417,7 +464,7 @@ cdef class BlockWords:
 
     cdef int split(self, const uint8_t *t, Py_ssize_t n) noexcept nogil:
         """Tokenize ``t[0:n]`` (valid UTF-8); -1 when out of memory."""
-        if ws_init(&self.words, <int32_t>(n // 48 if n < (<Py_ssize_t>1 << 36) else (1 << 30))) != 0:
+        if ws_init(&self.words, <int32_t>(n // 24 if n < (<Py_ssize_t>1 << 36) else (1 << 30))) != 0:
             return -1
         self.tok_cap = n // 4 + 16
         self.break_cap = n // 64 + 16
@@ -426,6 +473,7 @@ cdef class BlockWords:
         if self.ids == NULL or self.breaks == NULL:
             return -1
         cdef Py_ssize_t pos = 0, begin
+        cdef bint padded
         cdef int k
         cdef uint8_t c
         cdef int32_t w
@@ -462,8 +510,9 @@ cdef class BlockWords:
                     break
             if pos - begin > 0x7FFFFFFF:
                 return -1
+            padded = begin + ((pos - begin) & ~7) + 8 <= n
             w = ws_add(&self.words, <const char *> t + begin, <int32_t>(pos - begin),
-                       word_hash(<const char *> t + begin, pos - begin), 1)
+                       bytes_hash(<const char *> t + begin, pos - begin, padded), 1, padded)
             if w < 0 or (self.n_tokens == self.tok_cap and grow(<void **> &self.ids, &self.tok_cap,
                                                             sizeof(int32_t)) != 0):
                 return -1
@@ -502,7 +551,7 @@ def _unpacked_table(bytes blob not None, lengths, counts):
             if status != 0:
                 break
             before = out.words.n
-            if ws_add(&out.words, p + at, n[k], word_hash(p + at, n[k]), c[k]) < 0:
+            if ws_add(&out.words, p + at, n[k], word_hash(p + at, n[k]), c[k], False) < 0:
                 status = -1
             elif out.words.n == before:
                 status = -2
@@ -565,7 +614,7 @@ cdef class WordTable:
             if len(b) > 0x7FFFFFFF:
                 raise ValueError("a word of %d bytes" % len(b))
             n = self.words.n
-            w = ws_add(&self.words, b, <int32_t>len(b), word_hash(b, len(b)), 0)
+            w = ws_add(&self.words, b, <int32_t>len(b), word_hash(b, len(b)), 0, False)
             if w < 0:
                 raise MemoryError()
             if self.words.n == n:
@@ -697,7 +746,7 @@ cdef class WordTable:
                 if status != 0:
                     break
                 e = ws_word_slot(mine, <int32_t>ids[k])
-                if ws_add(&out.words, mine.arena + e.start, e.length, e.hash, e.count) < 0:
+                if ws_add(&out.words, mine.arena + e.start, e.length, e.hash, e.count, True) < 0:
                     status = -1
         if status != 0:
             raise MemoryError()
@@ -769,11 +818,11 @@ cdef class WordTable:
                 # the slot a later word probes first starts loading now: the lookups are random reads
                 emb_prefetch_line(&self.words.slot[ws_word_slot(local, w + PREFETCH_AHEAD).hash & mask])
             if adding:
-                g = ws_add(&self.words, local.arena + e.start, e.length, e.hash, e.count)
+                g = ws_add(&self.words, local.arena + e.start, e.length, e.hash, e.count, True)
                 if g < 0:
                     return -1
             else:
-                i = ws_find(&self.words, local.arena + e.start, e.length, e.hash)
+                i = ws_find(&self.words, local.arena + e.start, e.length, e.hash, True)
                 g = self.words.slot[i].word if self.words.slot[i].hash != 0 else -1
             mapped[w] = g
         return 0
@@ -787,7 +836,7 @@ cdef class WordTable:
         for w in range(local.n):
             if block.mapped[w] < 0:
                 e = ws_word_slot(local, w)
-                g = ws_add(&self.words, local.arena + e.start, e.length, e.hash, e.count)
+                g = ws_add(&self.words, local.arena + e.start, e.length, e.hash, e.count, True)
                 if g < 0:
                     return -1
                 block.mapped[w] = g
@@ -842,7 +891,7 @@ cdef class WordTable:
         with nogil:
             for w in range(mine.n):
                 e = ws_word_slot(mine, w)
-                i = ws_find(theirs, mine.arena + e.start, e.length, e.hash)
+                i = ws_find(theirs, mine.arena + e.start, e.length, e.hash, True)
                 o[w] = theirs.slot[i].word if theirs.slot[i].hash != 0 else -1
         return out
 
