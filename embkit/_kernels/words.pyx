@@ -464,6 +464,8 @@ cdef class BlockWords:
 
     cdef int split(self, const uint8_t *t, Py_ssize_t n) noexcept nogil:
         """Tokenize ``t[0:n]`` (valid UTF-8); -1 when out of memory."""
+        # room for a distinct word every 24 bytes (English text has one every 20-25 in a block of 128 KiB),
+        # so that a block's set is rarely rehashed as it fills
         if ws_init(&self.words, <int32_t>(n // 24 if n < (<Py_ssize_t>1 << 36) else (1 << 30))) != 0:
             return -1
         self.tok_cap = n // 4 + 16
