@@ -9,6 +9,8 @@ import pytest
 
 from embkit._kernels.words import ChunkBuilder, WordTable, remap_chunk, tokenize, whitespace
 from embkit.text.corpus import IterableCorpus, TextCorpus
+from embkit.text import blocks as blocks_module, scan as scan_module
+from embkit.text.blocks import PartedTable
 from embkit.text.scan import scan_corpus
 from embkit.text.vocab import Vocab, encode_chunks
 
@@ -140,73 +142,109 @@ def _chunk_lists(chunks):
     return [(t.tolist(), e.tolist(), r) for t, e, r in chunks]
 
 
-def test_words_counted_by_threads_beside_the_adding_one_give_the_ids_and_counts_of_adding_whole():
+@pytest.mark.parametrize("parts", [2, 3, 7])
+def test_parts_added_in_any_interleaving_give_the_words_counts_and_order_of_one_table(parts):
     blocks = _growing_blocks(1)
     expected, expected_chunks = _added_whole(blocks)
-    table = WordTable()
-    table.open_to_readers()
     tokenized = [tokenize(text) for text in blocks]
-    ready = [threading.Event() for _ in blocks]
-    counts = [np.zeros(0, dtype=np.int64) for _ in range(3)]
-
-    def reader(k):                      # reader k counts blocks k, k + 3, ... while the table grows
-        for i in range(k, len(blocks), 3):
-            counts[k] = table.count_known(tokenized[i], counts[k])
-            ready[i].set()
-
-    threads = [threading.Thread(target=reader, args=(k,)) for k in range(3)]
-    for t in threads:
-        t.start()
+    for block in tokenized:
+        block.open_parts(parts)
+    tables = [WordTable() for _ in range(parts)]
+    rng = np.random.default_rng(parts)
+    taken = [0] * parts                     # each table takes the blocks in order, the tables in any order
+    while min(taken) < len(blocks):
+        part = int(rng.choice([p for p in range(parts) if taken[p] < len(blocks)]))
+        tables[part].add_part(tokenized[taken[part]], part, parts, taken[part])
+        taken[part] += 1
+    assert min(len(t) for t in tables) > 0
+    table = PartedTable(parts)
+    table.tables = tables
+    words, counts, ids = table.in_first_seen_order()
+    assert words.words_list(np.arange(len(words))) == expected.words_list()
+    assert [words[i] for i in (0, 5, len(words) - 1)] == expected.words_list([0, 5, len(words) - 1])
+    assert counts.tolist() == expected.counts().tolist()
+    remap = np.full(int(ids.max()) + 1, -1, dtype=np.int32)
+    remap[ids] = np.arange(len(ids), dtype=np.int32)        # an id in the chunks -> its id in one table
     builder, chunks = ChunkBuilder(500, 100), []
-    for i, block in enumerate(tokenized):
-        ready[i].wait()
-        table.add(block)
-        chunks += builder.add(block, True)
-    for t in threads:
-        t.join()
-    for c in counts:
-        table.add_counts(c[:len(table)])
-    table.close_to_readers()
-    assert sum(c.sum() for c in counts) > 0         # the readers did count words the table knew
-    assert table.words_list() == expected.words_list()
-    assert table.counts().tolist() == expected.counts().tolist()
+    for block in tokenized:
+        chunks += [(remap[t], e, r) for t, e, r in builder.add(block, True)]
     assert _chunk_lists(chunks) == _chunk_lists(expected_chunks)
 
 
-def test_a_block_counted_in_another_table_or_before_a_prune_is_refused():
-    table, other = WordTable(["a", "b"]), WordTable(["a"])
-    block = tokenize("a b c")
-    counts = other.count_known(block, np.zeros(1, dtype=np.int64))
-    assert counts.tolist() == [1]
-    with pytest.raises(ValueError, match="counted in another word table"):
-        table.add(block)
-    table.count_known(block, np.zeros(2, dtype=np.int64))
-    table.prune(1)                                  # every word's count is 0: ids change
-    with pytest.raises(ValueError, match="before prune"):
-        table.add(block)
-    table.look_up(block)                            # a plain look-up is added word by word again
-    table.add(block)
-    assert table.words_list() == ["a", "b", "c"] and table.counts().tolist() == [1, 1, 1]
-    table.open_to_readers()
-    with pytest.raises(ValueError, match="open to readers"):
-        table.prune(2)
-    table.close_to_readers()
-    with pytest.raises(ValueError, match="4 counts for 3 words"):
-        table.add_counts(np.zeros(4, dtype=np.int64))
+def test_a_part_is_added_only_to_a_table_filled_by_parts_of_blocks_listed_for_as_many_parts():
+    block = tokenize("a b c a")
+    with pytest.raises(ValueError, match="not listed by 2 parts"):
+        WordTable().add_part(block, 0, 2, 0)
+    block.open_parts(2)
+    with pytest.raises(ValueError, match="not listed by 3 parts"):
+        WordTable().add_part(block, 0, 3, 0)
+    with pytest.raises(ValueError, match="part 2 of 2"):
+        WordTable().add_part(block, 2, 2, 0)
+    with pytest.raises(ValueError, match="takes no words in another way"):
+        WordTable(["a"]).add_part(block, 0, 2, 0)
+    with pytest.raises(ValueError, match="were not added by add_part"):
+        WordTable(["a"]).first_seen()
+    whole = tokenize("a b c a")
+    whole.open_parts(1)
+    table = WordTable()
+    table.add_part(whole, 0, 1, 5)
+    assert table.words_list() == ["a", "b", "c"] and table.first_seen().tolist() == [5 << 32, 5 << 32 | 1, 5 << 32 | 2]
+    table.prune(2)                          # renumbered: where the words were first seen is gone
+    assert table.words_list() == ["a"]
+    with pytest.raises(ValueError, match="were not added by add_part"):
+        table.first_seen()
 
 
-@pytest.mark.parametrize("workers", [2, 4])
-def test_the_counting_threads_scan_as_one_thread_does(tmp_path, workers, monkeypatch):
-    import embkit.text.blocks as blocks
-    monkeypatch.setattr(blocks, "COUNTING_WORKERS", 2)
+class _FailingTable:
+    """A word table whose add_part fails at its ``after``-th call (out of memory, as a real table may)."""
+
+    def __init__(self, after):
+        self.table, self.calls, self.after = WordTable(), 0, after
+
+    def add_part(self, *args):
+        self.calls += 1
+        if self.calls == self.after:
+            raise MemoryError("out of memory while counting words")
+        return self.table.add_part(*args)
+
+
+def test_a_part_that_fails_stops_the_scan_with_its_error_and_leaves_no_thread(tmp_path, monkeypatch):
     path = tmp_path / "growing.txt"
+    path.write_text("\n".join(_growing_blocks(3, 100)) + "\n", encoding="utf-8")
+    real = blocks_module.PartedTable
+
+    class Failing(real):
+        def __init__(self, parts):
+            super().__init__(parts)
+            self.tables[1] = _FailingTable(5)
+
+    monkeypatch.setattr(scan_module, "PartedTable", Failing)
+    monkeypatch.setattr(scan_module, "PARTED_WORKERS", 2)
+    monkeypatch.setattr(scan_module, "SCAN_BLOCK_CHARS", 2048)
+    before = threading.active_count()
+    with pytest.raises((MemoryError, RuntimeError)) as caught:
+        scan_corpus(TextCorpus(path), min_count=1, workers=3, chunk_tokens=700)
+    error = caught.value if isinstance(caught.value, MemoryError) else caught.value.__cause__
+    assert isinstance(error, MemoryError) and "counting words" in str(error)
+    assert threading.active_count() == before
+
+
+@pytest.mark.parametrize("workers", [2, 3, 4])
+def test_the_parted_scan_gives_the_vocabulary_and_chunks_of_one_thread(tmp_path, workers, monkeypatch):
+    monkeypatch.setattr(scan_module, "PARTED_WORKERS", 2)
+    monkeypatch.setattr(scan_module, "SCAN_BLOCK_CHARS", 2048)       # a few hundred blocks
+    path = tmp_path / "growing.txt"
+    # many words of equal counts: their order in the vocabulary is the order they were first seen in
     path.write_text("\n".join(_growing_blocks(2, 200)) + "\n", encoding="utf-8")
     runs = []
     for n in (1, workers):
-        table = WordTable()
-        chunks = list(blocks.encode_blocks(TextCorpus(path), table, 700, n, block_chars=2048, adding=True))
-        runs.append((table.words_list(), table.counts().tolist(), _chunk_lists(chunks)))
-    assert len(runs[0][0]) > 7000 and runs[1] == runs[0]
+        vocab, cache = scan_corpus(TextCorpus(path), min_count=2, workers=n, chunk_tokens=700)
+        try:
+            runs.append((list(vocab.index_to_key), vocab.counts.tolist(), vocab.distinct_words, cache.digest()))
+        finally:
+            cache.close()
+    assert len(runs[0][0]) > 5000 and runs[1] == runs[0]
+    assert len(set(runs[0][1])) < len(runs[0][1]) / 10
 
 
 @settings(max_examples=100, deadline=None, derandomize=True)

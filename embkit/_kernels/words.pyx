@@ -108,35 +108,6 @@ cdef struct WordSet:
     char *arena             # arena_cap bytes and ARENA_PAD more: a word's bytes may be read 8 at a time
     int64_t used
     int64_t arena_cap
-    bint shared             # other threads read it (ws_find_shared): outgrown slots and arenas are kept
-    void **retired          # those kept, freed when the sharing ends
-    int64_t n_retired
-    int64_t retired_cap
-
-
-# One thread adds words while others look them up (WordTable.open_to_readers): the adding thread writes a
-# new slot's fields before its hash, and a grown slot array or arena whole before its pointer, each with a
-# release store; the readers load them with acquire loads, in the opposite order.
-cdef extern from *:
-    """
-    #if defined(_MSC_VER)
-    /* x86 and x64: a volatile access orders as acquire / release, the barrier stops the compiler */
-    #include <intrin.h>
-    #define emb_load_acquire(p) (_ReadWriteBarrier(), *(volatile const __int64 *)(p))
-    #define emb_store_release(p, v) do { _ReadWriteBarrier(); *(volatile __int64 *)(p) = (__int64)(v); } while (0)
-    #define emb_load_acquire_ptr(p) (_ReadWriteBarrier(), *(void *volatile const *)(p))
-    #define emb_store_release_ptr(p, v) do { _ReadWriteBarrier(); *(void *volatile *)(p) = (void *)(v); } while (0)
-    #else
-    #define emb_load_acquire(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-    #define emb_store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-    #define emb_load_acquire_ptr(p) __atomic_load_n((void **)(p), __ATOMIC_ACQUIRE)
-    #define emb_store_release_ptr(p, v) __atomic_store_n((void **)(p), (void *)(v), __ATOMIC_RELEASE)
-    #endif
-    """
-    uint64_t emb_load_acquire(const void *p) nogil
-    void emb_store_release(void *p, uint64_t v) nogil
-    void *emb_load_acquire_ptr(const void *p) nogil
-    void emb_store_release_ptr(void *p, const void *v) nogil
 
 
 cdef extern from *:
@@ -237,34 +208,7 @@ cdef int ws_init(WordSet *s, int32_t words) noexcept nogil:
 
 cdef void ws_free(WordSet *s) noexcept nogil:
     free(s.slot); free(s.at); free(s.arena)
-    ws_free_retired(s)
     memset(s, 0, sizeof(WordSet))
-
-
-cdef void ws_free_retired(WordSet *s) noexcept nogil:
-    cdef int64_t k
-    for k in range(s.n_retired):
-        free(s.retired[k])
-    free(s.retired)
-    s.retired, s.n_retired, s.retired_cap = NULL, 0, 0
-
-
-cdef int ws_retire(WordSet *s, void *p) noexcept nogil:
-    """Free ``p`` (outgrown slots or arena), or keep it until the sharing ends; -1 when out of memory."""
-    if not s.shared:
-        free(p)
-        return 0
-    if s.n_retired == s.retired_cap:
-        if s.retired_cap == 0:
-            s.retired = <void **> malloc(16 * sizeof(void *))
-            if s.retired == NULL:
-                return -1
-            s.retired_cap = 16
-        elif grow(<void **> &s.retired, &s.retired_cap, sizeof(void *)) != 0:
-            return -1
-    s.retired[s.n_retired] = p
-    s.n_retired += 1
-    return 0
 
 
 cdef int ws_rehash(WordSet *s, int64_t slots) noexcept nogil:
@@ -282,18 +226,16 @@ cdef int ws_rehash(WordSet *s, int64_t slots) noexcept nogil:
             i = (i + 1) & (slots - 1)
         table[i] = old[0]
         s.at[w] = i
-    old = s.slot
-    # a reader that loads the new size loads the new slots; one with the old size probes either, in bounds
-    emb_store_release_ptr(&s.slot, table)
-    emb_store_release(&s.slots, <uint64_t>slots)
-    return ws_retire(s, old)
+    free(s.slot)
+    s.slot = table
+    s.slots = slots
+    return 0
 
 
 cdef int ws_reserve(WordSet *s, int32_t words, int64_t nbytes) noexcept nogil:
     """Room for ``words`` more words of ``nbytes`` more bytes; -1 when out of memory."""
     cdef int64_t cap = s.cap
     cdef void *p
-    cdef void *old
     if s.n + <int64_t>words > cap:
         while s.n + <int64_t>words > cap:
             cap *= 2
@@ -308,20 +250,10 @@ cdef int ws_reserve(WordSet *s, int32_t words, int64_t nbytes) noexcept nogil:
     if need > acap:
         while need > acap:
             acap *= 2
-        if s.shared:            # a reader may be comparing bytes in the old arena
-            p = malloc(acap + ARENA_PAD)
-            if p == NULL:
-                return -1
-            memcpy(p, s.arena, s.used)
-            old = s.arena
-            emb_store_release_ptr(&s.arena, p)
-            if ws_retire(s, old) != 0:
-                return -1
-        else:
-            p = realloc(s.arena, acap + ARENA_PAD)
-            if p == NULL:
-                return -1
-            s.arena = <char *> p
+        p = realloc(s.arena, acap + ARENA_PAD)
+        if p == NULL:
+            return -1
+        s.arena = <char *> p
         s.arena_cap = acap
     if 2 * (<int64_t>s.n + words) > s.slots:
         acap = s.slots
@@ -345,25 +277,6 @@ cdef inline int64_t ws_find(const WordSet *s, const char *p, int32_t n, uint64_t
         i = (i + 1) & (s.slots - 1)
 
 
-cdef inline int32_t ws_find_shared(const WordSet *s, const char *p, int32_t n, uint64_t h) noexcept nogil:
-    """The id of the word ``p[0:n]`` with hash ``h``, or -1, looked up on one thread while another adds
-    words (``s.shared``): a word added meanwhile may be missed, a word found is the word."""
-    cdef int64_t slots = <int64_t>emb_load_acquire(&s.slots)
-    cdef const Slot *table = <const Slot *>emb_load_acquire_ptr(&s.slot)
-    cdef int64_t i = <int64_t>(h & <uint64_t>(slots - 1))
-    cdef uint64_t eh
-    cdef const char *arena
-    while True:
-        eh = emb_load_acquire(&table[i].hash)
-        if eh == 0:
-            return -1
-        if eh == h and table[i].length == n:
-            arena = <const char *>emb_load_acquire_ptr(&s.arena)
-            if same_bytes(arena + table[i].start, p, n):
-                return table[i].word
-        i = (i + 1) & (slots - 1)
-
-
 cdef inline int32_t ws_add(WordSet *s, const char *p, int32_t n, uint64_t h, int64_t count,
                            bint padded) noexcept nogil:
     """The id of the word ``p[0:n]``, added (with count 0) when new; its count grows by ``count``
@@ -381,7 +294,7 @@ cdef inline int32_t ws_add(WordSet *s, const char *p, int32_t n, uint64_t h, int
         e.length = n
         e.count = 0
         e.word = s.n
-        emb_store_release(&e.hash, h)      # last: a reader that sees the hash sees the word
+        e.hash = h
         s.at[s.n] = i
         s.n += 1
         s.used += n
@@ -412,6 +325,23 @@ cdef int grow(void **array, int64_t *cap, size_t item) noexcept nogil:
     array[0] = p
     cap[0] *= 2
     return 0
+
+
+cdef int grow_keys(int64_t **keys, int64_t *cap) noexcept nogil:
+    """Double (or start at 1024) the ``int64`` keys at ``keys[0]``; -1 when out of memory (unchanged)."""
+    cdef int64_t n = 2 * cap[0] if cap[0] else 1024
+    cdef void *p = realloc(keys[0], n * sizeof(int64_t))
+    if p == NULL:
+        return -1
+    keys[0] = <int64_t *> p
+    cap[0] = n
+    return 0
+
+
+cdef inline int part_of(uint64_t h, int parts) noexcept nogil:
+    """The part of ``parts`` a word of hash ``h`` falls in: by the hash's high 32 bits (the slots use the low
+    ones), spread evenly."""
+    return <int>(((h >> 32) * <uint64_t>parts) >> 32)
 
 
 cdef str ws_word(const WordSet *s, int32_t w):
@@ -449,13 +379,50 @@ cdef class BlockWords:
     cdef readonly int64_t newlines
     cdef int64_t break_cap
     cdef int32_t *mapped         # per word of the block: its id in a WordTable, or -1 (set by the table)
-    cdef uint64_t counted_in     # the lineage of the table whose count_known counted the words mapped (0: none)
+    cdef int parts               # the parts open_parts listed the words by (0: none)
+    cdef int32_t *by_part        # the words of part p: by_part[part_start[p]:part_start[p + 1]]
+    cdef int32_t *part_start
 
     def __dealloc__(self):
         ws_free(&self.words)
         free(self.ids)
         free(self.breaks)
         free(self.mapped)
+        free(self.by_part)
+        free(self.part_start)
+
+    def open_parts(self, int parts):
+        """Make the block ready for :meth:`WordTable.add_part` of each of ``parts`` parts (on any threads,
+        each part once): its words unmapped until their part adds them, and listed by part."""
+        if not 1 <= parts <= 1 << 16:
+            raise ValueError("%d parts" % parts)
+        cdef int32_t n = self.words.n, w
+        cdef int p
+        free(self.mapped)
+        free(self.by_part)
+        free(self.part_start)
+        self.parts = 0
+        self.mapped = <int32_t *> malloc((n + 1) * sizeof(int32_t))
+        self.by_part = <int32_t *> malloc((n + 1) * sizeof(int32_t))
+        self.part_start = <int32_t *> calloc(parts + 1, sizeof(int32_t))
+        if self.mapped == NULL or self.by_part == NULL or self.part_start == NULL:
+            raise MemoryError()
+        with nogil:
+            for w in range(n):          # the words of each part, in their order (a counting sort)
+                self.mapped[w] = part_of(ws_word_slot(&self.words, w).hash, parts)
+                self.part_start[self.mapped[w] + 1] += 1
+            for p in range(parts):
+                self.part_start[p + 1] += self.part_start[p]
+            for w in range(n):
+                p = self.mapped[w]
+                self.by_part[self.part_start[p]] = w
+                self.part_start[p] += 1
+            for p in range(parts, 0, -1):
+                self.part_start[p] = self.part_start[p - 1]
+            self.part_start[0] = 0
+            for w in range(n):
+                self.mapped[w] = -1
+        self.parts = parts
 
     def words_and_counts(self):
         """``(words, counts)``: the block's distinct words (str, first-seen order) and their counts."""
@@ -583,15 +550,6 @@ cdef object permutation(order, Py_ssize_t n):
     return ids
 
 
-cdef uint64_t _lineages = 0
-
-
-cdef uint64_t new_lineage() noexcept:
-    global _lineages
-    _lineages += 1
-    return _lineages
-
-
 cdef class WordTable:
     """Distinct words of a corpus with their counts; ids in the order words were first added.
 
@@ -601,12 +559,12 @@ cdef class WordTable:
         Words to start with (ids 0, 1, ...; count 0), e.g. a vocabulary to :meth:`look_up` in.
     """
     cdef WordSet words
-    cdef uint64_t lineage       # its ids' history: renewed when prune renumbers them
+    cdef int64_t *first         # per word added by add_part: where it was first seen (add_part's order, word)
+    cdef int64_t first_cap      # words ``first`` holds
 
     def __cinit__(self):
         if ws_init(&self.words, 1 << 14) != 0:
             raise MemoryError()
-        self.lineage = new_lineage()
 
     def __init__(self, words=()):
         cdef bytes b
@@ -624,6 +582,7 @@ cdef class WordTable:
 
     def __dealloc__(self):
         ws_free(&self.words)
+        free(self.first)
 
     def __len__(self):
         return self.words.n
@@ -635,83 +594,75 @@ cdef class WordTable:
 
     def add(self, BlockWords block not None):
         """Add ``block``'s words in its first-seen order (a new word takes the next id) and their counts; the
-        block's tokens map to these ids afterwards (for :meth:`ChunkBuilder.add`).
-
-        A block :meth:`count_known` counted here keeps the ids it found, and only the words it did not find
-        are looked for and added, with their counts."""
-        cdef bint known = block.counted_in != 0
-        if known and block.counted_in != self.lineage:
-            raise ValueError("the block's words were counted in another word table, or in this one before "
-                             "prune renumbered it")
+        block's tokens map to these ids afterwards (for :meth:`ChunkBuilder.add`)."""
         cdef int status
         with nogil:
-            status = self._merge_unknown(block) if known else self._merge(block, True)
-        block.counted_in = 0
+            status = self._merge(block, True)
         if status != 0:
             raise MemoryError("out of memory while counting words")
 
-    def open_to_readers(self):
-        """From now on other threads may :meth:`count_known` blocks here while this thread adds others: the
-        memory the table outgrows is kept, not freed, until :meth:`close_to_readers`."""
-        self.words.shared = True
+    def add_part(self, BlockWords block not None, int part, int parts, int64_t order):
+        """Add the words of ``block`` that fall in ``part`` of ``parts`` (by their hash) as :meth:`add` adds a
+        block's words, their ids mapped to ``id * parts + part``, and keep for a new word where it was first
+        seen: ``order`` (its block's place, below ``2**31``) in the high 32 bits, its place among the block's
+        words in the low ones (:meth:`first_seen`).
 
-    def close_to_readers(self):
-        """End :meth:`open_to_readers` (no thread may be reading any more) and free the memory kept."""
-        self.words.shared = False
-        ws_free_retired(&self.words)
+        Each part of a block goes to a table of its own, on any thread, after
+        :meth:`BlockWords.open_parts`; each table takes the blocks in their order.  The GIL is released."""
+        if not 0 <= part < parts or parts > 1 << 16:
+            raise ValueError("part %d of %d" % (part, parts))
+        if not 0 <= order < (<int64_t>1 << 31):
+            raise ValueError("a block's order %d outside [0, 2**31)" % order)
+        if block.parts != parts:
+            raise ValueError("the block's words are not listed by %d parts (BlockWords.open_parts)" % parts)
+        if self.words.n and self.first == NULL:
+            raise ValueError("a table that add_part fills takes no words in another way")
+        cdef int status
+        with nogil:
+            status = self._merge_part(block, part, parts, order)
+        if status == -2:
+            raise ValueError("a part of %d words: its ids spread over %d parts outgrow 32 bits"
+                             % (self.words.n, parts))
+        if status != 0:
+            raise MemoryError("out of memory while counting words")
 
-    def count_known(self, BlockWords block not None, counts not None):
-        """Map ``block``'s words to their ids here, -1 for those not here, and add the counts of the words
-        found to ``counts`` (an ``int64`` array by id; returned, grown to a new array when an id found is past
-        its end).  Nothing here changes: on other threads while this table is open to readers.
-
-        The block's words found are then counted outside this table: :meth:`add` of the block adds only the
-        others, and :meth:`add_counts` adds ``counts`` when the blocks are all in."""
-        cdef int64_t[::1] c = counts
-        cdef int32_t w, g, top = -1
+    cdef int _merge_part(self, BlockWords block, int part, int parts, int64_t order) noexcept nogil:
+        """:meth:`add_part`'s merge; -1 when out of memory, -2 when an id would not fit."""
         cdef WordSet *local = &block.words
-        free(block.mapped)
-        block.mapped = <int32_t *> malloc((local.n + 1) * sizeof(int32_t))
-        if block.mapped == NULL:
-            raise MemoryError()
+        cdef int32_t w, k, g, before
+        cdef int32_t start = block.part_start[part], stop = block.part_start[part + 1]
         cdef Slot *e
-        cdef const Slot *slots
-        cdef uint64_t mask
-        with nogil:
-            # the slots a later word probes first start loading now (a hint: a table replaced meanwhile is
-            # kept until the readers are done)
-            mask = emb_load_acquire(&self.words.slots) - 1
-            slots = <const Slot *>emb_load_acquire_ptr(&self.words.slot)
-            for w in range(local.n):
-                if w + PREFETCH_AHEAD < local.n:
-                    emb_prefetch_line(&slots[ws_word_slot(local, w + PREFETCH_AHEAD).hash & mask])
-                e = ws_word_slot(local, w)
-                g = ws_find_shared(&self.words, local.arena + e.start, e.length, e.hash)
-                block.mapped[w] = g
-                if g > top:
-                    top = g
-        if top >= c.shape[0]:
-            grown = np.zeros(max(2 * c.shape[0], top + 1), dtype=np.int64)
-            grown[:c.shape[0]] = counts
-            counts, c = grown, grown
-        with nogil:
-            for w in range(local.n):
-                g = block.mapped[w]
-                if g >= 0:
-                    c[g] += ws_word_slot(local, w).count
-        block.counted_in = self.lineage
-        return counts
+        for k in range(start, stop):
+            w = block.by_part[k]
+            e = ws_word_slot(local, w)
+            if k + PREFETCH_AHEAD < stop:
+                # the slot a later word probes first starts loading now: the lookups are random reads
+                emb_prefetch_line(&self.words.slot[ws_word_slot(local, block.by_part[k + PREFETCH_AHEAD]).hash
+                                                   & <uint64_t>(self.words.slots - 1)])
+            before = self.words.n
+            g = ws_add(&self.words, local.arena + e.start, e.length, e.hash, e.count, True)
+            if g < 0:
+                return -1
+            if self.words.n != before:
+                if (<int64_t>g + 1) * parts > 0x7FFFFFFF:
+                    return -2
+                if g >= self.first_cap and grow_keys(&self.first, &self.first_cap) != 0:
+                    return -1
+                self.first[g] = (order << 32) | w
+            block.mapped[w] = g * parts + part
+        return 0
 
-    def add_counts(self, counts):
-        """Add ``counts[i]`` to the count of word ``i`` (``int64``, at most one entry a word: the counts
-        :meth:`count_known` gathered)."""
-        cdef const int64_t[::1] c = np.ascontiguousarray(counts, dtype=np.int64)
-        if c.shape[0] > self.words.n:
-            raise ValueError("%d counts for %d words" % (c.shape[0], self.words.n))
+    def first_seen(self):
+        """Where each word was first seen (``int64``, by id; see :meth:`add_part`), for a table filled by
+        :meth:`add_part` alone."""
+        if self.words.n and self.first == NULL:
+            raise ValueError("the table's words were not added by add_part")
+        out = np.empty(self.words.n, dtype=np.int64)
+        cdef int64_t[::1] o = out
         cdef int32_t w
-        with nogil:
-            for w in range(c.shape[0]):
-                ws_word_slot(&self.words, w).count += c[w]
+        for w in range(self.words.n):
+            o[w] = self.first[w]
+        return out
 
     def look_up(self, BlockWords block not None):
         """Map ``block``'s tokens to the ids of their words here, -1 for words not here (nothing is added
@@ -719,7 +670,6 @@ cdef class WordTable:
         cdef int status
         with nogil:
             status = self._merge(block, False)
-        block.counted_in = 0
         if status != 0:
             raise MemoryError()
 
@@ -829,28 +779,13 @@ cdef class WordTable:
             mapped[w] = g
         return 0
 
-    cdef int _merge_unknown(self, BlockWords block) noexcept nogil:
-        """Add the words of ``block`` that :meth:`count_known` did not find (``mapped`` -1) as
-        :meth:`_merge_words` adds words, with their counts; -1 when out of memory."""
-        cdef WordSet *local = &block.words
-        cdef int32_t w, g
-        cdef Slot *e
-        for w in range(local.n):
-            if block.mapped[w] < 0:
-                e = ws_word_slot(local, w)
-                g = ws_add(&self.words, local.arena + e.start, e.length, e.hash, e.count, True)
-                if g < 0:
-                    return -1
-                block.mapped[w] = g
-        return 0
-
     def prune(self, int64_t min_count, keep=None):
         """Drop the words seen fewer than ``min_count`` times, unless ``keep[id]`` (a bool array) is true;
         the survivors keep their order and get ids 0, 1, ... again."""
         cdef const uint8_t[::1] kept
         cdef bint protect = keep is not None
-        if self.words.shared:
-            raise ValueError("a word table open to readers is not pruned (its ids would change under them)")
+        free(self.first)            # where the words were first seen is not kept through a renumbering
+        self.first, self.first_cap = NULL, 0
         if protect:
             kept = np.ascontiguousarray(keep, dtype=np.bool_).view(np.uint8)
             if kept.shape[0] != self.words.n:
@@ -874,7 +809,6 @@ cdef class WordTable:
             s.n = m
             s.used = used
             ws_rehash(s, s.slots)       # the dropped words' slots are empty now: probe chains are rebuilt
-        self.lineage = new_lineage()
 
     def counts(self):
         """The words' counts (int64, by id)."""

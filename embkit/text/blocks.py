@@ -6,8 +6,8 @@ SPARED_THREADS`` threads (at least one) split the blocks into words without the 
 happens in the calling thread), so what it builds from them (counts, first-seen ids, chunks) is the same for
 any number of threads.  At most a few blocks per thread are held at once, so memory stays bounded whatever
 the corpus size; an error while reading (naming the file and line) or splitting is raised in the caller after
-the threads have stopped.  From :data:`COUNTING_WORKERS` workers on, the threads that split the blocks also
-look their words up in the growing table and count those it knows, so the caller adds only the new ones.
+the threads have stopped.  The words of a scan may be counted on the splitting threads too, into a
+:class:`PartedTable`.
 """
 import threading
 
@@ -18,7 +18,7 @@ from embkit.core.threads import ordered_map
 from embkit.text.corpus import BLOCK_CHARS
 from embkit.text.prefetch import prefetch
 
-__all__ = ["splits_in_blocks", "tokenized_blocks", "count_blocks", "encode_blocks"]
+__all__ = ["splits_in_blocks", "tokenized_blocks", "count_blocks", "encode_blocks", "PartedTable"]
 
 #: blocks a thread may have read or split ahead of the caller
 BLOCKS_AHEAD = 2
@@ -27,37 +27,33 @@ BLOCKS_AHEAD = 2
 #: splitting, and with one splitter of two workers the splitting alone took as long as all of it on one thread)
 SPARED_THREADS = 0
 
-#: workers from which the worker threads also count the words the table knows (:class:`KnownWords`), leaving
-#: the caller only the words new since: it shortens the caller's share, the one part in a single thread, but
-#: adds work in all (each new word is looked for twice, and the outgrown memory is kept), which on two cores,
-#: where every thread's work shares them, made the scan slower
-COUNTING_WORKERS = 4
-
 
 def splits_in_blocks(corpus):
     """Whether ``corpus`` is read as blocks of text (a file corpus), so its words are split on threads."""
     return callable(getattr(corpus, "iter_blocks", None))
 
 
-def tokenized_blocks(corpus, workers=1, block_chars=BLOCK_CHARS, table=None):
+def tokenized_blocks(corpus, workers=1, block_chars=BLOCK_CHARS, table=None, on_split=None):
     """Yield ``(BlockWords, complete)`` for every block of ``corpus``, in order (``complete``: the block's
     last line ends in it).  With ``table`` (anything with a ``look_up(block)``, such as a
     :class:`~embkit._kernels.words.WordTable`) each block's words are looked up in it on the worker
-    threads."""
+    threads; ``on_split(index, block)`` runs there after it, ``index`` the block's place (0, 1, ...)."""
     def split(item):
-        text, complete = item
+        index, (text, complete) = item
         block = tokenize(text)
         if table is not None:
             table.look_up(block)
+        if on_split is not None:
+            on_split(index, block)
         return block, complete
 
     if workers <= 1:
-        yield from map(split, corpus.iter_blocks(block_chars))
+        yield from map(split, enumerate(corpus.iter_blocks(block_chars)))
         return
     splitters = max(1, workers - SPARED_THREADS)
     blocks = prefetch(corpus.iter_blocks(block_chars), depth=BLOCKS_AHEAD * splitters)
     try:
-        yield from ordered_map(split, blocks, splitters, BLOCKS_AHEAD)
+        yield from ordered_map(split, enumerate(blocks), splitters, BLOCKS_AHEAD)
     finally:
         blocks.close()
 
@@ -84,55 +80,127 @@ def encode_blocks(corpus, table, chunk_tokens, workers=1, block_chars=BLOCK_CHAR
 
     Without ``adding`` the words not in ``table`` are dropped (encoding with a vocabulary: the rules of
     :func:`embkit.text.vocab.encode_chunks`); with it every word is added in first-seen order and kept (the
-    provisional ids of :func:`embkit.text.scan.scan_corpus`, the table filling as the chunks come).
+    provisional ids of :func:`embkit.text.scan.scan_corpus`, the table filling as the chunks come).  A
+    :class:`PartedTable` is filled on the threads that split the blocks, the caller waiting for each block's
+    words; a :class:`~embkit._kernels.words.WordTable` in the caller's thread.
     """
     builder = ChunkBuilder(chunk_tokens, corpus.max_sentence_length)
-    known = KnownWords(table) if adding and workers >= COUNTING_WORKERS else None
-    blocks = tokenized_blocks(corpus, workers, block_chars, table=known if adding else table)
+    parted = adding and hasattr(table, "offer")
+    blocks = tokenized_blocks(corpus, workers, block_chars, table=None if adding else table,
+                              on_split=table.offer if parted else None)
     try:
-        for block, complete in blocks:
-            if adding:
+        for index, (block, complete) in enumerate(blocks):
+            if parted:
+                table.wait(index)
+            elif adding:
                 table.add(block)
             yield from builder.add(block, complete)
-        if known is not None:
-            known.fold()
     finally:
-        blocks.close()          # the worker threads have stopped reading the table
-        if known is not None:
-            known.close()
+        blocks.close()          # the worker threads have stopped
     last = builder.finish()
     if last is not None:
         yield last
 
 
-class KnownWords:
-    """The worker threads' side of a table that grows in the caller's thread: each thread looks its blocks
-    up in the table as it is (:meth:`~embkit._kernels.words.WordTable.count_known`) and counts the words it
-    finds in counts of its own, so the caller adds only the words new since, and :meth:`fold` adds the
-    threads' counts to the table when every block is in.  The ids and counts are those of adding every
-    block whole in the caller's thread."""
+class PartedTable:
+    """The distinct words of a file corpus and their counts in ``parts`` word tables, each word in the one
+    its hash picks (:meth:`~embkit._kernels.words.WordTable.add_part`), filled on the threads that split
+    the blocks: a thread that has split a block adds its words to every table free to take it, and then
+    every block waiting for that table in order, so no thread waits for another and no single thread adds
+    every word.  A word's id in the chunks is ``id * parts + part``; :meth:`in_first_seen_order` gives the
+    words in the order they were first seen in the corpus, as one table would have numbered them.
+    """
 
-    def __init__(self, table):
-        self.table = table
-        self._mine = threading.local()
-        self._counts = []           # a one-item list a thread: its counts (list.append is atomic)
-        table.open_to_readers()
+    def __init__(self, parts):
+        self.tables = [WordTable() for _ in range(parts)]
+        self._lock = threading.Lock()
+        self._merged = threading.Condition(self._lock)
+        self._next = [0] * parts            # the block each table takes next
+        self._ready = [{} for _ in range(parts)]    # per table: blocks split and waiting for it, by index
+        self._busy = [False] * parts        # a thread is adding blocks to the table
+        self._left = {}                     # block index -> tables still to add it
+        self._failed = None
 
-    def look_up(self, block):
-        """Look ``block`` up and count its known words (on a worker thread)."""
-        box = getattr(self._mine, "box", None)
-        if box is None:
-            box = self._mine.box = [np.zeros(0, dtype=np.int64)]     # count_known grows it to the ids found
-            self._counts.append(box)
-        box[0] = self.table.count_known(block, box[0])
+    def offer(self, index, block):
+        """Hand over the split block ``index`` and add what can be added now (on a splitting thread)."""
+        block.open_parts(len(self.tables))
+        parts = len(self.tables)
+        with self._lock:
+            self._left[index] = parts
+            for ready in self._ready:
+                ready[index] = block
+        for k in range(parts):
+            self._drain((index + k) % parts)        # threads start at different tables
 
-    def fold(self):
-        """Add the threads' counts to the table (in its thread, after the last block was added)."""
-        n = len(self.table)
-        for box in self._counts:
-            self.table.add_counts(box[0][:n])
-        self._counts.clear()
+    def _drain(self, part):
+        """Add to table ``part`` the blocks waiting for it in order, unless another thread does."""
+        with self._lock:
+            if self._busy[part] or self._failed is not None:
+                return
+            self._busy[part] = True
+        try:
+            while True:
+                with self._lock:
+                    index = self._next[part]
+                    block = self._ready[part].pop(index, None)
+                    if block is None or self._failed is not None:
+                        self._busy[part] = False
+                        return
+                self.tables[part].add_part(block, part, len(self.tables), index)
+                with self._lock:
+                    self._next[part] = index + 1
+                    self._left[index] -= 1
+                    if not self._left[index]:
+                        del self._left[index]
+                        self._merged.notify_all()
+        except BaseException as exc:
+            with self._lock:
+                self._failed = exc
+                self._busy[part] = False
+                self._merged.notify_all()
+            raise
 
-    def close(self):
-        """End the threads' reading (when none is reading any more)."""
-        self.table.close_to_readers()
+    def wait(self, index):
+        """Wait until block ``index`` (offered) is in every table; raises if adding a block failed."""
+        with self._lock:
+            while index in self._left and self._failed is None:
+                self._merged.wait()
+            if self._failed is not None:
+                raise RuntimeError("counting the words of a block failed on another thread") from self._failed
+
+    def in_first_seen_order(self):
+        """``(words, counts, ids)``: every word in the order of its first occurrence in the corpus (``words``
+        a :class:`FirstSeenWords`), its count and its id in the chunks."""
+        parts = len(self.tables)
+        keys = np.concatenate([t.first_seen() for t in self.tables])
+        ids = np.concatenate([np.arange(len(t), dtype=np.int64) * parts + p for p, t in enumerate(self.tables)])
+        counts = np.concatenate([t.counts() for t in self.tables])
+        order = np.argsort(keys, kind="stable")
+        return FirstSeenWords(self.tables, ids[order]), counts[order], ids[order]
+
+
+class FirstSeenWords:
+    """The words of a :class:`PartedTable` by their place in first-seen order, as a
+    :class:`~embkit._kernels.words.WordTable` gives its own (``len``, ``[i]``, :meth:`words_list`)."""
+
+    def __init__(self, tables, ids):
+        self.tables = tables
+        self.ids = ids
+
+    def __len__(self):
+        return len(self.ids)
+
+    def __getitem__(self, i):
+        word = int(self.ids[i])
+        return self.tables[word % len(self.tables)][word // len(self.tables)]
+
+    def words_list(self, places):
+        """The words (str) at ``places``."""
+        ids = self.ids[np.asarray(places, dtype=np.int64)]
+        parts = len(self.tables)
+        out = [None] * len(ids)
+        for p, table in enumerate(self.tables):
+            at = np.flatnonzero(ids % parts == p)
+            for k, word in zip(at.tolist(), table.words_list(ids[at] // parts)):
+                out[k] = word
+        return out

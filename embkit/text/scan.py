@@ -14,13 +14,19 @@ import numpy as np
 from embkit._kernels.words import WordTable, remap_chunk
 from embkit.core.heap import release_free_memory
 from embkit.core.threads import ordered_map
-from embkit.text.blocks import encode_blocks, splits_in_blocks
+from embkit.text.blocks import PartedTable, encode_blocks, splits_in_blocks
 from embkit.text.chunk_cache import ChunkCache
 from embkit.text.vocab import EmptyVocabularyError, EncodedChunk, Vocab, check_tokens
 
 #: characters of text a thread splits at a time when scanning a file corpus: a process's first scan faults in
 #: the memory of every block in flight (a few per thread), so small blocks start faster (BENCHMARKS.md, 2 cores)
 SCAN_BLOCK_CHARS = 1 << 17
+
+
+#: workers from which the words are counted on the threads that split the blocks (:class:`PartedTable`, a
+#: part a worker), not in the caller's thread: the caller's share, the one part in a single thread, halves,
+#: but two cores, where every thread's work shares them, gained nothing from it (BENCHMARKS.md)
+PARTED_WORKERS = 4
 
 
 def scan_corpus(corpus, min_count=5, max_final_vocab=None, trim_rule=None, chunk_tokens=1 << 18, sorted_vocab=True,
@@ -47,15 +53,15 @@ def scan_corpus(corpus, min_count=5, max_final_vocab=None, trim_rule=None, chunk
     provisional = ChunkCache()
     try:
         scan = _scan_file if splits_in_blocks(corpus) else _scan_sentences
-        words, counts, raw_total, sentences = scan(corpus, provisional, chunk_tokens, workers)
+        words, counts, ids, raw_total, sentences = scan(corpus, provisional, chunk_tokens, workers)
         if raw_total == 0:
             raise EmptyVocabularyError("the corpus %r is empty: no tokens found" % (corpus,))
         vocab, kept = Vocab.from_counts(words, counts, raw_total, min_count, max_final_vocab, trim_rule,
                                         sorted_vocab)
         vocab.sentences = sentences
         del words
-        remap = np.full(counts.size, -1, dtype=np.int32)
-        remap[kept] = np.arange(kept.size, dtype=np.int32)
+        remap = np.full(int(ids.max()) + 1 if ids.size else 0, -1, dtype=np.int32)
+        remap[ids[kept]] = np.arange(kept.size, dtype=np.int32)
         return vocab, remapped(provisional, remap, workers)
     finally:
         provisional.close()
@@ -82,18 +88,24 @@ def remapped(provisional, remap, workers=1):
 
 
 def _scan_file(corpus, provisional, chunk_tokens, workers):
-    """Provisional chunks of a file corpus into ``provisional``; ``(words, counts, raw_words, sentences)``."""
-    table = WordTable()
+    """Provisional chunks of a file corpus into ``provisional``; ``(words, counts, ids, raw_words,
+    sentences)``: the distinct words in first-seen order, their counts and their provisional ids.  From
+    :data:`PARTED_WORKERS` workers on the words are counted on the threads that split the blocks."""
+    parted = workers >= PARTED_WORKERS
+    table = PartedTable(workers) if parted else WordTable()
     raw_total = sentences = 0
     for tokens, ends, raw in encode_blocks(corpus, table, chunk_tokens, workers, SCAN_BLOCK_CHARS, adding=True):
         provisional.append(EncodedChunk(tokens, ends, raw))
         raw_total += raw
         sentences += len(ends)
-    return table, table.counts(), raw_total, sentences
+    if parted:
+        return table.in_first_seen_order() + (raw_total, sentences)
+    return table, table.counts(), np.arange(len(table), dtype=np.int64), raw_total, sentences
 
 
 def _scan_sentences(corpus, provisional, chunk_tokens, workers):
-    """Provisional chunks of an iterable corpus (read in this thread); as :func:`_scan_file`."""
+    """Provisional chunks of an iterable corpus (read in this thread); as :func:`_scan_file`, the ids in
+    first-seen order."""
     index = {}          # word -> provisional id; its insertion order is the first-seen order
     counts = np.zeros(0, dtype=np.int64)
     raw_total = sentences = 0
@@ -105,7 +117,7 @@ def _scan_sentences(corpus, provisional, chunk_tokens, workers):
             counts = grown
             raw_total += chunk.raw_units
             sentences += len(chunk.ends)
-        return list(index), counts, raw_total, sentences
+        return list(index), counts, np.arange(len(index), dtype=np.int64), raw_total, sentences
     finally:
         index.clear()
 
