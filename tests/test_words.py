@@ -182,16 +182,21 @@ def test_a_part_is_added_only_to_a_table_filled_by_parts_of_blocks_listed_for_as
         WordTable().add_part(block, 2, 2, 0)
     with pytest.raises(ValueError, match="takes no words in another way"):
         WordTable(["a"]).add_part(block, 0, 2, 0)
-    with pytest.raises(ValueError, match="were not added by add_part"):
+    with pytest.raises(ValueError, match="were not all added by add_part"):
         WordTable(["a"]).first_seen()
     whole = tokenize("a b c a")
     whole.open_parts(1)
     table = WordTable()
     table.add_part(whole, 0, 1, 5)
     assert table.words_list() == ["a", "b", "c"] and table.first_seen().tolist() == [5 << 32, 5 << 32 | 1, 5 << 32 | 2]
+    table.add(tokenize("d"))                # a word added another way has no place
+    with pytest.raises(ValueError, match="were not all added by add_part"):
+        table.first_seen()
+    with pytest.raises(ValueError, match="takes no words in another way"):
+        table.add_part(whole, 0, 1, 6)
     table.prune(2)                          # renumbered: where the words were first seen is gone
     assert table.words_list() == ["a"]
-    with pytest.raises(ValueError, match="were not added by add_part"):
+    with pytest.raises(ValueError, match="were not all added by add_part"):
         table.first_seen()
 
 

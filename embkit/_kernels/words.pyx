@@ -561,6 +561,7 @@ cdef class WordTable:
     cdef WordSet words
     cdef int64_t *first         # per word added by add_part: where it was first seen (add_part's order, word)
     cdef int64_t first_cap      # words ``first`` holds
+    cdef int32_t keyed          # the first words that have their place in ``first`` (all, or add_part is refused)
 
     def __cinit__(self):
         if ws_init(&self.words, 1 << 14) != 0:
@@ -615,7 +616,7 @@ cdef class WordTable:
             raise ValueError("a block's order %d outside [0, 2**31)" % order)
         if block.parts != parts:
             raise ValueError("the block's words are not listed by %d parts (BlockWords.open_parts)" % parts)
-        if self.words.n and self.first == NULL:
+        if self.keyed != self.words.n:
             raise ValueError("a table that add_part fills takes no words in another way")
         cdef int status
         with nogil:
@@ -649,14 +650,15 @@ cdef class WordTable:
                 if g >= self.first_cap and grow_keys(&self.first, &self.first_cap) != 0:
                     return -1
                 self.first[g] = (order << 32) | w
+                self.keyed = g + 1
             block.mapped[w] = g * parts + part
         return 0
 
     def first_seen(self):
         """Where each word was first seen (``int64``, by id; see :meth:`add_part`), for a table filled by
         :meth:`add_part` alone."""
-        if self.words.n and self.first == NULL:
-            raise ValueError("the table's words were not added by add_part")
+        if self.keyed != self.words.n:
+            raise ValueError("the table's words were not all added by add_part")
         out = np.empty(self.words.n, dtype=np.int64)
         cdef int64_t[::1] o = out
         cdef int32_t w
@@ -784,12 +786,12 @@ cdef class WordTable:
         the survivors keep their order and get ids 0, 1, ... again."""
         cdef const uint8_t[::1] kept
         cdef bint protect = keep is not None
-        free(self.first)            # where the words were first seen is not kept through a renumbering
-        self.first, self.first_cap = NULL, 0
         if protect:
             kept = np.ascontiguousarray(keep, dtype=np.bool_).view(np.uint8)
             if kept.shape[0] != self.words.n:
                 raise ValueError("keep has %d entries for %d words" % (kept.shape[0], self.words.n))
+        free(self.first)            # where the words were first seen is not kept through a renumbering
+        self.first, self.first_cap, self.keyed = NULL, 0, 0
         cdef WordSet *s = &self.words
         cdef int32_t w, m = 0
         cdef int64_t used = 0
