@@ -19,7 +19,7 @@ Words are UTF-8 bytes inside; they come back as ``str``.
 import numpy as np
 
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
-from libc.stdint cimport uint8_t, uint64_t, int32_t, int64_t
+from libc.stdint cimport uint8_t, uint32_t, uint64_t, int32_t, int64_t
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memcpy, memcmp, memmove, memset
 
@@ -87,12 +87,16 @@ def whitespace():
 
 
 # ----------------------------------------------------------------------------------------- word sets
-cdef struct Slot:
-    uint64_t hash           # 0 when the slot is empty
+cdef struct Entry:
+    uint64_t hash           # never 0
     int64_t start           # where the word's bytes start in the arena
     int64_t count
     int32_t length
-    int32_t word            # its id
+
+
+cdef struct Cell:
+    uint32_t tag            # the high 32 bits of the word's hash
+    int32_t word1           # its id + 1; 0: the cell is empty
 
 
 cdef enum:
@@ -100,11 +104,11 @@ cdef enum:
 
 
 cdef struct WordSet:
-    Slot *slot              # open addressing, linear probing
-    int64_t slots           # a power of two, at least twice the words
-    int64_t *at             # per word id: its slot
+    Cell *cell              # open addressing, linear probing: 8 bytes a cell, so the probes stay in cache
+    int64_t n_cells         # a power of two, at least twice the words
+    Entry *entry            # per word id: its hash, bytes and count
     int32_t n               # words, with ids 0 .. n-1 in insertion order
-    int32_t cap             # words ``at`` holds
+    int32_t cap             # words ``entry`` holds
     char *arena             # arena_cap bytes and ARENA_PAD more: a word's bytes may be read 8 at a time
     int64_t used
     int64_t arena_cap
@@ -122,7 +126,7 @@ cdef extern from *:
 
 
 cdef inline uint64_t word_hash(const char *p, Py_ssize_t n) noexcept nogil:
-    """64-bit hash of ``n`` bytes (never 0, which marks an empty slot)."""
+    """64-bit hash of ``n`` bytes (never 0)."""
     return bytes_hash(p, n, False)
 
 
@@ -192,43 +196,43 @@ cdef int ws_init(WordSet *s, int32_t words) noexcept nogil:
     memset(s, 0, sizeof(WordSet))
     if words < 16:
         words = 16
-    s.slots = 32
-    while s.slots < 2 * <int64_t>words:
-        s.slots *= 2
+    s.n_cells = 32
+    while s.n_cells < 2 * <int64_t>words:
+        s.n_cells *= 2
     s.cap = words
     s.arena_cap = 8 * <int64_t>words
-    s.slot = <Slot *> calloc(s.slots, sizeof(Slot))
-    s.at = <int64_t *> malloc(s.cap * sizeof(int64_t))
+    s.cell = <Cell *> calloc(s.n_cells, sizeof(Cell))
+    s.entry = <Entry *> malloc(s.cap * sizeof(Entry))
     s.arena = <char *> malloc(s.arena_cap + ARENA_PAD)
-    if s.slot == NULL or s.at == NULL or s.arena == NULL:
+    if s.cell == NULL or s.entry == NULL or s.arena == NULL:
         ws_free(s)
         return -1
     return 0
 
 
 cdef void ws_free(WordSet *s) noexcept nogil:
-    free(s.slot); free(s.at); free(s.arena)
+    free(s.cell); free(s.entry); free(s.arena)
     memset(s, 0, sizeof(WordSet))
 
 
-cdef int ws_rehash(WordSet *s, int64_t slots) noexcept nogil:
-    """Move the words into ``slots`` new slots (by their stored hashes); -1 when out of memory."""
-    cdef Slot *table = <Slot *> calloc(slots, sizeof(Slot))
+cdef int ws_rehash(WordSet *s, int64_t cells) noexcept nogil:
+    """Put the words into ``cells`` new cells (by their stored hashes); -1 when out of memory."""
+    cdef Cell *table = <Cell *> calloc(cells, sizeof(Cell))
     if table == NULL:
         return -1
     cdef int64_t i
     cdef int32_t w
-    cdef Slot *old
+    cdef uint64_t h
     for w in range(s.n):
-        old = &s.slot[s.at[w]]
-        i = <int64_t>(old.hash & <uint64_t>(slots - 1))
-        while table[i].hash != 0:
-            i = (i + 1) & (slots - 1)
-        table[i] = old[0]
-        s.at[w] = i
-    free(s.slot)
-    s.slot = table
-    s.slots = slots
+        h = s.entry[w].hash
+        i = <int64_t>(h & <uint64_t>(cells - 1))
+        while table[i].word1 != 0:
+            i = (i + 1) & (cells - 1)
+        table[i].tag = <uint32_t>(h >> 32)
+        table[i].word1 = w + 1
+    free(s.cell)
+    s.cell = table
+    s.n_cells = cells
     return 0
 
 
@@ -241,10 +245,10 @@ cdef int ws_reserve(WordSet *s, int32_t words, int64_t nbytes) noexcept nogil:
             cap *= 2
         if cap > 0x7FFFFFFF:
             cap = 0x7FFFFFFF
-        p = realloc(s.at, cap * sizeof(int64_t))
+        p = realloc(s.entry, cap * sizeof(Entry))
         if p == NULL:
             return -1
-        s.at = <int64_t *> p
+        s.entry = <Entry *> p
         s.cap = <int32_t>cap
     cdef int64_t need = s.used + nbytes, acap = s.arena_cap
     if need > acap:
@@ -255,8 +259,8 @@ cdef int ws_reserve(WordSet *s, int32_t words, int64_t nbytes) noexcept nogil:
             return -1
         s.arena = <char *> p
         s.arena_cap = acap
-    if 2 * (<int64_t>s.n + words) > s.slots:
-        acap = s.slots
+    if 2 * (<int64_t>s.n + words) > s.n_cells:
+        acap = s.n_cells
         while 2 * (<int64_t>s.n + words) > acap:
             acap *= 2
         return ws_rehash(s, acap)
@@ -264,17 +268,23 @@ cdef int ws_reserve(WordSet *s, int32_t words, int64_t nbytes) noexcept nogil:
 
 
 cdef inline int64_t ws_find(const WordSet *s, const char *p, int32_t n, uint64_t h, bint padded) noexcept nogil:
-    """The slot of the word ``p[0:n]`` with hash ``h``, or of the empty slot where it would go; ``padded``:
-    ``p``'s bytes may be read 8 at a time past its end (as an arena's, or a block's text before its last 8
-    bytes)."""
-    cdef int64_t i = <int64_t>(h & <uint64_t>(s.slots - 1))
-    cdef Slot *e
+    """The cell of the word ``p[0:n]`` with hash ``h``, or the empty cell where it would go (its ``word1 - 1``
+    is the word's id, or -1); ``padded``: ``p``'s bytes may be read 8 at a time past its end (as an arena's,
+    or a block's text before its last 8 bytes)."""
+    cdef int64_t i = <int64_t>(h & <uint64_t>(s.n_cells - 1))
+    cdef uint32_t tag = <uint32_t>(h >> 32)
+    cdef const Cell *c
+    cdef const Entry *e
     while True:
-        e = &s.slot[i]
-        if e.hash == 0 or (e.hash == h and e.length == n and (same_padded_bytes(s.arena + e.start, p, n)
-                                                             if padded else same_bytes(s.arena + e.start, p, n))):
+        c = &s.cell[i]
+        if c.word1 == 0:
             return i
-        i = (i + 1) & (s.slots - 1)
+        if c.tag == tag:
+            e = &s.entry[c.word1 - 1]
+            if e.hash == h and e.length == n and (same_padded_bytes(s.arena + e.start, p, n) if padded
+                                                  else same_bytes(s.arena + e.start, p, n)):
+                return i
+        i = (i + 1) & (s.n_cells - 1)
 
 
 cdef inline int32_t ws_add(WordSet *s, const char *p, int32_t n, uint64_t h, int64_t count,
@@ -282,28 +292,30 @@ cdef inline int32_t ws_add(WordSet *s, const char *p, int32_t n, uint64_t h, int
     """The id of the word ``p[0:n]``, added (with count 0) when new; its count grows by ``count``
     (``padded``: as :func:`ws_find`).  -1 when out of memory."""
     cdef int64_t i = ws_find(s, p, n, h, padded)
-    cdef Slot *e = &s.slot[i]
-    if e.hash == 0:
-        if s.n >= s.cap or s.used + n > s.arena_cap or 2 * (<int64_t>s.n + 1) > s.slots:
+    cdef int32_t w = s.cell[i].word1 - 1
+    cdef Entry *e
+    if w < 0:
+        if s.n >= s.cap or s.used + n > s.arena_cap or 2 * (<int64_t>s.n + 1) > s.n_cells:
             if ws_reserve(s, 1, n) != 0:
                 return -1
             i = ws_find(s, p, n, h, padded)
-            e = &s.slot[i]
+        w = s.n
+        e = &s.entry[w]
         memcpy(s.arena + s.used, p, n)
+        e.hash = h
         e.start = s.used
         e.length = n
         e.count = 0
-        e.word = s.n
-        e.hash = h
-        s.at[s.n] = i
+        s.cell[i].tag = <uint32_t>(h >> 32)
+        s.cell[i].word1 = w + 1
         s.n += 1
         s.used += n
-    e.count += count
-    return e.word
+    s.entry[w].count += count
+    return w
 
 
 cdef enum:
-    PREFETCH_AHEAD = 8      # words ahead whose first slot a merge starts loading
+    PREFETCH_AHEAD = 8      # words ahead whose first cell a merge starts loading
 
 
 cdef extern from *:
@@ -313,8 +325,8 @@ cdef extern from *:
     void emb_prefetch_line(const void *p) nogil
 
 
-cdef inline Slot *ws_word_slot(const WordSet *s, int32_t w) noexcept nogil:
-    return &s.slot[s.at[w]]
+cdef inline Entry *ws_entry(const WordSet *s, int32_t w) noexcept nogil:
+    return &s.entry[w]
 
 
 cdef int grow(void **array, int64_t *cap, size_t item) noexcept nogil:
@@ -339,13 +351,13 @@ cdef int grow_keys(int64_t **keys, int64_t *cap) noexcept nogil:
 
 
 cdef inline int part_of(uint64_t h, int parts) noexcept nogil:
-    """The part of ``parts`` a word of hash ``h`` falls in: by the hash's high 32 bits (the slots use the low
+    """The part of ``parts`` a word of hash ``h`` falls in: by the hash's high 32 bits (the cells use the low
     ones), spread evenly."""
     return <int>(((h >> 32) * <uint64_t>parts) >> 32)
 
 
 cdef str ws_word(const WordSet *s, int32_t w):
-    cdef Slot *e = ws_word_slot(s, w)
+    cdef Entry *e = ws_entry(s, w)
     return (s.arena + e.start)[:e.length].decode("utf-8", "surrogatepass")
 
 
@@ -355,7 +367,7 @@ cdef object ws_counts(const WordSet *s):
     cdef int64_t[::1] o = out
     cdef int32_t w
     for w in range(s.n):
-        o[w] = ws_word_slot(s, w).count
+        o[w] = ws_entry(s, w).count
     return out
 
 
@@ -409,7 +421,7 @@ cdef class BlockWords:
             raise MemoryError()
         with nogil:
             for w in range(n):          # the words of each part, in their order (a counting sort)
-                self.mapped[w] = part_of(ws_word_slot(&self.words, w).hash, parts)
+                self.mapped[w] = part_of(ws_entry(&self.words, w).hash, parts)
                 self.part_start[self.mapped[w] + 1] += 1
             for p in range(parts):
                 self.part_start[p + 1] += self.part_start[p]
@@ -632,14 +644,14 @@ cdef class WordTable:
         cdef WordSet *local = &block.words
         cdef int32_t w, k, g, before
         cdef int32_t start = block.part_start[part], stop = block.part_start[part + 1]
-        cdef Slot *e
+        cdef Entry *e
         for k in range(start, stop):
             w = block.by_part[k]
-            e = ws_word_slot(local, w)
+            e = ws_entry(local, w)
             if k + PREFETCH_AHEAD < stop:
-                # the slot a later word probes first starts loading now: the lookups are random reads
-                emb_prefetch_line(&self.words.slot[ws_word_slot(local, block.by_part[k + PREFETCH_AHEAD]).hash
-                                                   & <uint64_t>(self.words.slots - 1)])
+                # the cell a later word probes first starts loading now: the lookups are random reads
+                emb_prefetch_line(&self.words.cell[ws_entry(local, block.by_part[k + PREFETCH_AHEAD]).hash
+                                                   & <uint64_t>(self.words.n_cells - 1)])
             before = self.words.n
             g = ws_add(&self.words, local.arena + e.start, e.length, e.hash, e.count, True)
             if g < 0:
@@ -693,13 +705,13 @@ cdef class WordTable:
         cdef const int64_t[::1] ids = permutation(order, mine.n)
         cdef WordTable out = WordTable.__new__(WordTable)
         cdef int64_t k
-        cdef Slot *e
+        cdef Entry *e
         cdef int status = ws_reserve(&out.words, mine.n, mine.used)
         with nogil:
             for k in range(ids.shape[0]):
                 if status != 0:
                     break
-                e = ws_word_slot(mine, <int32_t>ids[k])
+                e = ws_entry(mine, <int32_t>ids[k])
                 if ws_add(&out.words, mine.arena + e.start, e.length, e.hash, e.count, True) < 0:
                     status = -1
         if status != 0:
@@ -715,8 +727,8 @@ cdef class WordTable:
         cdef int32_t w
         cdef int64_t used = 0
         for w in range(s.n):
-            n[w] = ws_word_slot(s, w).length
-            if ws_word_slot(s, w).start != used:
+            n[w] = ws_entry(s, w).length
+            if ws_entry(s, w).start != used:
                 raise AssertionError("a word table's bytes are not in id order")
             used += n[w]
         return s.arena[:s.used], lengths, ws_counts(s)
@@ -740,10 +752,10 @@ cdef class WordTable:
         cdef int32_t[::1] n = lengths
         cdef int64_t[::1] c = counts
         cdef int64_t k, at = 0
-        cdef Slot *e
+        cdef Entry *e
         with nogil:
             for k in range(s.n):
-                e = ws_word_slot(s, <int32_t>ids[k])
+                e = ws_entry(s, <int32_t>ids[k])
                 memcpy(out + at, s.arena + e.start, e.length)
                 at += e.length
                 n[k] = e.length
@@ -762,22 +774,22 @@ cdef class WordTable:
         the counts with ``adding`` (else -1 for a word not here); -1 when out of memory."""
         cdef int32_t w, g
         cdef int64_t i
-        cdef Slot *e
+        cdef Entry *e
         if adding and ws_reserve(&self.words, local.n, local.used) != 0:
             return -1
-        cdef int64_t mask = self.words.slots - 1
+        cdef int64_t mask = self.words.n_cells - 1
         for w in range(local.n):
-            e = ws_word_slot(local, w)
+            e = ws_entry(local, w)
             if w + PREFETCH_AHEAD < local.n:
-                # the slot a later word probes first starts loading now: the lookups are random reads
-                emb_prefetch_line(&self.words.slot[ws_word_slot(local, w + PREFETCH_AHEAD).hash & mask])
+                # the cell a later word probes first starts loading now: the lookups are random reads
+                emb_prefetch_line(&self.words.cell[ws_entry(local, w + PREFETCH_AHEAD).hash & mask])
             if adding:
                 g = ws_add(&self.words, local.arena + e.start, e.length, e.hash, e.count, True)
                 if g < 0:
                     return -1
             else:
                 i = ws_find(&self.words, local.arena + e.start, e.length, e.hash, True)
-                g = self.words.slot[i].word if self.words.slot[i].hash != 0 else -1
+                g = self.words.cell[i].word1 - 1
             mapped[w] = g
         return 0
 
@@ -795,22 +807,22 @@ cdef class WordTable:
         cdef WordSet *s = &self.words
         cdef int32_t w, m = 0
         cdef int64_t used = 0
-        cdef Slot *e
+        cdef Entry *e
+        cdef int status
         with nogil:
             for w in range(s.n):
-                e = ws_word_slot(s, w)
+                e = ws_entry(s, w)
                 if e.count >= min_count or (protect and kept[w]):
                     memmove(s.arena + used, s.arena + e.start, e.length)
                     e.start = used
-                    e.word = m
                     used += e.length
-                    s.at[m] = s.at[w]
+                    s.entry[m] = e[0]
                     m += 1
-                else:
-                    e.hash = 0
             s.n = m
             s.used = used
-            ws_rehash(s, s.slots)       # the dropped words' slots are empty now: probe chains are rebuilt
+            status = ws_rehash(s, s.n_cells)    # the cells of the survivors alone: probe chains are rebuilt
+        if status != 0:
+            raise MemoryError()
 
     def counts(self):
         """The words' counts (int64, by id)."""
@@ -823,14 +835,14 @@ cdef class WordTable:
         cdef int32_t[::1] o = out
         cdef int32_t w
         cdef int64_t i
-        cdef Slot *e
+        cdef Entry *e
         cdef WordSet *mine = &self.words
         cdef WordSet *theirs = &other.words
         with nogil:
             for w in range(mine.n):
-                e = ws_word_slot(mine, w)
+                e = ws_entry(mine, w)
                 i = ws_find(theirs, mine.arena + e.start, e.length, e.hash, True)
-                o[w] = theirs.slot[i].word if theirs.slot[i].hash != 0 else -1
+                o[w] = theirs.cell[i].word1 - 1
         return out
 
     def words_list(self, ids=None):
