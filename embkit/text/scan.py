@@ -24,8 +24,9 @@ SCAN_BLOCK_CHARS = 1 << 17
 
 
 #: workers from which the words are counted on the threads that split the blocks (:class:`PartedTable`, a
-#: part a worker), not in the caller's thread: the caller's share, the one part in a single thread, halves,
-#: but two cores, where every thread's work shares them, gained nothing from it (BENCHMARKS.md)
+#: part a worker), not in the caller's thread: the caller's share, the one part in a single thread, falls by
+#: a third, but the parts add work in all, and on two cores two workers were faster without them
+#: (BENCHMARKS.md)
 PARTED_WORKERS = 4
 
 
