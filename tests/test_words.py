@@ -17,9 +17,10 @@ from embkit.text.vocab import Vocab, encode_chunks
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-#: characters the generated texts are made of: words, every kind of white space, line breaks, non-ASCII
+#: characters the generated texts are made of: words, every kind of white space, line breaks, non-ASCII, and
+#: characters that are not white space next to those that are (control characters, "!" just past the space)
 ALPHABET = "ab\u00e9\u4e2d\U0001f600 \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u1680\u2000\u200a\u200b\u2028\u2029\u202f\u205f" \
-           "\u3000\u180e\ufeff"
+           "\u3000\u180e\ufeff\x01\x08\x0e\x1b\x7f!\u0080\u00a1\u2010"
 
 
 def test_white_space_is_that_of_str_split():
@@ -89,6 +90,22 @@ def _two_words_of_one_hash(first, second):
     builder.add(block, True)
     assert builder.finish()[0].tolist() == [0]
     assert WordTable([second]).ids_in(alone).tolist() == [-1]
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.text(alphabet="abcdefgh", min_size=1, max_size=30),
+                          st.sampled_from(["", "\x01", "\x7f", "!", "\u00e9", "\u0080", "\u4e2d", "\u200b"]),
+                          st.integers(0, 30), st.sampled_from([" ", "\n", "\t", "\x1f", "\u00a0", "\u3000", "  \r\n"])),
+                max_size=30))
+def test_long_words_split_as_str_split_wherever_a_character_sits_in_them(words):
+    # words read 8 bytes at a time: a character that ends a word or not at any place in it, and near the end
+    text = "".join(w[:k] + odd + w[k:] + blank for w, odd, k, blank in words)
+    for piece in (text, text.rstrip()):
+        block = tokenize(piece)
+        tokens = piece.split()
+        got, counts = block.words_and_counts()
+        assert got == list(Counter(tokens)) and counts.tolist() == list(Counter(tokens).values())
+        assert block.n_tokens == len(tokens) and block.newlines == piece.count("\n")
 
 
 def test_table_merges_blocks_in_first_seen_order_and_looks_up():

@@ -125,6 +125,18 @@ cdef extern from *:
     bint EMB_LITTLE_ENDIAN
 
 
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static int emb_ctz64(unsigned long long m) { unsigned long i; _BitScanForward64(&i, m); return (int)i; }
+    #else
+    #define emb_ctz64(m) __builtin_ctzll(m)
+    #endif
+    """
+    int emb_ctz64(uint64_t m) nogil      # the index of the lowest bit set (m != 0)
+
+
 cdef inline uint64_t word_hash(const char *p, Py_ssize_t n) noexcept nogil:
     """64-bit hash of ``n`` bytes (never 0)."""
     return bytes_hash(p, n, False)
@@ -455,6 +467,7 @@ cdef class BlockWords:
             return -1
         cdef Py_ssize_t pos = 0, begin
         cdef bint padded
+        cdef uint64_t x, m
         cdef int k
         cdef uint8_t c
         cdef int32_t w
@@ -484,6 +497,17 @@ cdef class BlockWords:
             # the word: up to the next blank
             begin = pos
             while pos < n:
+                # 8 bytes at a time up to the first that may end the word: an ASCII byte up to the space,
+                # or any byte past ASCII (the first byte flagged is exact: a borrow only goes up)
+                while EMB_LITTLE_ENDIAN and pos + 8 <= n:
+                    memcpy(&x, t + pos, 8)
+                    m = ((x - <uint64_t>0x2121212121212121) | x) & <uint64_t>0x8080808080808080
+                    if m != 0:
+                        pos += emb_ctz64(m) >> 3
+                        break
+                    pos += 8
+                if pos >= n:
+                    break
                 c = BYTE_CLASS[t[pos]]
                 if c == WORD_BYTE or (c == MAYBE_BLANK and space_bytes(t, pos, n) == 0):
                     pos += 1
