@@ -165,42 +165,41 @@ cdef inline uint64_t bytes_hash(const char *p, Py_ssize_t n, bint padded) noexce
     return h if h != 0 else 1
 
 
-cdef inline bint same_bytes(const char *a, const char *b, int32_t n) noexcept nogil:
-    """Whether ``a[0:n]`` and ``b[0:n]`` hold the same bytes (8 at a time)."""
+cdef inline int32_t same_whole_words(const char *a, const char *b, int32_t n) noexcept nogil:
+    """Where the last 0-7 bytes of ``a[0:n]`` and ``b[0:n]`` start when their whole 8 bytes are the same (8
+    at a time), else -1."""
     cdef uint64_t x, y
-    while n >= 8:
-        memcpy(&x, a, 8)
-        memcpy(&y, b, 8)
+    cdef int32_t k = 0
+    while n - k >= 8:
+        memcpy(&x, a + k, 8)
+        memcpy(&y, b + k, 8)
         if x != y:
+            return -1
+        k += 8
+    return k
+
+
+cdef inline bint same_bytes(const char *a, const char *b, int32_t n) noexcept nogil:
+    """Whether ``a[0:n]`` and ``b[0:n]`` hold the same bytes."""
+    cdef int32_t k = same_whole_words(a, b, n)
+    if k < 0:
+        return False
+    while k < n:
+        if a[k] != b[k]:
             return False
-        a += 8
-        b += 8
-        n -= 8
-    while n > 0:
-        if a[0] != b[0]:
-            return False
-        a += 1
-        b += 1
-        n -= 1
+        k += 1
     return True
 
 
 cdef inline bint same_padded_bytes(const char *a, const char *b, int32_t n) noexcept nogil:
     """:func:`same_bytes` of two strings whose bytes may be read 8 at a time past their ends."""
+    cdef int32_t k = same_whole_words(a, b, n)
     cdef uint64_t x, y
-    while n >= 8:
-        memcpy(&x, a, 8)
-        memcpy(&y, b, 8)
-        if x != y:
-            return False
-        a += 8
-        b += 8
-        n -= 8
-    if not EMB_LITTLE_ENDIAN:
-        return same_bytes(a, b, n)
-    memcpy(&x, a, 8)
-    memcpy(&y, b, 8)
-    return ((x ^ y) & ((<uint64_t>1 << (8 * n)) - 1)) == 0
+    if k < 0 or not EMB_LITTLE_ENDIAN:
+        return k >= 0 and same_bytes(a + k, b + k, n - k)
+    memcpy(&x, a + k, 8)
+    memcpy(&y, b + k, 8)
+    return ((x ^ y) & ((<uint64_t>1 << (8 * (n - k))) - 1)) == 0
 
 
 cdef int ws_init(WordSet *s, int32_t words) noexcept nogil:
