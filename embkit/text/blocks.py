@@ -123,8 +123,8 @@ class PartedTable:
 
     def offer(self, index, block):
         """Hand over the split block ``index`` and add what can be added now (on a splitting thread)."""
-        block.open_parts(len(self.tables))
         parts = len(self.tables)
+        block.open_parts(parts)
         with self._lock:
             self._left[index] = parts
             for ready in self._ready:
