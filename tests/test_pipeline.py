@@ -14,6 +14,7 @@ from embkit._kernels.drive import slice_count
 from embkit._kernels.windows import WindowTrainer
 from embkit.core import registry
 from embkit.core.checkpoint import list_checkpoints
+from embkit.core.hot_rows import WORD_HOT_ROW_BYTES
 from embkit.core.interrupts import TrainingInterrupted
 from embkit.core.training import ChunkSteps, open_pipeline
 
@@ -206,16 +207,38 @@ def test_several_threads_train_every_word_of_every_epoch():
     assert all(np.isfinite(report.epoch_loss))
 
 
-def test_hot_rows_with_one_thread_follow_the_table_up_to_rounding():
+@pytest.mark.parametrize("ids, every, scale, limit, inputs", [
+    (np.arange(10), 7, 1.0, 0, False),                      # the first classes: no slot table read
+    (np.array([7, 3, 12, 0, 41, 5]), 7, 1.0, 0, False),     # any classes, through the slot table
+    (np.arange(10), 50, 1.0, 1, False),                     # written back at every step
+    (np.arange(10), 1000, 1.0, 3, True),                    # ... every third, and the input rows copied too
+    (np.array([9, 2, 30, 4]), 5, 1.0, 2, True),
+])
+def test_hot_rows_with_one_thread_follow_the_table_up_to_rounding(ids, every, scale, limit, inputs):
     tables_plain, tables_hot = [], []
     plain, hot = _trainer(tables=tables_plain), _trainer(tables=tables_hot)
-    hot.hot_rows(np.arange(10, dtype=np.int32), every=7, scale=1.0)
-    for i in range(3):
+    hot.hot_rows(ids.astype(np.int32), every=every, scale=scale, limit=limit, inputs=inputs)
+    for i in range(3):       # windows of random words: a word is often twice in one window
         assert plain.train_chunk(*_chunk(2000, i), 2000.0 * i, i, 1)[2] == \
             hot.train_chunk(*_chunk(2000, i), 2000.0 * i, i, 1)[2]
     for a, b in zip(tables_plain, tables_hot):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
-    assert not np.array_equal(tables_plain[1][:10], np.zeros((10, 8), np.float32))
+    assert not np.array_equal(tables_plain[1][ids], np.zeros((len(ids), 8), np.float32))
+
+
+def test_hot_rows_write_back_a_share_of_a_threads_change():
+    # one thread, one slice, rows written back only at its end: each hot row moves by scale x its change
+    tables_full, tables_half = [], []
+    full, half = _trainer(tables=tables_full), _trainer(tables=tables_half)
+    ids = np.arange(50, dtype=np.int32)
+    full.hot_rows(ids, every=10 ** 6, scale=1.0, inputs=True)
+    half.hot_rows(ids, every=10 ** 6, scale=0.5, inputs=True)
+    start = [t.copy() for t in tables_full]
+    full.train_chunk(*_chunk(300, 0), 0.0, 0, 1)
+    half.train_chunk(*_chunk(300, 0), 0.0, 0, 1)
+    for s, a, b in zip(start, tables_full, tables_half):
+        np.testing.assert_allclose(b - s, 0.5 * (a - s), rtol=1e-4, atol=1e-7)
+        assert np.abs(a - s).max() > 0
 
 
 def test_hot_rows_are_checked_and_a_tree_loss_ignores_them():
@@ -225,6 +248,8 @@ def test_hot_rows_are_checked_and_a_tree_loss_ignores_them():
             trainer.hot_rows(np.array(ids, np.int32))
     with pytest.raises(ValueError, match="every must be"):
         trainer.hot_rows([1], every=0)
+    with pytest.raises(ValueError, match="limit >= 0"):
+        trainer.hot_rows([1], limit=-1)
     model = _model(workers=2, epochs=1, hs=1, negative=0, hot_rows=16)
     model.build_vocab(_sentences())
     model.train()
@@ -233,14 +258,31 @@ def test_hot_rows_are_checked_and_a_tree_loss_ignores_them():
         _model(hot_rows=-3)
 
 
+@pytest.mark.parametrize("workers", [2, 3])
+def test_several_threads_keep_the_hot_rows_a_model_gives_them(workers):
+    model = _model(workers=workers, epochs=1, vector_size=300)
+    rng = np.random.default_rng(0)
+    model.build_vocab([["w%d" % j for j in rng.integers(0, 2000, 20)] for _ in range(1000)])
+
+    def hot_rows(setting, workers=workers):
+        model.hot_rows, model.workers = setting, workers
+        return model.replica_trainer(0.025, 0.0001, 1e6)[2].hot_row_count
+
+    assert len(model.vocab) > WORD_HOT_ROW_BYTES // (2 * 300 * 4)
+    assert hot_rows(None) == WORD_HOT_ROW_BYTES // (2 * 300 * 4)     # as many as fit the bytes a thread
+    assert hot_rows(5) == 5 and hot_rows(0) == 0
+    assert hot_rows(None, workers=1) == 0 and hot_rows(5, workers=1) == 0   # one thread shares nothing
+
+
 def test_hot_rows_train_several_threads_as_well():
     losses = {}
-    for hot in (0, 32):
+    for hot in (0, None, 32):
         model = _model(workers=3, epochs=4, hot_rows=hot)
         model.build_vocab(_sentences())
         model.train()
         losses[hot] = model.last_report.epoch_loss[-1]
     assert abs(losses[32] - losses[0]) < 0.05 * losses[0]
+    assert abs(losses[None] - losses[0]) < 0.05 * losses[0]
 
 
 def test_reports_count_units_and_read_the_names_of_earlier_checkpoints():

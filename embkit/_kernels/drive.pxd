@@ -2,12 +2,13 @@
 # on the worker threads of a Pipeline, the checks of tables and ids, the learning-rate schedule, and the
 # negatives of the current example, drawn one example ahead when the sampler ignores the query.
 from libc.stdint cimport uint64_t, int32_t, int64_t
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memcpy, memset
 
 from libc.math cimport sqrt
 
-from embkit._kernels.common cimport emb_dot, emb_prefetch_row, emb_scale_copy
+from embkit._kernels.common cimport emb_prefetch_row
+from embkit._kernels.hot cimport HotRows, HotSpec, hot_close, hot_flush, hot_open
 from embkit._kernels.losses cimport Loss, StepArgs, scratch_new, scratch_free
 from embkit._kernels.samplers cimport Sampler
 
@@ -65,28 +66,6 @@ cdef class ChunkJob:
     cdef int taken               # slices handed to a thread (under the pipeline's lock)
     cdef int remaining           # slices not finished (under the pipeline's lock)
     cdef uint64_t base_seed
-
-
-cdef struct HotSpec:
-    # the output rows every thread keeps its own copies of: the classes most steps touch
-    const int32_t *ids      # n class ids
-    const int32_t *slot     # per class: its index in ``ids``, or -1
-    int n
-    int every               # examples between two merges of a thread's copies into the table
-    float scale             # share of a thread's change a merge adds (1 / threads: the threads' mean)
-    bint unit               # a merged row is projected back onto the unit sphere (classes kept of unit norm)
-
-
-cdef struct HotRows:
-    # one thread's copies of the hot rows (HotSpec)
-    float *rows             # n x dim: what the thread's steps read and update
-    float *base             # n x dim: the table's rows when last copied
-    const int32_t *ids
-    int n
-    int every
-    float scale
-    bint unit
-    int since               # examples since the last merge
 
 
 cdef class Driver:
@@ -245,6 +224,7 @@ cdef struct SliceSteps:
     StepArgs a
     Negatives ng
     HotRows hot
+    HotRows hot_in       # the thread's copies of the same classes' input rows, where the driver opened them
 
 
 cdef inline void draw_negatives(Sampler sampler, uint64_t *rng, const float *query, SliceSteps *s) noexcept nogil:
@@ -293,81 +273,31 @@ cdef inline int steps_begin(SliceSteps *s, const RunConfig *run, const HotSpec *
     a.neg = ng.ids
     a.neg_logq = ng.logq
     if spec.n > 0 and loss.private_rows and status == 0:
-        hot.rows = <float *> malloc(<size_t>spec.n * dim * sizeof(float))
-        hot.base = <float *> malloc(<size_t>spec.n * dim * sizeof(float))
-        if hot.rows == NULL or hot.base == NULL:
-            status = -1
-        else:
-            hot.n, hot.ids, hot.since, hot.every, hot.scale = spec.n, spec.ids, 0, spec.every, spec.scale
-            hot.unit = spec.unit
-            hot_copy(a, hot)
-            a.hot = hot.rows
-            a.hot_slot = spec.slot
+        status = hot_open(hot, spec, W_out, dim)
+        if status == 0:
+            a.hot = hot
     if a.dH == NULL or a.work == NULL or status != 0:
         steps_end(s)
         return -1
     return 0
 
 
-cdef inline void hot_copy(const StepArgs *a, HotRows *hot) noexcept nogil:
-    """Copy the table's hot rows into the thread's rows and their base."""
-    cdef int s
-    cdef size_t row_bytes = <size_t>a.dim * sizeof(float)
-    for s in range(hot.n):
-        memcpy(hot.rows + <Py_ssize_t>s * a.dim, a.W_out + <Py_ssize_t>hot.ids[s] * a.dim, row_bytes)
-    memcpy(hot.base, hot.rows, <size_t>hot.n * row_bytes)
-    hot.since = 0
-
-
-cdef inline void unit_row(float *row, int dim) noexcept nogil:
-    """Scale ``row`` to unit L2 norm (a row of zeros stays)."""
-    cdef float n = sqrt(emb_dot(row, row, dim))
-    if n > 0:
-        emb_scale_copy(1.0 / n, row, row, dim)
-
-
-cdef inline void hot_merge(const StepArgs *a, HotRows *hot) noexcept nogil:
-    """Add ``scale`` times what the thread's steps changed in its hot rows to the table's (projected back onto
-    the unit sphere with ``unit``), and take the table's rows (with the other threads' changes) as the
-    thread's again."""
-    cdef int s, j, dim = a.dim
-    cdef float v
-    cdef float *row
-    cdef float *mine
-    cdef float *base
-    for s in range(hot.n):
-        row = a.W_out + <Py_ssize_t>hot.ids[s] * dim
-        mine = hot.rows + <Py_ssize_t>s * dim
-        base = hot.base + <Py_ssize_t>s * dim
-        for j in range(dim):
-            row[j] = row[j] + hot.scale * (mine[j] - base[j])
-        if hot.unit:
-            unit_row(row, dim)
-        for j in range(dim):
-            v = row[j]
-            mine[j] = v
-            base[j] = v
-    hot.since = 0
-
-
 cdef inline void hot_tick(SliceSteps *s) noexcept nogil:
-    """Count one example; merge the hot rows every ``hot.every``."""
+    """Count one example; flush the hot rows every ``hot.every``."""
     if s.hot.n:
         s.hot.since += 1
         if s.hot.since >= s.hot.every:
-            hot_merge(&s.a, &s.hot)
+            hot_flush(&s.hot)
+            if s.hot_in.n:
+                hot_flush(&s.hot_in)
 
 
 cdef inline void steps_end(SliceSteps *s) noexcept nogil:
-    """Merge the hot rows back and free what :func:`steps_begin` allocated."""
+    """Write the hot rows back and free what :func:`steps_begin` allocated."""
     cdef StepArgs *a = &s.a
     cdef HotRows *hot = &s.hot
-    if hot.n:
-        hot_merge(a, hot)
-    free(hot.rows)
-    free(hot.base)
-    hot.rows = hot.base = NULL
-    hot.n = 0
+    hot_close(hot)
+    hot_close(&s.hot_in)
     a.hot = NULL
     free(a.dH)
     scratch_free(a.work)

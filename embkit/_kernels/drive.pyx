@@ -118,16 +118,18 @@ cdef class Driver:
         refreshed between chunks (it derives tables from ``W_out`` that its draws read)."""
         return self.sampler is None or not self.sampler.refreshes
 
-    def hot_rows(self, ids=None, int every=1024, float scale=1.0):
+    def hot_rows(self, ids=None, int every=1024, float scale=1.0, int limit=0, bint inputs=False):
         """Give every thread its own copies of the output rows of the classes ``ids`` (the ones most steps
-        touch, so threads do not all write the same rows), merged into the table every ``every`` examples and
-        at the end of each slice, each merge adding ``scale`` times the thread's change; None or empty: every
-        step writes the table.  Losses whose steps do not read class rows through ``out_row`` (trees, the full
-        softmax) ignore it, and so does a trainer whose sampler scores the output table itself at every draw
-        (query-dependent and not refreshed between chunks: top-k, Boltzmann): its draws would not see the
-        thread's own steps (BENCHMARKS.md measures what that cost)."""
-        if every < 1 or not 0 < scale <= 1:
-            raise ValueError("every must be >= 1 and scale in (0, 1], got %d and %r" % (every, scale))
+        touch, so threads do not all write the same rows; :mod:`embkit._kernels.hot`): a thread copies a row
+        in at its first step on it and adds ``scale`` times its change to the table after ``limit`` steps on
+        the copy (0: no such limit), every ``every`` examples and at the end of each slice.  None or empty:
+        every step writes the table.  Losses whose steps do not read class rows through ``out_row`` (trees,
+        the full softmax) ignore it, and so does a trainer whose sampler scores the output table itself at
+        every draw (query-dependent and not refreshed between chunks: top-k, Boltzmann): its draws would not
+        see the thread's own steps (BENCHMARKS.md measures what that cost)."""
+        if every < 1 or not 0 < scale <= 1 or limit < 0:
+            raise ValueError("every must be >= 1, scale in (0, 1] and limit >= 0, got %d, %r and %d"
+                             % (every, scale, limit))
         self.hot.unit = False
         if self.sampler is not None and not self.sampler.query_free and not self.sampler.refreshes:
             ids = None
@@ -146,8 +148,11 @@ cdef class Driver:
         self.hot_arrays = (chosen, slots)
         self.hot.ids = &chosen[0]
         self.hot.slot = &slots[0]
+        self.hot.prefix = bool(np.array_equal(np.asarray(chosen), np.arange(chosen.shape[0])))
         self.hot.n = chosen.shape[0]
         self.hot.every = every
+        self.hot.limit = limit
+        self.hot.inputs = inputs
         self.hot.scale = scale
 
     @property

@@ -1,5 +1,7 @@
 from libc.stdint cimport int32_t, uint8_t
 
+from embkit._kernels.hot cimport HotRows, hot_row, hot_row_again
+
 
 cdef struct Scratch:
     # per-thread buffers of one step over a batch of up to `batch` inputs and `cols` output rows
@@ -29,17 +31,20 @@ cdef struct StepArgs:
     int dim
     float *dH                  # m x dim: receives -lr dL/dH[a], which the driver applies to the input rows
     Scratch *work              # the thread's step buffers
-    float *hot                 # the thread's own copies of the hot output rows (NULL: none)
-    const int32_t *hot_slot    # per class: its row in ``hot``, or -1 (the rows a step reads: :func:`out_row`)
+    HotRows *hot               # the thread's own copies of the hot output rows (NULL: none; :func:`out_row`)
 
 
 cdef inline float *out_row(const StepArgs *a, int idx) noexcept nogil:
     """The output row of class ``idx`` a step reads and updates: the thread's copy when it is hot."""
-    cdef int32_t s
-    if a.hot_slot != NULL:
-        s = a.hot_slot[idx]
-        if s >= 0:
-            return a.hot + <Py_ssize_t>s * a.dim
+    if a.hot != NULL:
+        return hot_row(a.hot, idx)
+    return a.W_out + <Py_ssize_t>idx * a.dim
+
+
+cdef inline float *out_row_again(const StepArgs *a, int idx) noexcept nogil:
+    """The row :func:`out_row` gave the step just taken for class ``idx`` (not counted as another step)."""
+    if a.hot != NULL:
+        return hot_row_again(a.hot, idx)
     return a.W_out + <Py_ssize_t>idx * a.dim
 
 

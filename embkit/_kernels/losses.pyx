@@ -98,7 +98,7 @@ cdef class Loss:
         rows, which an adaptive sampler would read as if they were).
     ``PRIVATE_ROWS``
         Its steps reach the rows of classes only through :func:`out_row`, so a driver may give each thread
-        copies of the most used ones (``StepArgs.hot``) and merge them back now and then.
+        copies of the most used ones (``StepArgs.hot``, :mod:`embkit._kernels.hot`).
     ``CLASS_ROWS``
         The output table has a row per class (its first ``n_classes`` rows): a class's output vector, which
         ranking and prediction score (gensim's ``syn1neg``).
@@ -194,7 +194,6 @@ cdef class Loss:
             ptrs[a] = &H_v[a, 0]
         cdef StepArgs args
         args.hot = NULL
-        args.hot_slot = NULL
         args.H = ptrs
         args.m = m
         args.target = target

@@ -11,8 +11,9 @@ from libc.stdint cimport uint64_t, uint32_t, int32_t
 from libc.stdlib cimport malloc, free
 
 from embkit._kernels.common cimport emb_axpy, emb_prefetch_row, rng_next
-from embkit._kernels.drive cimport (ChunkJob, Driver, HotSpec, RunConfig, SliceResult, SliceSteps, chunk_job,
+from embkit._kernels.drive cimport (ChunkJob, Driver, RunConfig, SliceResult, SliceSteps, chunk_job,
                                     check_ids, Negatives, linear_lr, steps_begin, steps_end, hot_tick, draw_negatives)
+from embkit._kernels.hot cimport HotSpec
 from embkit._kernels.losses cimport Loss, StepArgs
 from embkit._kernels.samplers cimport Sampler, AliasSampler, AliasCell
 

@@ -19,10 +19,11 @@ from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memset
 
 from embkit._kernels.common cimport emb_axpy, emb_dot, emb_scale_copy, rng_below
-from embkit._kernels.drive cimport (ChunkJob, Driver, HotSpec, RunConfig, SliceResult, SliceSteps, chunk_job,
+from embkit._kernels.drive cimport (ChunkJob, Driver, RunConfig, SliceResult, SliceSteps, chunk_job,
                                     check_ids, check_offsets, Negatives, linear_lr, steps_begin, steps_end, hot_tick,
-                                    draw_negatives, unit_row)
-from embkit._kernels.losses cimport Loss, StepArgs, out_row
+                                    draw_negatives)
+from embkit._kernels.hot cimport HotSpec, unit_row
+from embkit._kernels.losses cimport Loss, StepArgs, out_row_again
 from embkit._kernels.samplers cimport Sampler
 
 cdef struct RowConfig:
@@ -48,9 +49,9 @@ cdef inline void renormalize_touched(const RowConfig *c, const StepArgs *a) noex
         for j in range(c.n_labels):
             unit_row(c.run.W_out + <Py_ssize_t>j * c.run.dim, c.run.dim)
         return
-    unit_row(out_row(a, a.target), c.run.dim)
+    unit_row(out_row_again(a, a.target), c.run.dim)
     for j in range(a.k):
-        unit_row(out_row(a, a.neg[j]), c.run.dim)
+        unit_row(out_row_again(a, a.neg[j]), c.run.dim)
 
 
 cdef inline bint in_sorted(const int32_t *a, int n, int x) noexcept nogil:
@@ -209,10 +210,10 @@ cdef class RowTrainer(Driver):
         c.all_rows = not loss.uses_negatives
         c.inv_tau = 1.0 / tau
 
-    def hot_rows(self, ids=None, int every=1024, float scale=1.0):
-        """:meth:`Driver.hot_rows`; with ``normalize_classes`` a merged row is projected back onto the unit
-        sphere, as a step's rows are."""
-        Driver.hot_rows(self, ids, every, scale)
+    def hot_rows(self, ids=None, int every=1024, float scale=1.0, int limit=0):
+        """:meth:`Driver.hot_rows`; with ``normalize_classes`` a written-back row is projected back onto the
+        unit sphere, as a step's rows are."""
+        Driver.hot_rows(self, ids, every, scale, limit)
         self.hot.unit = self.cfg.normalize_classes
 
     cdef int train_slice(self, const void *config, Py_ssize_t begin, Py_ssize_t end, uint64_t seed,

@@ -13,8 +13,9 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 from embkit._kernels.common cimport emb_axpy, emb_scale_copy, emb_prefetch_row, rng_uniform, rng_below
-from embkit._kernels.drive cimport (ChunkJob, Driver, HotSpec, RunConfig, SliceResult, SliceSteps, chunk_job,
+from embkit._kernels.drive cimport (ChunkJob, Driver, RunConfig, SliceResult, SliceSteps, chunk_job,
                                     check_ids, Negatives, linear_lr, steps_begin, steps_end, hot_tick, draw_negatives)
+from embkit._kernels.hot cimport HotRows, HotSpec, hot_open, hot_row
 from embkit._kernels.losses cimport Loss, StepArgs
 from embkit._kernels.samplers cimport Sampler
 
@@ -69,6 +70,10 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, const HotS
     if steps_begin(&st, &c.run, spec, loss, sampler, batch) != 0:
         return -1
     cdef StepArgs *a = &st.a
+    cdef HotRows *hin = &st.hot_in
+    if st.hot.n and spec.inputs and hot_open(hin, spec, c.run.W_in, dim) != 0:
+        steps_end(&st)
+        return -1
     cdef float *dH = a.dH
     cdef int32_t *buf = <int32_t *> malloc((max_len + 1) * sizeof(int32_t))
     cdef float *hid = <float *> malloc(dim * sizeof(float))
@@ -94,6 +99,7 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, const HotS
             if (i & 1023) == 1023:
                 a.lr = learning_rate(c, start + (i * (end - start)) // n)
             a.target = buf[i]
+            hot_tick(&st)        # before the rows are taken: a flush writes the copies back and lets them go
             b = rng_below(&rng, c.window) if c.shrink else 0
             lo = i - c.window + b
             if lo < 0:
@@ -104,12 +110,11 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, const HotS
             m = 0
             for j in range(lo, hi):
                 if j != i:
-                    rows[m] = c.run.W_in + <Py_ssize_t>buf[j] * dim
+                    rows[m] = hot_row(hin, buf[j]) if hin.n else c.run.W_in + <Py_ssize_t>buf[j] * dim
                     lock[m] = 1.0 if c.lockf == NULL else c.lockf[buf[j] % c.lockf_len]
                     m += 1
             if m == 0:
                 continue
-            hot_tick(&st)
             if c.sg and batch > 1:
                 # the centre's context words share one negative set: one mini-batch step; a sampler that
                 # needs a query gets the mean of the context rows

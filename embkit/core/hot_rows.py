@@ -1,26 +1,39 @@
-"""Which output rows every training thread keeps its own copies of (the kernels' hot rows).
+"""Which rows every training thread keeps its own copies of (the kernels' hot rows), and how it writes them back.
 
 Threads that write the same rows of a table keep taking those rows' cache lines from each other.  A kernel
-trainer's ``hot_rows(ids, every, scale)`` gives every thread its own copies of the rows ``ids``, merged into
-the table every ``every`` examples, each merge adding ``scale`` times the thread's change (1 / threads: the
-threads' mean; summed, the threads' changes to a row all of them move overshoot).  For the skip-gram
-tables that is the rows of the most frequent words (an option: ``Word2Vec(hot_rows=N)``); a table of labels
-or items is small and every example writes many of its rows, so there every row is hot that fits
-:data:`HOT_ROW_BYTES` a thread (:func:`class_hot_rows`).
+trainer's ``hot_rows(ids, every, scale, limit, inputs)`` gives every thread its own copies of the rows ``ids``
+(:mod:`embkit._kernels.hot`): a thread copies a row in at its first step on it and adds ``scale`` times its
+change to the table after ``limit`` steps on the copy, every ``every`` examples and at the end of a slice.
+
+- Word windows (:func:`word_hot_rows`): the input and output rows of the most frequent words, the changes
+  summed (as the threads' steps on the table would add up) and written back after a few steps, so that the
+  steps all threads hold back on a row stay bounded (:data:`HOT_PENDING_STEPS`).
+- A table of labels (:func:`class_hot_rows`, the sampled XC solver): small, and every example writes many of its
+  rows, so every row is hot that fits :data:`HOT_ROW_BYTES` a thread; the threads' mean is added every
+  :data:`HOT_MERGE_EVERY` examples.
 """
 import numpy as np
 
 from embkit.core.registry import most_frequent
 
-__all__ = ["HOT_MERGE_EVERY", "HOT_ROW_BYTES", "class_hot_rows"]
+__all__ = ["HOT_MERGE_EVERY", "HOT_ROW_BYTES", "WORD_HOT_ROW_BYTES", "WORD_FLUSH_EVERY", "HOT_PENDING_STEPS",
+           "class_hot_rows", "word_hot_rows"]
 
-#: examples (centre words, pairs, rows) a thread trains between adding its changes of its hot rows to the table
+#: examples (rows, pairs) a thread trains between adding the mean of its changes of its hot label rows
 HOT_MERGE_EVERY = 1024
-#: most bytes of hot rows a thread copies when the model leaves their number to the trainer (the rows and their
-#: base).  A thread copies them in at the start of every slice it trains and merges them back at its end, and a
-#: chunk is cut into a few slices a thread: with many threads a slice is short, so the copies must stay small
-#: beside a slice's work (2 MiB: 2,048 rows of 128 floats)
+#: most bytes of hot label rows a thread copies when the model leaves their number to the trainer (the rows
+#: and their base; 2 MiB: 2,048 rows of 128 floats)
 HOT_ROW_BYTES = 2 << 20
+#: the same for a table of words (the input table's copies take as much again): 1 MiB, 1,310 rows of 100
+#: floats; more rows cost more copying than they save on two threads (BENCHMARKS.md)
+WORD_HOT_ROW_BYTES = 1 << 20
+#: centre words a thread trains between two write-backs of all its copies of word rows
+WORD_FLUSH_EVERY = 8192
+#: steps on one word's row that a run's threads may hold in their copies at once: a thread writes a copy back
+#: after ``HOT_PENDING_STEPS // workers`` steps on it.  The threads' changes are summed, so held-back steps act
+#: as stale steps on the row; sixteen threads holding 32 steps each lost the model, 8 each kept its quality
+#: (BENCHMARKS.md)
+HOT_PENDING_STEPS = 128
 
 
 def class_hot_rows(setting, counts, W_out, workers):
@@ -37,3 +50,18 @@ def class_hot_rows(setting, counts, W_out, workers):
     wanted = HOT_ROW_BYTES // (2 * dim * W_out.itemsize) if setting is None else setting
     order = counts if counts is not None and len(counts) == rows else np.zeros(rows, np.int64)
     return most_frequent(order, min(int(wanted), rows))
+
+
+def word_hot_rows(setting, counts, dim, workers):
+    """The arguments of a word-window trainer's ``hot_rows``: ``(ids, every, scale, limit, inputs)``.
+
+    The input and output rows of the most frequent of the words of ``counts`` (``setting`` of them; None: as
+    many as :data:`WORD_HOT_ROW_BYTES` holds a thread at ``dim`` floats a row; none with one worker), each
+    thread's change summed into the tables after ``HOT_PENDING_STEPS // workers`` steps on a row and every
+    :data:`WORD_FLUSH_EVERY` centre words.
+    """
+    ids = None
+    if workers > 1 and setting != 0 and len(counts):
+        wanted = WORD_HOT_ROW_BYTES // (2 * dim * 4) if setting is None else setting
+        ids = most_frequent(counts, min(int(wanted), len(counts)))
+    return ids, WORD_FLUSH_EVERY, 1.0, max(1, HOT_PENDING_STEPS // max(1, workers)), True

@@ -12,9 +12,8 @@ from embkit.core.checks import (BOOL, COUNT, FINITE_REAL, INT64_MAX, MAX_WINDOW,
                                 PATHS, POSITIVE_INT, POSITIVE_REAL, check_flag, check_param, int_in,
                                 optional)
 from embkit.core.batched_softmax import check_batch_size
-from embkit.core.hot_rows import HOT_MERGE_EVERY
+from embkit.core.hot_rows import word_hot_rows
 from embkit.core.pickles import check_consent, is_pickle
-from embkit.core.registry import most_frequent
 from embkit.core.training import TrainingReport
 from embkit.text.chunk_cache import ChunkCache
 from embkit.text.corpus import MAX_SENTENCE_LENGTH, as_corpus
@@ -126,14 +125,15 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         example per centre word, so the setting changes nothing there.
     chunk_tokens : int
         Tokens per chunk of the encoded corpus (chunks are what threads share and memory is bounded by).
-    hot_rows : int
-        Each training thread keeps its own copies of the output rows of the ``hot_rows`` most frequent words
-        (the rows most steps write, which threads otherwise keep taking from each other's caches) and every
-        1024 centre words adds its change to them, divided by ``workers`` (the threads' mean: summed, the
-        threads' changes overshoot), to the table.  Faster on many cores at a small cost in word
-        similarity (BENCHMARKS.md); 0 (the default): every step writes the table.  With one worker it changes
-        nothing but the rounding; with a sampler that scores the table at every draw (``topk``,
-        ``boltzmann``) nothing at all (its draws would not see the thread's own steps).
+    hot_rows : int or None
+        Each training thread keeps its own copies of the input and output rows of the ``hot_rows`` most
+        frequent words (the rows most steps write, which threads otherwise keep taking from each other's
+        caches) and adds its change to the tables after ``128 // workers`` steps on a row, every 8192 centre
+        words and at the end of each slice (:mod:`embkit.core.hot_rows`).  None (default): as many words as
+        1 MiB of copies a table holds (1,310 at 100 dimensions); 0: every step writes the tables.  One worker
+        keeps no copies; nor does a loss that reaches its output rows otherwise (``hs``, the full softmax) or
+        a sampler that scores the table at every draw (``topk``, ``boltzmann``: its draws would not see the
+        thread's own steps).
     batch_size : int, optional
         Skip-gram with ``loss="full_softmax"`` only: train the exact softmax in mini-batches of this many
         (context, centre) pairs with BLAS products (:mod:`embkit.text.window_batches`), which reads each
@@ -197,7 +197,7 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
                  sorted_vocab=1, batch_words=10000, compute_loss=False, callbacks=(), comment=None,
                  max_final_vocab=None, shrink_windows=True, max_sentence_length=MAX_SENTENCE_LENGTH, loss=None,
                  sampler=None, loss_params=None, sampler_params=None, shared_negatives=None,
-                 chunk_tokens=1 << 18, hot_rows=0, batch_size=None, checkpoint_dir=None, checkpoint_every=600,
+                 chunk_tokens=1 << 18, hot_rows=None, batch_size=None, checkpoint_dir=None, checkpoint_every=600,
                  progress=False,
                  client=None, syncs_per_epoch=SYNCS_PER_EPOCH, reconcile=RECONCILE,
                  exchange_share=EXCHANGE_SHARE, staleness=STALENESS):
@@ -260,7 +260,7 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         check_param("window", self.window, *int_in(1, MAX_WINDOW))
         for name in ("max_sentence_length", "batch_words"):
             check_param(name, getattr(self, name), *POSITIVE_INT)
-        check_param("hot_rows", self.hot_rows, *NON_NEGATIVE_INT)
+        check_param("hot_rows", self.hot_rows, *optional(NON_NEGATIVE_INT))
         check_param("min_count", self.min_count, *COUNT)
         check_batch_size(self.batch_size, self.loss)
         if self.batch_size is not None and not self.sg:
@@ -380,7 +380,7 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         trainer = WindowTrainer(self.W_in, self.W_out, self.vocab.keep_probabilities(self.sample), loss, sampler,
                                 self.window, self.sg, self.cbow_mean, self.negative, self.shared_negatives,
                                 alpha, min_alpha, total, self.seed, lockf=lockf, shrink_windows=self.shrink_windows)
-        trainer.hot_rows(most_frequent(self.vocab.counts, self.hot_rows), HOT_MERGE_EVERY, 1.0 / self.workers)
+        trainer.hot_rows(*word_hot_rows(self.hot_rows, self.vocab.counts, self.vector_size, self.workers))
         return trainer
 
     def _cluster_classes(self):

@@ -1,0 +1,141 @@
+# A training thread's own copies of the hot output rows: the rows most steps touch, which threads writing the
+# table directly would keep taking from each other's caches.  The copies are a write-back cache over the
+# table: a row is copied in when a step first reads it, the thread's steps update the copy, and the change
+# (``scale`` times the copy minus the row as copied) goes back to the table after ``limit`` steps on the row,
+# at the thread's flush every ``every`` examples and at the end of its slice.  Only rows a thread touched are
+# copied and written back, so the cost follows the steps, not the number of hot rows.
+from libc.stdint cimport int32_t
+from libc.stdlib cimport calloc, malloc, free
+from libc.string cimport memcpy
+from libc.math cimport sqrt
+
+from embkit._kernels.common cimport emb_dot, emb_scale_copy
+
+
+cdef struct HotSpec:
+    # the output rows every thread keeps its own copies of: the classes most steps touch (a model's choice, shared by its threads)
+    const int32_t *ids      # n class ids
+    const int32_t *slot     # per class: its index in ``ids``, or -1
+    bint prefix             # ``ids`` is 0 .. n-1
+    int n
+    int every               # examples between two flushes of a thread's copies into the table
+    int limit               # steps on one copy before its change goes back to the table (0: at the flushes)
+    float scale             # share of a thread's change a write-back adds
+    bint unit               # a written-back row is projected back onto the unit sphere (classes of unit norm)
+    bint inputs             # a driver whose input rows are the classes' keeps copies of those too
+
+
+cdef struct HotRows:
+    float *rows             # n x dim: the thread's copies (valid while loaded)
+    float *base             # n x dim: each copy's table row when it was copied in
+    int32_t *steps          # per slot: steps that read the copy since it was copied in (0: not loaded)
+    int32_t *loaded         # the slots copied in since the last flush, n_loaded of them
+    int n_loaded
+    const int32_t *ids      # per slot: its class
+    const int32_t *slot     # per class: its slot, or -1
+    bint prefix             # the hot classes are 0 .. n-1 in that order (``slot`` is not read)
+    float *table            # the table whose rows these are
+    int dim
+    int n
+    int every               # examples between two flushes
+    int limit               # steps on one copy before its change goes back (0: only at the flushes)
+    float scale             # share of the thread's change a write-back adds
+    bint unit               # a written-back row is projected onto the unit sphere
+    int since               # examples since the last flush
+
+
+cdef inline void unit_row(float *row, int dim) noexcept nogil:
+    """Scale ``row`` to unit L2 norm (a row of zeros stays)."""
+    cdef float n = sqrt(emb_dot(row, row, dim))
+    if n > 0:
+        emb_scale_copy(1.0 / n, row, row, dim)
+
+
+cdef inline int32_t hot_slot(const HotRows *h, int idx) noexcept nogil:
+    """The slot of class ``idx``, or -1 when it is not hot."""
+    if h.prefix:
+        return idx if idx < h.n else -1
+    return h.slot[idx]
+
+
+cdef inline float *hot_add_change(HotRows *h, int s) noexcept nogil:
+    """Add ``scale`` times what the thread changed in copy ``s`` to the table's row; the row."""
+    cdef int j, dim = h.dim
+    cdef float *row = h.table + <Py_ssize_t>h.ids[s] * dim
+    cdef const float *mine = h.rows + <Py_ssize_t>s * dim
+    cdef const float *base = h.base + <Py_ssize_t>s * dim
+    for j in range(dim):
+        row[j] = row[j] + h.scale * (mine[j] - base[j])
+    if h.unit:
+        unit_row(row, dim)
+    return row
+
+
+cdef inline void hot_copy_in(HotRows *h, int s, const float *row) noexcept nogil:
+    """Make ``row`` (the table's) copy ``s`` and its base."""
+    cdef size_t row_bytes = <size_t>h.dim * sizeof(float)
+    memcpy(h.rows + <Py_ssize_t>s * h.dim, row, row_bytes)
+    memcpy(h.base + <Py_ssize_t>s * h.dim, row, row_bytes)
+
+
+cdef inline float *hot_row(HotRows *h, int idx) noexcept nogil:
+    """The row of class ``idx`` a step reads and updates: the thread's copy when the class is hot (copied in
+    on the first step, written back every ``limit`` steps)."""
+    cdef int32_t s = hot_slot(h, idx)
+    if s < 0:
+        return h.table + <Py_ssize_t>idx * h.dim
+    cdef float *mine = h.rows + <Py_ssize_t>s * h.dim
+    cdef int32_t done = h.steps[s]
+    if done == 0:
+        hot_copy_in(h, s, h.table + <Py_ssize_t>idx * h.dim)
+        h.loaded[h.n_loaded] = s
+        h.n_loaded += 1
+    elif done == h.limit:
+        hot_copy_in(h, s, hot_add_change(h, s))     # the other threads' changes come in with it
+        done = 0
+    h.steps[s] = done + 1 if h.limit else 1
+    return mine
+
+
+cdef inline float *hot_row_again(HotRows *h, int idx) noexcept nogil:
+    """The row of class ``idx`` as :func:`hot_row` gave it to the step just taken, not counted as a step."""
+    cdef int32_t s = hot_slot(h, idx)
+    if s < 0:
+        return h.table + <Py_ssize_t>idx * h.dim
+    return h.rows + <Py_ssize_t>s * h.dim
+
+
+cdef inline void hot_flush(HotRows *h) noexcept nogil:
+    """Write back every copy the thread loaded since the last flush; the next step on one copies it in again."""
+    cdef int i, s
+    for i in range(h.n_loaded):
+        s = h.loaded[i]
+        hot_add_change(h, s)
+        h.steps[s] = 0
+    h.n_loaded = 0
+    h.since = 0
+
+
+cdef inline int hot_open(HotRows *h, const HotSpec *spec, float *table, int dim) noexcept nogil:
+    """Allocate a thread's copies of the hot rows of ``spec`` in ``table``; -1 when out of memory (then
+    :func:`hot_close` frees what was allocated).  ``h`` starts zeroed."""
+    h.rows = <float *> malloc(<size_t>spec.n * dim * sizeof(float))
+    h.base = <float *> malloc(<size_t>spec.n * dim * sizeof(float))
+    h.steps = <int32_t *> calloc(spec.n, sizeof(int32_t))
+    h.loaded = <int32_t *> malloc(<size_t>spec.n * sizeof(int32_t))
+    if h.rows == NULL or h.base == NULL or h.steps == NULL or h.loaded == NULL:
+        return -1
+    h.n, h.ids, h.slot, h.prefix, h.table, h.dim = spec.n, spec.ids, spec.slot, spec.prefix, table, dim
+    h.every, h.limit, h.scale, h.unit = spec.every, spec.limit, spec.scale, spec.unit
+    h.n_loaded = h.since = 0
+    return 0
+
+
+cdef inline void hot_close(HotRows *h) noexcept nogil:
+    """Write the copies back and free them (``h`` zeroed again)."""
+    if h.n:
+        hot_flush(h)
+    free(h.rows); free(h.base); free(h.steps); free(h.loaded)
+    h.rows = h.base = NULL
+    h.steps = h.loaded = NULL
+    h.n = 0
