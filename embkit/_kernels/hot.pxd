@@ -1,9 +1,10 @@
 # A training thread's own copies of the hot output rows: the rows most steps touch, which threads writing the
 # table directly would keep taking from each other's caches.  The copies are a write-back cache over the
-# table: a row is copied in when a step first reads it, the thread's steps update the copy, and the change
-# (``scale`` times the copy minus the row as copied) goes back to the table after ``limit`` steps on the row,
-# at the thread's flush every ``every`` examples and at the end of its slice.  Only rows a thread touched are
-# copied and written back, so the cost follows the steps, not the number of hot rows.
+# table: a row is copied in at the second step on it since the last flush (the first takes the table's row),
+# the thread's steps update the copy, and the change (``scale`` times the copy minus the row as copied) goes
+# back to the table after ``limit`` steps on the copy, at the thread's flush every ``every`` examples and at
+# the end of its slice.  Only the rows a thread steps on again are copied and written back, so the cost
+# follows the steps, not the number of hot rows.
 from libc.stdint cimport int32_t
 from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memcpy
@@ -13,7 +14,8 @@ from embkit._kernels.common cimport emb_dot, emb_scale_copy
 
 
 cdef struct HotSpec:
-    # the output rows every thread keeps its own copies of: the classes most steps touch (a model's choice, shared by its threads)
+    # the rows every thread keeps its own copies of: the classes most steps touch (a model's choice, shared by
+    # its threads)
     const int32_t *ids      # n class ids
     const int32_t *slot     # per class: its index in ``ids``, or -1
     bint prefix             # ``ids`` is 0 .. n-1
@@ -28,9 +30,10 @@ cdef struct HotSpec:
 cdef struct HotRows:
     float *rows             # n x dim: the thread's copies (valid while loaded)
     float *base             # n x dim: each copy's table row when it was copied in
-    int32_t *steps          # per slot: steps that read the copy since it was copied in (0: not loaded)
-    int32_t *loaded         # the slots copied in since the last flush, n_loaded of them
-    int n_loaded
+    int32_t *steps          # per slot: steps on the copy since it was copied in; 0: none since the last
+                            # flush; -1 - e: some, on the table's row, all in example e of the flush
+    int32_t *touched        # the slots stepped on since the last flush, n_touched of them
+    int n_touched
     const int32_t *ids      # per slot: its class
     const int32_t *slot     # per class: its slot, or -1
     bint prefix             # the hot classes are 0 .. n-1 in that order (``slot`` is not read)
@@ -41,7 +44,7 @@ cdef struct HotRows:
     int limit               # steps on one copy before its change goes back (0: only at the flushes)
     float scale             # share of the thread's change a write-back adds
     bint unit               # a written-back row is projected onto the unit sphere
-    int since               # examples since the last flush
+    int since               # examples since the last flush (counted before an example's steps)
 
 
 cdef inline void unit_row(float *row, int dim) noexcept nogil:
@@ -79,40 +82,53 @@ cdef inline void hot_copy_in(HotRows *h, int s, const float *row) noexcept nogil
 
 
 cdef inline float *hot_row(HotRows *h, int idx) noexcept nogil:
-    """The row of class ``idx`` a step reads and updates: the thread's copy when the class is hot (copied in
-    on the first step, written back every ``limit`` steps)."""
+    """The row of class ``idx`` a step reads and updates.  A hot class's steps in the first example that takes
+    its row after a flush take the table's row (a row a thread steps on once in a while has nothing to gain
+    from a copy), a later example copies the row in, and every ``limit`` steps on the copy write its change
+    back."""
     cdef int32_t s = hot_slot(h, idx)
     if s < 0:
         return h.table + <Py_ssize_t>idx * h.dim
     cdef float *mine = h.rows + <Py_ssize_t>s * h.dim
     cdef int32_t done = h.steps[s]
+    if done > 0:
+        if done == h.limit:
+            hot_copy_in(h, s, hot_add_change(h, s))     # the other threads' changes come in with it
+            done = 0
+        h.steps[s] = done + 1 if h.limit else 1
+        return mine
     if done == 0:
-        hot_copy_in(h, s, h.table + <Py_ssize_t>idx * h.dim)
-        h.loaded[h.n_loaded] = s
-        h.n_loaded += 1
-    elif done == h.limit:
-        hot_copy_in(h, s, hot_add_change(h, s))     # the other threads' changes come in with it
-        done = 0
-    h.steps[s] = done + 1 if h.limit else 1
+        h.steps[s] = -1 - h.since
+        h.touched[h.n_touched] = s
+        h.n_touched += 1
+        return h.table + <Py_ssize_t>idx * h.dim
+    if done == -1 - h.since:
+        # the same example again (a step's repeated negative, a word twice in a window): the same row, or
+        # the step would hold two rows of one class
+        return h.table + <Py_ssize_t>idx * h.dim
+    hot_copy_in(h, s, h.table + <Py_ssize_t>idx * h.dim)
+    h.steps[s] = 1
     return mine
 
 
 cdef inline float *hot_row_again(HotRows *h, int idx) noexcept nogil:
     """The row of class ``idx`` as :func:`hot_row` gave it to the step just taken, not counted as a step."""
     cdef int32_t s = hot_slot(h, idx)
-    if s < 0:
+    if s < 0 or h.steps[s] < 0:
         return h.table + <Py_ssize_t>idx * h.dim
     return h.rows + <Py_ssize_t>s * h.dim
 
 
 cdef inline void hot_flush(HotRows *h) noexcept nogil:
-    """Write back every copy the thread loaded since the last flush; the next step on one copies it in again."""
+    """Write back every copy the thread made since the last flush; the rows start over (a first step on the
+    table, a second on a new copy)."""
     cdef int i, s
-    for i in range(h.n_loaded):
-        s = h.loaded[i]
-        hot_add_change(h, s)
+    for i in range(h.n_touched):
+        s = h.touched[i]
+        if h.steps[s] > 0:
+            hot_add_change(h, s)
         h.steps[s] = 0
-    h.n_loaded = 0
+    h.n_touched = 0
     h.since = 0
 
 
@@ -122,12 +138,12 @@ cdef inline int hot_open(HotRows *h, const HotSpec *spec, float *table, int dim)
     h.rows = <float *> malloc(<size_t>spec.n * dim * sizeof(float))
     h.base = <float *> malloc(<size_t>spec.n * dim * sizeof(float))
     h.steps = <int32_t *> calloc(spec.n, sizeof(int32_t))
-    h.loaded = <int32_t *> malloc(<size_t>spec.n * sizeof(int32_t))
-    if h.rows == NULL or h.base == NULL or h.steps == NULL or h.loaded == NULL:
+    h.touched = <int32_t *> malloc(<size_t>spec.n * sizeof(int32_t))
+    if h.rows == NULL or h.base == NULL or h.steps == NULL or h.touched == NULL:
         return -1
     h.n, h.ids, h.slot, h.prefix, h.table, h.dim = spec.n, spec.ids, spec.slot, spec.prefix, table, dim
     h.every, h.limit, h.scale, h.unit = spec.every, spec.limit, spec.scale, spec.unit
-    h.n_loaded = h.since = 0
+    h.n_touched = h.since = 0
     return 0
 
 
@@ -135,7 +151,7 @@ cdef inline void hot_close(HotRows *h) noexcept nogil:
     """Write the copies back and free them (``h`` zeroed again)."""
     if h.n:
         hot_flush(h)
-    free(h.rows); free(h.base); free(h.steps); free(h.loaded)
+    free(h.rows); free(h.base); free(h.steps); free(h.touched)
     h.rows = h.base = NULL
-    h.steps = h.loaded = NULL
+    h.steps = h.touched = NULL
     h.n = 0

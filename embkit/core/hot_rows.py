@@ -24,11 +24,12 @@ HOT_MERGE_EVERY = 1024
 #: most bytes of hot label rows a thread copies when the model leaves their number to the trainer (the rows
 #: and their base; 2 MiB: 2,048 rows of 128 floats)
 HOT_ROW_BYTES = 2 << 20
-#: the same for a table of words (the input table's copies take as much again): 1 MiB, 1,310 rows of 100
-#: floats; more rows cost more copying than they save on two threads (BENCHMARKS.md)
-WORD_HOT_ROW_BYTES = 1 << 20
-#: centre words a thread trains between two write-backs of all its copies of word rows
-WORD_FLUSH_EVERY = 8192
+#: the same for a table of words (the input table's copies take as much again): 400 KiB, 512 rows of 100 floats.
+#: On two threads more rows cost more copying than they save (BENCHMARKS.md)
+WORD_HOT_ROW_BYTES = 400 << 10
+#: centre words a thread trains between two write-backs of all its copies of word rows (a copy also goes back
+#: after its steps' limit); a slice's end writes them back too
+WORD_FLUSH_EVERY = 65536
 #: steps on one word's row that a run's threads may hold in their copies at once: a thread writes a copy back
 #: after ``HOT_PENDING_STEPS // workers`` steps on it.  The threads' changes are summed, so held-back steps act
 #: as stale steps on the row; sixteen threads holding 32 steps each lost the model, 8 each kept its quality

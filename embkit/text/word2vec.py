@@ -128,12 +128,12 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
     hot_rows : int or None
         Each training thread keeps its own copies of the input and output rows of the ``hot_rows`` most
         frequent words (the rows most steps write, which threads otherwise keep taking from each other's
-        caches) and adds its change to the tables after ``128 // workers`` steps on a row, every 8192 centre
-        words and at the end of each slice (:mod:`embkit.core.hot_rows`).  None (default): as many words as
-        1 MiB of copies a table holds (1,310 at 100 dimensions); 0: every step writes the tables.  One worker
-        keeps no copies; nor does a loss that reaches its output rows otherwise (``hs``, the full softmax) or
-        a sampler that scores the table at every draw (``topk``, ``boltzmann``: its draws would not see the
-        thread's own steps).
+        caches) and adds its change to the tables after ``128 // workers`` steps on a row, every 65,536
+        centre words and at the end of each slice (:mod:`embkit.core.hot_rows`).  None (default): as many
+        words as 400 KiB of copies a table holds (512 at 100 dimensions); 0: every step writes the tables.
+        One worker keeps no copies; nor does a loss that reaches its output rows otherwise (``hs``, the full
+        softmax) or a sampler that scores the table at every draw (``topk``, ``boltzmann``: its draws would
+        not see the thread's own steps).
     batch_size : int, optional
         Skip-gram with ``loss="full_softmax"`` only: train the exact softmax in mini-batches of this many
         (context, centre) pairs with BLAS products (:mod:`embkit.text.window_batches`), which reads each
