@@ -1,10 +1,10 @@
-# A training thread's own copies of the hot output rows: the rows most steps touch, which threads writing the
-# table directly would keep taking from each other's caches.  The copies are a write-back cache over the
-# table: a row is copied in at the second step on it since the last flush (the first takes the table's row),
-# the thread's steps update the copy, and the change (``scale`` times the copy minus the row as copied) goes
-# back to the table after ``limit`` steps on the copy, at the thread's flush every ``every`` examples and at
-# the end of its slice.  Only the rows a thread steps on again are copied and written back, so the cost
-# follows the steps, not the number of hot rows.
+# A training thread's own copies of the hot rows: the rows most steps touch, which threads writing the table
+# directly would keep taking from each other's caches.  The copies are a write-back cache over the table: a
+# row is copied in at the second example on it since the last flush (the first steps on the table's row,
+# unless the change written back is scaled), the thread's steps update the copy, and the change (``scale``
+# times the copy minus the row as copied) goes back to the table after ``limit`` steps on the copy, at the
+# thread's flush every ``every`` examples and at the end of its slice.  Only the rows a thread steps on again
+# are copied and written back, so the cost follows the steps, not the number of hot rows.
 from libc.stdint cimport int32_t
 from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memcpy
@@ -84,8 +84,8 @@ cdef inline void hot_copy_in(HotRows *h, int s, const float *row) noexcept nogil
 cdef inline float *hot_row(HotRows *h, int idx) noexcept nogil:
     """The row of class ``idx`` a step reads and updates.  A hot class's steps in the first example that takes
     its row after a flush take the table's row (a row a thread steps on once in a while has nothing to gain
-    from a copy), a later example copies the row in, and every ``limit`` steps on the copy write its change
-    back."""
+    from a copy; unless the change is scaled), a later example copies the row in, and every ``limit`` steps on
+    the copy write its change back."""
     cdef int32_t s = hot_slot(h, idx)
     if s < 0:
         return h.table + <Py_ssize_t>idx * h.dim
@@ -98,9 +98,13 @@ cdef inline float *hot_row(HotRows *h, int idx) noexcept nogil:
         h.steps[s] = done + 1 if h.limit else 1
         return mine
     if done == 0:
-        h.steps[s] = -1 - h.since
         h.touched[h.n_touched] = s
         h.n_touched += 1
+        if h.scale < 1:         # a step on the table would add its whole change: copy at once
+            hot_copy_in(h, s, h.table + <Py_ssize_t>idx * h.dim)
+            h.steps[s] = 1
+            return mine
+        h.steps[s] = -1 - h.since
         return h.table + <Py_ssize_t>idx * h.dim
     if done == -1 - h.since:
         # the same example again (a step's repeated negative, a word twice in a window): the same row, or
