@@ -278,6 +278,8 @@ def test_several_threads_keep_the_hot_rows_a_model_gives_them(workers):
     assert hot_rows(None) == WORD_HOT_ROW_BYTES // (2 * 300 * 4)     # as many as fit the bytes a thread
     assert hot_rows(5) == 5 and hot_rows(0) == 0
     assert hot_rows(None, workers=1) == 0 and hot_rows(5, workers=1) == 0   # one thread shares nothing
+    model.sg = 0                                                            # CBOW shares its tables unless asked
+    assert hot_rows(None) == 0 and hot_rows(5) == 5
 
 
 def test_hot_rows_train_several_threads_as_well():

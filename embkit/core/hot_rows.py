@@ -5,9 +5,10 @@ trainer's ``hot_rows(ids, every, scale, limit, inputs)`` gives every thread its 
 (:mod:`embkit._kernels.hot`): a thread copies a row in at its first step on it and adds ``scale`` times its
 change to the table after ``limit`` steps on the copy, every ``every`` examples and at the end of a slice.
 
-- Word windows (:func:`word_hot_rows`): the input and output rows of the most frequent words, the changes
-  summed (as the threads' steps on the table would add up) and written back after a few steps, so that the
-  steps all threads hold back on a row stay bounded (:data:`HOT_PENDING_STEPS`).
+- Word windows (:func:`word_hot_rows`; by default for skip-gram): the input and output rows of the most
+  frequent words, the changes summed (as the threads' steps on the table would add up) and written back
+  after a few steps, so that the steps all threads hold back on a row stay bounded
+  (:data:`HOT_PENDING_STEPS`).
 - A table of labels (:func:`class_hot_rows`, the sampled XC solver): small, and every example writes many of its
   rows, so every row is hot that fits :data:`HOT_ROW_BYTES` a thread; the threads' mean is added every
   :data:`HOT_MERGE_EVERY` examples.
@@ -53,15 +54,18 @@ def class_hot_rows(setting, counts, W_out, workers):
     return most_frequent(order, min(int(wanted), rows))
 
 
-def word_hot_rows(setting, counts, dim, workers):
+def word_hot_rows(setting, counts, dim, workers, skip_gram=True):
     """The arguments of a word-window trainer's ``hot_rows``: ``(ids, every, scale, limit, inputs)``.
 
     The input and output rows of the most frequent of the words of ``counts`` (``setting`` of them; None: as
-    many as :data:`WORD_HOT_ROW_BYTES` holds a thread at ``dim`` floats a row; none with one worker), each
-    thread's change summed into the tables after ``HOT_PENDING_STEPS // workers`` steps on a row and every
-    :data:`WORD_FLUSH_EVERY` centre words.
+    many as :data:`WORD_HOT_ROW_BYTES` holds a thread at ``dim`` floats a row for skip-gram, none for CBOW,
+    whose analogy accuracy the copies lowered; none with one worker), each thread's change summed into the
+    tables after ``HOT_PENDING_STEPS // workers`` steps on a row and every :data:`WORD_FLUSH_EVERY` centre
+    words.
     """
     ids = None
+    if setting is None and not skip_gram:
+        setting = 0
     if workers > 1 and setting != 0 and len(counts):
         wanted = WORD_HOT_ROW_BYTES // (2 * dim * 4) if setting is None else setting
         ids = most_frequent(counts, min(int(wanted), len(counts)))

@@ -129,8 +129,9 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         Each training thread keeps its own copies of the input and output rows of the ``hot_rows`` most
         frequent words (the rows most steps write, which threads otherwise keep taking from each other's
         caches) and adds its change to the tables after ``128 // workers`` steps on a row, every 65,536
-        centre words and at the end of each slice (:mod:`embkit.core.hot_rows`).  None (default): as many
-        words as 400 KiB of copies a table holds (512 at 100 dimensions); 0: every step writes the tables.
+        centre words and at the end of each slice (:mod:`embkit.core.hot_rows`).  None (default): for
+        skip-gram as many words as 400 KiB of copies a table holds (512 at 100 dimensions), for CBOW none (its
+        analogy accuracy was lower with them, BENCHMARKS.md); 0: every step writes the tables.
         One worker keeps no copies; nor does a loss that reaches its output rows otherwise (``hs``, the full
         softmax) or a sampler that scores the table at every draw (``topk``, ``boltzmann``: its draws would
         not see the thread's own steps).
@@ -380,7 +381,8 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         trainer = WindowTrainer(self.W_in, self.W_out, self.vocab.keep_probabilities(self.sample), loss, sampler,
                                 self.window, self.sg, self.cbow_mean, self.negative, self.shared_negatives,
                                 alpha, min_alpha, total, self.seed, lockf=lockf, shrink_windows=self.shrink_windows)
-        trainer.hot_rows(*word_hot_rows(self.hot_rows, self.vocab.counts, self.vector_size, self.workers))
+        trainer.hot_rows(*word_hot_rows(self.hot_rows, self.vocab.counts, self.vector_size, self.workers,
+                                         self.sg))
         return trainer
 
     def _cluster_classes(self):
