@@ -91,6 +91,22 @@ def run(corpus, counts, epochs, variants=(), outs=(sys.stdout,)):
     return rows
 
 
+def in_process_variants(parser, parsed):
+    """``[(name, kwargs, constants), ...]`` of ``--variant`` values (:func:`parse_variant`); one that runs
+    another checkout is refused with ``parser.error``: these benchmarks train in this process's children."""
+    variants = []
+    for name, kwargs, path, constants, _ in parsed:
+        if path:
+            parser.error("--variant %s: another checkout is not run here" % name)
+        variants.append((name, kwargs, constants))
+    return variants
+
+
+def outputs(jsonl):
+    """Where a run's JSON lines go: standard output, and the file ``jsonl`` (appended) when given."""
+    return [sys.stdout] + ([open(jsonl, "a")] if jsonl else [])
+
+
 def summary(rows):
     """Markdown: words/s of the processes and of the threads, each with its efficiency against one."""
     lines = ["| variant | P | processes words/s | efficiency | threads words/s | efficiency | shared / private |",
@@ -117,15 +133,8 @@ def main(argv=None):
     p.add_argument("--jsonl", default=None, help="append each count's JSON line here as it ends")
     args = p.parse_args(argv)
     corpus = args.corpus or default_corpus()
-    variants = []
-    for name, kwargs, path, constants, _ in args.variant:
-        if path:
-            p.error("--variant %s: another checkout is not run here" % name)
-        variants.append((name, kwargs, constants))
-    outs = [sys.stdout]
-    if args.jsonl:
-        outs.append(open(args.jsonl, "a"))
-    rows = run(corpus, sorted(set(args.counts)), args.epochs, variants, outs)
+    rows = run(corpus, sorted(set(args.counts)), args.epochs, in_process_variants(p, args.variant),
+               outputs(args.jsonl))
     print("\n".join(summary(rows)))
     print("\n`python -m eval.bench.contention %s`" % " ".join(argv if argv is not None else sys.argv[1:]))
 

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 
-from eval.bench.contention import _train
+from eval.bench.contention import _train, in_process_variants, outputs
 from eval.bench.scaling import module_constants, parse_variant
 from eval.bench.word2vec import default_corpus
 
@@ -190,16 +190,8 @@ def main(argv=None):
     else:
         if round_trip_ns(1000) is None:
             p.error("no C compiler builds the probe (set CC)")
-        variants = []
-        for name, kwargs, path, constants, _ in args.variant:
-            if path:
-                p.error("--variant %s: another checkout is not run here" % name)
-            variants.append((name, kwargs, constants))
-        outs = [sys.stdout]
-        if args.jsonl:
-            outs.append(open(args.jsonl, "a"))
-        rows = run(args.corpus or default_corpus(), args.repeats, args.threads, args.epochs, variants,
-                   args.near_ns, args.far_ns, outs)
+        rows = run(args.corpus or default_corpus(), args.repeats, args.threads, args.epochs,
+                   in_process_variants(p, args.variant), args.near_ns, args.far_ns, outputs(args.jsonl))
     print("\n".join(summary(rows)))
     print("\n`python -m eval.bench.placement %s`" % " ".join(argv if argv is not None else sys.argv[1:]))
 
