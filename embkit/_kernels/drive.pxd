@@ -2,10 +2,8 @@
 # on the worker threads of a Pipeline, the checks of tables and ids, the learning-rate schedule, and the
 # negatives of the current example, drawn one example ahead when the sampler ignores the query.
 from libc.stdint cimport uint64_t, int32_t, int64_t
-from libc.stdlib cimport calloc, malloc, free
-from libc.string cimport memcpy, memset
-
-from libc.math cimport sqrt
+from libc.stdlib cimport malloc, free
+from libc.string cimport memset
 
 from embkit._kernels.common cimport emb_prefetch_row
 from embkit._kernels.hot cimport HotRows, HotSpec, hot_close, hot_flush, hot_open

@@ -35,7 +35,8 @@ cdef struct StepArgs:
 
 
 cdef inline float *out_row(const StepArgs *a, int idx) noexcept nogil:
-    """The output row of class ``idx`` a step reads and updates: the thread's copy when it is hot."""
+    """The output row of class ``idx`` a step reads and updates: the thread's copy when it is hot and copied
+    (:func:`embkit._kernels.hot.hot_row`)."""
     if a.hot != NULL:
         return hot_row(a.hot, idx)
     return a.W_out + <Py_ssize_t>idx * a.dim
