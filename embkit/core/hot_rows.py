@@ -6,8 +6,8 @@ trainer's ``hot_rows(ids, every, scale, limit, inputs)`` gives every thread its 
 with a scaled change) and adds ``scale`` times its change to the table after ``limit`` steps on the copy,
 every ``every`` examples and at the end of a slice.
 
-- Word windows (:func:`word_hot_rows`; by default for skip-gram): the input and output rows of the most
-  frequent words, the changes summed (as the threads' steps on the table would add up) and written back
+- Word windows (:func:`word_hot_rows`; by default for skip-gram): the output rows of the most frequent words
+  (and their input rows with :data:`WORD_HOT_INPUTS`), the changes summed (as the threads' steps on the table would add up) and written back
   after a few steps, so that the steps all threads hold back on a row stay bounded
   (:data:`HOT_PENDING_STEPS`).
 - A table of labels (:func:`class_hot_rows`, the sampled XC solver): small, and every example writes many of its
@@ -26,7 +26,7 @@ HOT_MERGE_EVERY = 1024
 #: most bytes of hot label rows a thread copies when the model leaves their number to the trainer (the rows
 #: and their base; 2 MiB: 2,048 rows of 128 floats)
 HOT_ROW_BYTES = 2 << 20
-#: the same for a table of words (the input table's copies take as much again): 400 KiB, 512 rows of 100 floats.
+#: the same for a table of words (copies of the input table take as much again): 400 KiB, 512 rows of 100 floats.
 #: On two threads more rows cost more copying than they save (BENCHMARKS.md)
 WORD_HOT_ROW_BYTES = 400 << 10
 #: centre words a thread trains between two write-backs of all its copies of word rows (a copy also goes back
@@ -37,6 +37,11 @@ WORD_FLUSH_EVERY = 65536
 #: as stale steps on the row; sixteen threads holding 32 steps each lost the model, 8 each kept its quality
 #: (BENCHMARKS.md)
 HOT_PENDING_STEPS = 128
+#: whether a word-window trainer's threads copy the hot words' input rows as well as their output rows: the
+#: same quality on two cores, but more steps go through the copies' checks (a context word is in many
+#: windows), and one thread with both tables copied was slower than with the output table's alone
+#: (BENCHMARKS.md, "Hot rows")
+WORD_HOT_INPUTS = False
 
 
 def class_hot_rows(setting, counts, W_out, workers):
@@ -58,11 +63,11 @@ def class_hot_rows(setting, counts, W_out, workers):
 def word_hot_rows(setting, counts, dim, workers, skip_gram=True):
     """The arguments of a word-window trainer's ``hot_rows``: ``(ids, every, scale, limit, inputs)``.
 
-    The input and output rows of the most frequent of the words of ``counts`` (``setting`` of them; None: as
-    many as :data:`WORD_HOT_ROW_BYTES` holds a thread at ``dim`` floats a row for skip-gram, none for CBOW,
-    whose analogy accuracy the copies lowered; none with one worker), each thread's change summed into the
-    tables after ``HOT_PENDING_STEPS // workers`` steps on a row and every :data:`WORD_FLUSH_EVERY` centre
-    words.
+    The output rows (and with :data:`WORD_HOT_INPUTS` the input rows) of the most frequent of the words of
+    ``counts`` (``setting`` of them; None: as many as :data:`WORD_HOT_ROW_BYTES` holds a thread at ``dim``
+    floats a row for skip-gram, none for CBOW, whose analogy accuracy the copies lowered; none with one
+    worker), each thread's change summed into the tables after ``HOT_PENDING_STEPS // workers`` steps on a row
+    and every :data:`WORD_FLUSH_EVERY` centre words.
     """
     ids = None
     if setting is None and not skip_gram:
@@ -70,4 +75,4 @@ def word_hot_rows(setting, counts, dim, workers, skip_gram=True):
     if workers > 1 and setting != 0 and len(counts):
         wanted = WORD_HOT_ROW_BYTES // (2 * dim * 4) if setting is None else setting
         ids = most_frequent(counts, min(int(wanted), len(counts)))
-    return ids, WORD_FLUSH_EVERY, 1.0, max(1, HOT_PENDING_STEPS // max(1, workers)), True
+    return ids, WORD_FLUSH_EVERY, 1.0, max(1, HOT_PENDING_STEPS // max(1, workers)), WORD_HOT_INPUTS

@@ -126,12 +126,12 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
     chunk_tokens : int
         Tokens per chunk of the encoded corpus (chunks are what threads share and memory is bounded by).
     hot_rows : int or None
-        Each training thread keeps its own copies of the input and output rows of the ``hot_rows`` most
-        frequent words (the rows most steps write, which threads otherwise keep taking from each other's
-        caches) and adds its change to the tables after ``128 // workers`` steps on a row, every 65,536
-        centre words and at the end of each slice (:mod:`embkit.core.hot_rows`).  None (default): for
+        Each training thread keeps its own copies of the output rows of the ``hot_rows`` most frequent
+        words (the rows most steps write, which threads otherwise keep taking from each other's caches) and
+        adds its change to the table after ``128 // workers`` steps on a row, every 65,536 centre words and
+        at the end of each slice (:mod:`embkit.core.hot_rows`).  None (default): for
         skip-gram as many words as 400 KiB of copies a table holds (512 at 100 dimensions), for CBOW none (its
-        analogy accuracy was lower with them, BENCHMARKS.md); 0: every step writes the tables.
+        analogy accuracy was lower with them, BENCHMARKS.md); 0: every step writes the table.
         One worker keeps no copies; nor does a loss that reaches its output rows otherwise (``hs``, the full
         softmax) or a sampler that scores the table at every draw (``topk``, ``boltzmann``: its draws would
         not see the thread's own steps).
