@@ -46,3 +46,8 @@ def test_every_job_trains_and_is_summarised(tmp_path, capsys):
     assert all(r["words_per_s"] > 0 and r["placement"] in ("near", "far", "mixed") for r in rows)
     printed = capsys.readouterr().out
     assert "| variant | threads | placement |" in printed and "| none | 2 |" in printed
+
+
+def test_a_training_process_that_fails_is_an_error_not_a_wait(tmp_path):
+    with pytest.raises(RuntimeError, match="training process failed"):
+        placement.train_in_process(str(tmp_path / "no-such-corpus.txt"), 1, 1)

@@ -7,9 +7,9 @@ with a scaled change) and adds ``scale`` times its change to the table after ``l
 every ``every`` examples and at the end of a slice.
 
 - Word windows (:func:`word_hot_rows`; by default for skip-gram): the output rows of the most frequent words
-  (and their input rows with :data:`WORD_HOT_INPUTS`), the changes summed (as the threads' steps on the table would add up) and written back
-  after a few steps, so that the steps all threads hold back on a row stay bounded
-  (:data:`HOT_PENDING_STEPS`).
+  (and their input rows with :data:`WORD_HOT_INPUTS`), the changes summed (as the threads' steps on the
+  table would add up) and written back after a few steps, so that the steps all threads hold back on a row
+  stay bounded (:data:`HOT_PENDING_STEPS`).
 - A table of labels (:func:`class_hot_rows`, the sampled XC solver): small, and every example writes many of its
   rows, so every row is hot that fits :data:`HOT_ROW_BYTES` a thread; the threads' mean is added every
   :data:`HOT_MERGE_EVERY` examples.
@@ -19,15 +19,15 @@ import numpy as np
 from embkit.core.registry import most_frequent
 
 __all__ = ["HOT_MERGE_EVERY", "HOT_ROW_BYTES", "WORD_HOT_ROW_BYTES", "WORD_FLUSH_EVERY", "HOT_PENDING_STEPS",
-           "class_hot_rows", "word_hot_rows"]
+           "WORD_HOT_INPUTS", "class_hot_rows", "word_hot_rows"]
 
 #: examples (rows, pairs) a thread trains between adding the mean of its changes of its hot label rows
 HOT_MERGE_EVERY = 1024
 #: most bytes of hot label rows a thread copies when the model leaves their number to the trainer (the rows
 #: and their base; 2 MiB: 2,048 rows of 128 floats)
 HOT_ROW_BYTES = 2 << 20
-#: the same for a table of words (copies of the input table take as much again): 400 KiB, 512 rows of 100 floats.
-#: On two threads more rows cost more copying than they save (BENCHMARKS.md)
+#: the same for a table of words (copies of the input table take as much again): 400 KiB, 512 rows of 100
+#: floats.  On two threads more rows cost more copying than they save (BENCHMARKS.md)
 WORD_HOT_ROW_BYTES = 400 << 10
 #: centre words a thread trains between two write-backs of all its copies of word rows (a copy also goes back
 #: after its steps' limit); a slice's end writes them back too

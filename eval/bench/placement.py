@@ -25,6 +25,7 @@ import functools
 import json
 import multiprocessing
 import os
+import queue
 import shutil
 import statistics
 import subprocess
@@ -124,11 +125,15 @@ def train_in_process(corpus, epochs, threads, extra=None, constants=None):
     proc = ctx.Process(target=_child, args=(corpus, epochs, threads, extra or {}, constants or {}, results))
     proc.start()
     try:
-        out = results.get(timeout=3600)
+        while True:
+            try:
+                out = results.get(timeout=1)
+                break
+            except queue.Empty:
+                if proc.exitcode not in (None, 0):
+                    raise RuntimeError("the training process failed (exit status %s)" % proc.exitcode) from None
     finally:
         proc.join()
-    if proc.exitcode != 0:
-        raise RuntimeError("the training process failed (exit status %s)" % proc.exitcode)
     return out
 
 
