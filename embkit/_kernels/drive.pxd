@@ -6,7 +6,7 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 from embkit._kernels.common cimport emb_prefetch_row
-from embkit._kernels.hot cimport HotRows, HotSpec, hot_close, hot_flush, hot_open
+from embkit._kernels.hot cimport HotRows, HotSpec, hot_close, hot_flush, hot_open, hot_row_again
 from embkit._kernels.losses cimport Loss, StepArgs, scratch_new, scratch_free
 from embkit._kernels.samplers cimport Sampler
 
@@ -164,6 +164,7 @@ cdef struct Negatives:
     double tlq[2]        # the target's log-probability, per half
     void *scratch        # the sampler's per-thread scratch
     const float *W_out   # output table, to prefetch the drawn rows
+    HotRows *hot         # the thread's copies of the hot rows, whose rows are prefetched instead (NULL: none)
     int dim
     int k
     int cur              # which half is current
@@ -213,7 +214,10 @@ cdef inline void _draw_half(Sampler sampler, uint64_t *rng, const float *query, 
                  NULL if ng.logq == NULL else &ng.tlq[half], ng.scratch)
     cdef int j
     for j in range(ng.k):
-        emb_prefetch_row(ng.W_out + <Py_ssize_t>ids[j] * ng.dim, ng.dim)
+        if ng.hot == NULL:
+            emb_prefetch_row(ng.W_out + <Py_ssize_t>ids[j] * ng.dim, ng.dim)
+        else:       # the row the step will read: a hot row's copy once it has one
+            emb_prefetch_row(hot_row_again(ng.hot, ids[j]), ng.dim)
 
 
 cdef struct SliceSteps:
@@ -273,7 +277,7 @@ cdef inline int steps_begin(SliceSteps *s, const RunConfig *run, const HotSpec *
     if spec.n > 0 and loss.private_rows and status == 0:
         status = hot_open(hot, spec, W_out, dim)
         if status == 0:
-            a.hot = hot
+            a.hot = ng.hot = hot
     if a.dH == NULL or a.work == NULL or status != 0:
         steps_end(s)
         return -1

@@ -116,9 +116,10 @@ cdef inline float *hot_row(HotRows *h, int idx) noexcept nogil:
 
 
 cdef inline float *hot_row_again(HotRows *h, int idx) noexcept nogil:
-    """The row of class ``idx`` as :func:`hot_row` gave it to the step just taken, not counted as a step."""
+    """The row of class ``idx`` as :func:`hot_row` gave it to the step just taken, or will give the next step
+    if none has taken it since the last flush (the table's); not counted as a step."""
     cdef int32_t s = hot_slot(h, idx)
-    if s < 0 or h.steps[s] < 0:
+    if s < 0 or h.steps[s] <= 0:
         return h.table + <Py_ssize_t>idx * h.dim
     return h.rows + <Py_ssize_t>s * h.dim
 
