@@ -228,8 +228,8 @@ def test_hot_rows_with_one_thread_follow_the_table_up_to_rounding(ids, every, sc
 
 @pytest.mark.parametrize("inputs", [False, True])
 def test_hot_rows_write_back_a_share_of_a_threads_change(inputs):
-    # one thread, one flush at the end of the slice: a hot row's first example steps on the table, the later
-    # ones on the copy, of whose change a scale of 1e-6 writes back next to nothing
+    # one thread, one flush at the end of the slice: a hot row's steps go to its copy, of whose change a
+    # scale of 1e-6 writes back next to nothing
     moved = {}
     for scale in (None, 1.0, 1e-6):
         tables = []

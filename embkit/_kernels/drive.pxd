@@ -292,7 +292,6 @@ cdef inline void hot_tick(SliceSteps *s) noexcept nogil:
             hot_flush(&s.hot)
             if s.hot_in.n:
                 hot_flush(&s.hot_in)
-        s.hot_in.since = s.hot.since
 
 
 cdef inline void steps_end(SliceSteps *s) noexcept nogil:

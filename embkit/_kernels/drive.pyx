@@ -122,9 +122,8 @@ cdef class Driver:
         """Give every thread its own copies of the output rows of the classes ``ids`` (the ones most steps
         touch, so threads do not all write the same rows; :mod:`embkit._kernels.hot`), and with ``inputs`` of
         their input rows where the driver's input rows are the classes' (word windows): a thread copies a row
-        in at the second example that steps on it (at the first with ``scale`` below 1) and adds ``scale``
-        times its change to the table after ``limit`` steps on the copy (0: no such limit), every ``every``
-        examples and at the end of each slice.  None or empty: every step writes the table.  Losses whose steps do not read class rows through ``out_row`` (trees,
+        in at its first step on it and adds ``scale`` times its change to the table after ``limit`` steps on
+        the copy (0: no such limit), every ``every`` examples and at the end of each slice.  None or empty: every step writes the table.  Losses whose steps do not read class rows through ``out_row`` (trees,
         the full softmax) ignore it, and so does a trainer whose sampler scores the output table itself at
         every draw (query-dependent and not refreshed between chunks: top-k, Boltzmann): its draws would not
         see the thread's own steps (BENCHMARKS.md measures what that cost)."""

@@ -1,10 +1,10 @@
 # A training thread's own copies of the hot rows: the rows most steps touch, which threads writing the table
 # directly would keep taking from each other's caches.  The copies are a write-back cache over the table: a
-# row is copied in at the second example on it since the last flush (the first steps on the table's row,
-# unless the change written back is scaled), the thread's steps update the copy, and the change (``scale``
-# times the copy minus the row as copied) goes back to the table after ``limit`` steps on the copy, at the
-# thread's flush every ``every`` examples and at the end of its slice.  Only the rows a thread steps on again
-# are copied and written back, so the cost follows the steps, not the number of hot rows.
+# row is copied in at the thread's first step on it since the last flush, the thread's steps update the copy,
+# and the change (``scale`` times the copy minus the row as copied) goes back to the table after ``limit``
+# steps on the copy, at the thread's flush every ``every`` examples and at the end of its slice.  Only the
+# rows a thread stepped on are copied and written back, so the cost follows the steps, not the number of hot
+# rows.
 from libc.stdint cimport int32_t
 from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memcpy
@@ -30,9 +30,9 @@ cdef struct HotSpec:
 cdef struct HotRows:
     float *rows             # n x dim: the thread's copies (valid while loaded)
     float *base             # n x dim: each copy's table row when it was copied in
-    int32_t *steps          # per slot: steps on the copy since it was copied in; 0: none since the last
-                            # flush; -1 - e: some, on the table's row, all in example e of the flush
-    int32_t *touched        # the slots stepped on since the last flush, n_touched of them
+    int32_t *steps          # per slot: steps on the copy since it was copied in (0: not copied since the
+                            # last flush)
+    int32_t *touched        # the slots copied in since the last flush, n_touched of them
     int n_touched
     const int32_t *ids      # per slot: its class
     const int32_t *slot     # per class: its slot, or -1
@@ -44,7 +44,7 @@ cdef struct HotRows:
     int limit               # steps on one copy before its change goes back (0: only at the flushes)
     float scale             # share of the thread's change a write-back adds
     bint unit               # a written-back row is projected onto the unit sphere
-    int since               # examples since the last flush (counted before an example's steps)
+    int since               # examples since the last flush
 
 
 cdef inline void unit_row(float *row, int dim) noexcept nogil:
@@ -82,36 +82,21 @@ cdef inline void hot_copy_in(HotRows *h, int s, const float *row) noexcept nogil
 
 
 cdef inline float *hot_row(HotRows *h, int idx) noexcept nogil:
-    """The row of class ``idx`` a step reads and updates.  A hot class's steps in the first example that takes
-    its row after a flush take the table's row (a row a thread steps on once in a while has nothing to gain
-    from a copy; unless the change is scaled), a later example copies the row in, and every ``limit`` steps on
-    the copy write its change back."""
+    """The row of class ``idx`` a step reads and updates: a hot class's copy, copied in at its first step after
+    a flush; every ``limit`` steps on the copy write its change back."""
     cdef int32_t s = hot_slot(h, idx)
     if s < 0:
         return h.table + <Py_ssize_t>idx * h.dim
     cdef float *mine = h.rows + <Py_ssize_t>s * h.dim
     cdef int32_t done = h.steps[s]
-    if done > 0:
-        if done == h.limit:
-            hot_copy_in(h, s, hot_add_change(h, s))     # the other threads' changes come in with it
-            done = 0
-        h.steps[s] = done + 1 if h.limit else 1
-        return mine
     if done == 0:
+        hot_copy_in(h, s, h.table + <Py_ssize_t>idx * h.dim)
         h.touched[h.n_touched] = s
         h.n_touched += 1
-        if h.scale < 1:         # a step on the table would add its whole change: copy at once
-            hot_copy_in(h, s, h.table + <Py_ssize_t>idx * h.dim)
-            h.steps[s] = 1
-            return mine
-        h.steps[s] = -1 - h.since
-        return h.table + <Py_ssize_t>idx * h.dim
-    if done == -1 - h.since:
-        # the same example again (a step's repeated negative, a word twice in a window): the same row, or
-        # the step would hold two rows of one class
-        return h.table + <Py_ssize_t>idx * h.dim
-    hot_copy_in(h, s, h.table + <Py_ssize_t>idx * h.dim)
-    h.steps[s] = 1
+    elif done == h.limit:
+        hot_copy_in(h, s, hot_add_change(h, s))     # the other threads' changes come in with it
+        done = 0
+    h.steps[s] = done + 1 if h.limit else 1
     return mine
 
 
@@ -119,19 +104,17 @@ cdef inline float *hot_row_again(HotRows *h, int idx) noexcept nogil:
     """The row of class ``idx`` as :func:`hot_row` gave it to the step just taken, or will give the next step
     if none has taken it since the last flush (the table's); not counted as a step."""
     cdef int32_t s = hot_slot(h, idx)
-    if s < 0 or h.steps[s] <= 0:
+    if s < 0 or h.steps[s] == 0:
         return h.table + <Py_ssize_t>idx * h.dim
     return h.rows + <Py_ssize_t>s * h.dim
 
 
 cdef inline void hot_flush(HotRows *h) noexcept nogil:
-    """Write back every copy the thread made since the last flush; the rows start over (a first step on the
-    table, a second on a new copy)."""
+    """Write back every copy the thread made since the last flush; the next step on one copies it in again."""
     cdef int i, s
     for i in range(h.n_touched):
         s = h.touched[i]
-        if h.steps[s] > 0:
-            hot_add_change(h, s)
+        hot_add_change(h, s)
         h.steps[s] = 0
     h.n_touched = 0
     h.since = 0

@@ -2,9 +2,8 @@
 
 Threads that write the same rows of a table keep taking those rows' cache lines from each other.  A kernel
 trainer's ``hot_rows(ids, every, scale, limit, inputs)`` gives every thread its own copies of the rows ``ids``
-(:mod:`embkit._kernels.hot`): a thread copies a row in at the second example that steps on it (the first
-with a scaled change) and adds ``scale`` times its change to the table after ``limit`` steps on the copy,
-every ``every`` examples and at the end of a slice.
+(:mod:`embkit._kernels.hot`): a thread copies a row in at its first step on it and adds ``scale`` times its
+change to the table after ``limit`` steps on the copy, every ``every`` examples and at the end of a slice.
 
 - Word windows (:func:`word_hot_rows`; by default for skip-gram): the output rows of the most frequent words
   (and their input rows with :data:`WORD_HOT_INPUTS`), the changes summed (as the threads' steps on the
