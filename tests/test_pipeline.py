@@ -207,17 +207,21 @@ def test_several_threads_train_every_word_of_every_epoch():
     assert all(np.isfinite(report.epoch_loss))
 
 
-@pytest.mark.parametrize("ids, every, scale, limit, inputs", [
-    (np.arange(10), 7, 1.0, 0, False),                      # the first classes: no slot table read
-    (np.array([7, 3, 12, 0, 41, 5]), 7, 1.0, 0, False),     # any classes, through the slot table
-    (np.arange(10), 50, 1.0, 1, False),                     # written back at every step
-    (np.arange(10), 1000, 1.0, 3, True),                    # ... every third, and the input rows copied too
-    (np.array([9, 2, 30, 4]), 5, 1.0, 2, True),
+@pytest.mark.parametrize("ids, every, scale, limit, inputs, limit_in, banks", [
+    (np.arange(10), 7, 1.0, 0, False, None, 1),                     # the first classes: no slot table read
+    (np.array([7, 3, 12, 0, 41, 5]), 7, 1.0, 0, False, None, 1),    # any classes, through the slot table
+    (np.arange(10), 50, 1.0, 1, False, None, 1),                    # written back at every step
+    (np.arange(10), 1000, 1.0, 3, True, None, 1),       # ... every third, and the input rows copied too
+    (np.array([9, 2, 30, 4]), 5, 1.0, 2, True, None, 1),
+    (np.arange(10), 1000, 1.0, 3, True, 1, 1),          # the input rows' copies on their own limit
+    (np.array([9, 2, 30, 4]), 1, 1.0, 0, True, 0, 3),   # three sets of copies, all written back every example
 ])
-def test_hot_rows_with_one_thread_follow_the_table_up_to_rounding(ids, every, scale, limit, inputs):
+def test_hot_rows_with_one_thread_follow_the_table_up_to_rounding(ids, every, scale, limit, inputs, limit_in,
+                                                                  banks):
     tables_plain, tables_hot = [], []
     plain, hot = _trainer(tables=tables_plain), _trainer(tables=tables_hot)
-    hot.hot_rows(ids.astype(np.int32), every=every, scale=scale, limit=limit, inputs=inputs)
+    hot.hot_rows(ids.astype(np.int32), every=every, scale=scale, limit=limit, inputs=inputs, limit_in=limit_in,
+                 banks=banks)
     for i in range(3):       # windows of random words: a word is often twice in one window
         assert plain.train_chunk(*_chunk(2000, i), 2000.0 * i, i, 1)[2] == \
             hot.train_chunk(*_chunk(2000, i), 2000.0 * i, i, 1)[2]
@@ -226,20 +230,23 @@ def test_hot_rows_with_one_thread_follow_the_table_up_to_rounding(ids, every, sc
     assert not np.array_equal(tables_plain[1][ids], np.zeros((len(ids), 8), np.float32))
 
 
-@pytest.mark.parametrize("inputs", [False, True])
-def test_hot_rows_write_back_a_share_of_a_threads_change(inputs):
-    # one thread, one flush at the end of the slice: a hot row's steps go to its copy, of whose change a
-    # scale of 1e-6 writes back next to nothing
+@pytest.mark.parametrize("inputs, banks", [(False, 1), (True, 1), (True, 3)])
+def test_hot_rows_write_back_a_share_of_a_threads_change(inputs, banks):
+    # one thread, one flush at the end of the slice: a hot row's steps go to its copy (to every set's with
+    # banks), of whose change a scale of 1e-6 writes back next to nothing
     moved = {}
     for scale in (None, 1.0, 1e-6):
         tables = []
         trainer = _trainer(tables=tables)
         if scale is not None:
-            trainer.hot_rows(np.arange(10, dtype=np.int32), every=10 ** 6, scale=scale, inputs=inputs)
+            trainer.hot_rows(np.arange(10, dtype=np.int32), every=10 ** 6, scale=scale, inputs=inputs, banks=banks)
         start = [t.copy() for t in tables]
         trainer.train_chunk(*_chunk(2000, 0), 0.0, 0, 1)
         moved[scale] = [np.abs(t - s)[:10].sum() for s, t in zip(start, tables)]
-    np.testing.assert_allclose(moved[1.0], moved[None], rtol=1e-3)
+    if banks == 1:
+        np.testing.assert_allclose(moved[1.0], moved[None], rtol=1e-3)
+    else:       # each set steps from the rows as they were: the sum of their changes, not the same
+        assert not np.allclose(moved[1.0], moved[None], rtol=1e-3)
     assert moved[1e-6][1] < 0.2 * moved[None][1]                    # the output rows
     if inputs:
         assert moved[1e-6][0] < 0.2 * moved[None][0]                # and the input rows
@@ -254,8 +261,12 @@ def test_hot_rows_are_checked_and_a_tree_loss_ignores_them():
             trainer.hot_rows(np.array(ids, np.int32))
     with pytest.raises(ValueError, match="every must be"):
         trainer.hot_rows([1], every=0)
-    with pytest.raises(ValueError, match="limit >= 0"):
+    with pytest.raises(ValueError, match="limit and limit_in >= 0"):
         trainer.hot_rows([1], limit=-1)
+    with pytest.raises(ValueError, match="limit and limit_in >= 0"):
+        trainer.hot_rows([1], limit_in=-1)
+    with pytest.raises(ValueError, match="banks >= 1"):
+        trainer.hot_rows([1], banks=0)
     model = _model(workers=2, epochs=1, hs=1, negative=0, hot_rows=16)
     model.build_vocab(_sentences())
     model.train()
@@ -280,6 +291,29 @@ def test_several_threads_keep_the_hot_rows_a_model_gives_them(workers):
     assert hot_rows(None, workers=1) == 0 and hot_rows(5, workers=1) == 0   # one thread shares nothing
     model.sg = 0                                                            # CBOW shares its tables unless asked
     assert hot_rows(None) == 0 and hot_rows(5) == 5
+
+
+def test_one_thread_holds_its_copies_as_several_would_with_banks(monkeypatch):
+    # the study of many threads' copies on one core: copies on one thread, their own limits, reproducible
+    from embkit.core import hot_rows
+    monkeypatch.setattr(hot_rows, "WORD_HOT_BANKS", 4)
+    monkeypatch.setattr(hot_rows, "WORD_HOT_INPUTS", True)
+    args = hot_rows.word_hot_rows(None, np.arange(1000, 0, -1), 100, 1)
+    assert len(args["ids"]) == hot_rows.WORD_HOT_ROW_BYTES // (2 * 100 * 4) and args["banks"] == 4
+    assert args["limit"] == hot_rows.HOT_PENDING_STEPS // 4
+    assert args["limit_in"] == hot_rows.HOT_PENDING_INPUT_STEPS // 4
+    vectors = []
+    for _ in range(2):
+        model = _model(epochs=2)
+        model.build_vocab(_sentences())
+        model.train()
+        vectors.append(model.W_in.copy())
+    np.testing.assert_array_equal(vectors[0], vectors[1])
+    monkeypatch.setattr(hot_rows, "WORD_HOT_BANKS", 1)
+    shared = _model(epochs=2)
+    shared.build_vocab(_sentences())
+    shared.train()
+    assert not np.allclose(shared.W_in, vectors[0], atol=1e-4)
 
 
 def test_hot_rows_train_several_threads_as_well():

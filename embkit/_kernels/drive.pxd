@@ -275,7 +275,7 @@ cdef inline int steps_begin(SliceSteps *s, const RunConfig *run, const HotSpec *
     a.neg = ng.ids
     a.neg_logq = ng.logq
     if spec.n > 0 and loss.private_rows and status == 0:
-        status = hot_open(hot, spec, W_out, dim)
+        status = hot_open(hot, spec, W_out, dim, False)
         if status == 0:
             a.hot = ng.hot = hot
     if a.dH == NULL or a.work == NULL or status != 0:

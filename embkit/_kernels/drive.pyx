@@ -118,18 +118,25 @@ cdef class Driver:
         refreshed between chunks (it derives tables from ``W_out`` that its draws read)."""
         return self.sampler is None or not self.sampler.refreshes
 
-    def hot_rows(self, ids=None, int every=1024, float scale=1.0, int limit=0, bint inputs=False):
+    def hot_rows(self, ids=None, int every=1024, float scale=1.0, int limit=0, bint inputs=False, limit_in=None,
+                 int banks=1):
         """Give every thread its own copies of the output rows of the classes ``ids`` (the ones most steps
         touch, so threads do not all write the same rows; :mod:`embkit._kernels.hot`), and with ``inputs`` of
         their input rows where the driver's input rows are the classes' (word windows): a thread copies a row
         in at its first step on it and adds ``scale`` times its change to the table after ``limit`` steps on
-        the copy (0: no such limit), every ``every`` examples and at the end of each slice.  None or empty: every step writes the table.  Losses whose steps do not read class rows through ``out_row`` (trees,
-        the full softmax) ignore it, and so does a trainer whose sampler scores the output table itself at
-        every draw (query-dependent and not refreshed between chunks: top-k, Boltzmann): its draws would not
-        see the thread's own steps (BENCHMARKS.md measures what that cost)."""
-        if every < 1 or not 0 < scale <= 1 or limit < 0:
-            raise ValueError("every must be >= 1, scale in (0, 1] and limit >= 0, got %d, %r and %d"
-                             % (every, scale, limit))
+        the copy (``limit_in`` on an input row's, None: ``limit``; 0: no such limit), every ``every`` examples
+        and at the end of each slice.  ``banks`` (word windows): sets of copies a thread deals its sentences
+        to in turn, so that one thread holds its copies back as that many threads would (a study of many
+        threads' copies on few cores).  None or empty ``ids``: every step writes the table.  Losses whose
+        steps do not read class rows through ``out_row`` (trees, the full softmax) ignore it, and so does a
+        trainer whose sampler scores the output table itself at every draw (query-dependent and not
+        refreshed between chunks: top-k, Boltzmann): its draws would not see the thread's own steps
+        (BENCHMARKS.md measures what that cost)."""
+        if limit_in is None:
+            limit_in = limit
+        if every < 1 or not 0 < scale <= 1 or limit < 0 or limit_in < 0 or banks < 1:
+            raise ValueError("every must be >= 1, scale in (0, 1], limit and limit_in >= 0 and banks >= 1, got "
+                             "%d, %r, %d, %d and %d" % (every, scale, limit, limit_in, banks))
         self.hot.unit = False
         if self.sampler is not None and not self.sampler.query_free and not self.sampler.refreshes:
             ids = None
@@ -152,7 +159,9 @@ cdef class Driver:
         self.hot.n = chosen.shape[0]
         self.hot.every = every
         self.hot.limit = limit
+        self.hot.limit_in = limit_in
         self.hot.inputs = inputs
+        self.hot.banks = banks
         self.hot.scale = scale
 
     @property

@@ -22,9 +22,13 @@ cdef struct HotSpec:
     int n
     int every               # examples between two flushes of a thread's copies into the table
     int limit               # steps on one copy before its change goes back to the table (0: at the flushes)
+    int limit_in            # the same for the copies of input rows
     float scale             # share of a thread's change a write-back adds
     bint unit               # a written-back row is projected back onto the unit sphere (classes of unit norm)
     bint inputs             # a driver whose input rows are the classes' keeps copies of those too
+    int banks               # sets of copies a thread deals its examples to in turn, as that many threads
+                            # stepping in lockstep would hold them (1: one set; more: a study of many threads'
+                            # copies on few cores)
 
 
 cdef struct HotRows:
@@ -120,9 +124,10 @@ cdef inline void hot_flush(HotRows *h) noexcept nogil:
     h.since = 0
 
 
-cdef inline int hot_open(HotRows *h, const HotSpec *spec, float *table, int dim) noexcept nogil:
-    """Allocate a thread's copies of the hot rows of ``spec`` in ``table``; -1 when out of memory (then
-    :func:`hot_close` frees what was allocated).  ``h`` starts zeroed."""
+cdef inline int hot_open(HotRows *h, const HotSpec *spec, float *table, int dim, bint inputs) noexcept nogil:
+    """Allocate a thread's copies of the hot rows of ``spec`` in ``table`` (the input table's with ``inputs``,
+    whose copies go back after ``spec.limit_in`` steps); -1 when out of memory (then :func:`hot_close` frees
+    what was allocated).  ``h`` starts zeroed."""
     h.rows = <float *> malloc(<size_t>spec.n * dim * sizeof(float))
     h.base = <float *> malloc(<size_t>spec.n * dim * sizeof(float))
     h.steps = <int32_t *> calloc(spec.n, sizeof(int32_t))
@@ -130,7 +135,7 @@ cdef inline int hot_open(HotRows *h, const HotSpec *spec, float *table, int dim)
     if h.rows == NULL or h.base == NULL or h.steps == NULL or h.touched == NULL:
         return -1
     h.n, h.ids, h.slot, h.prefix, h.table, h.dim = spec.n, spec.ids, spec.slot, spec.prefix, table, dim
-    h.every, h.limit, h.scale, h.unit = spec.every, spec.limit, spec.scale, spec.unit
+    h.every, h.limit, h.scale, h.unit = spec.every, spec.limit_in if inputs else spec.limit, spec.scale, spec.unit
     h.n_touched = h.since = 0
     return 0
 

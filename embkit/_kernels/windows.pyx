@@ -9,13 +9,13 @@ scratch buffers.
 import numpy as np
 
 from libc.stdint cimport uint64_t, int32_t, int64_t
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memset
 
 from embkit._kernels.common cimport emb_axpy, emb_scale_copy, emb_prefetch_row, rng_uniform, rng_below
 from embkit._kernels.drive cimport (ChunkJob, Driver, RunConfig, SliceResult, SliceSteps, chunk_job,
                                     check_ids, Negatives, linear_lr, steps_begin, steps_end, hot_tick, draw_negatives)
-from embkit._kernels.hot cimport HotRows, HotSpec, hot_open, hot_row
+from embkit._kernels.hot cimport HotRows, HotSpec, hot_close, hot_flush, hot_open, hot_row
 from embkit._kernels.losses cimport Loss, StepArgs
 from embkit._kernels.samplers cimport Sampler
 
@@ -54,6 +54,63 @@ cdef inline Py_ssize_t subsample(const Config *c, Py_ssize_t start, Py_ssize_t e
     return n
 
 
+cdef struct Banks:
+    # the sets of hot-row copies a thread deals its sentences to in turn (``HotSpec.banks``): set 0 is the
+    # slice's own (``SliceSteps.hot`` and ``hot_in``), the others' output and input copies are ``extra``
+    int n
+    HotRows *extra          # 2 * (n - 1)
+    long long since         # examples since every set was last written back
+
+
+cdef inline int banks_open(Banks *b, SliceSteps *st, const HotSpec *spec, const Config *c) noexcept nogil:
+    """Open the sets of copies beyond the slice's own; -1 when out of memory (:func:`banks_close` frees)."""
+    b.n = spec.banks if st.hot.n and spec.banks > 1 else 1
+    b.since = 0
+    b.extra = NULL
+    if b.n == 1:
+        return 0
+    b.extra = <HotRows *> calloc(2 * (b.n - 1), sizeof(HotRows))
+    if b.extra == NULL:
+        return -1
+    cdef int k
+    for k in range(b.n - 1):
+        if hot_open(&b.extra[2 * k], spec, c.run.W_out, c.run.dim, False) != 0:
+            return -1
+        if spec.inputs and hot_open(&b.extra[2 * k + 1], spec, c.run.W_in, c.run.dim, True) != 0:
+            return -1
+    return 0
+
+
+cdef inline HotRows *bank_out(Banks *b, SliceSteps *st, int k) noexcept nogil:
+    return &st.hot if k == 0 else &b.extra[2 * (k - 1)]
+
+
+cdef inline HotRows *bank_in(Banks *b, SliceSteps *st, int k) noexcept nogil:
+    return &st.hot_in if k == 0 else &b.extra[2 * (k - 1) + 1]
+
+
+cdef inline void banks_tick(Banks *b, SliceSteps *st) noexcept nogil:
+    """Count one example; write every set back every ``hot.every`` examples."""
+    cdef int k
+    b.since += 1
+    if b.since >= st.hot.every:
+        for k in range(b.n):
+            hot_flush(bank_out(b, st, k))
+            if bank_in(b, st, k).n:
+                hot_flush(bank_in(b, st, k))
+        b.since = 0
+
+
+cdef inline void banks_close(Banks *b) noexcept nogil:
+    """Write back and free the sets beyond the slice's own."""
+    cdef int i
+    if b.extra != NULL:
+        for i in range(2 * (b.n - 1)):
+            hot_close(&b.extra[i])
+    free(b.extra)
+    b.extra = NULL
+
+
 cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, const HotSpec *spec, Py_ssize_t s_begin,
                          Py_ssize_t s_end, uint64_t slice_seed, SliceResult *out) noexcept nogil:
     """Train sentences ``[s_begin, s_end)`` of the chunk; returns -1 if scratch allocation failed."""
@@ -71,8 +128,14 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, const HotS
         return -1
     cdef StepArgs *a = &st.a
     cdef HotRows *hin = &st.hot_in
-    if st.hot.n and spec.inputs and hot_open(hin, spec, c.run.W_in, dim) != 0:
+    if st.hot.n and spec.inputs and hot_open(hin, spec, c.run.W_in, dim, True) != 0:
         steps_end(&st)
+        return -1
+    cdef Banks banks
+    cdef int bank = 0
+    cdef long long dealt = 0
+    if banks_open(&banks, &st, spec, c) != 0:
+        banks_close(&banks); steps_end(&st)
         return -1
     cdef float *dH = a.dH
     cdef int32_t *buf = <int32_t *> malloc((max_len + 1) * sizeof(int32_t))
@@ -80,7 +143,7 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, const HotS
     cdef float **rows = <float **> malloc(2 * c.window * sizeof(float *))
     cdef float *lock = <float *> malloc(2 * c.window * sizeof(float))   # update factor of each context row
     if buf == NULL or hid == NULL or rows == NULL or lock == NULL:
-        free(buf); free(hid); free(rows); free(lock); steps_end(&st)
+        free(buf); free(hid); free(rows); free(lock); banks_close(&banks); steps_end(&st)
         return -1
 
     cdef uint64_t rng = slice_seed
@@ -95,11 +158,18 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, const HotS
         n = subsample(c, start, end, buf, &rng)
         words += end - start
         kept += n
+        bank = dealt % banks.n      # a sentence a set of copies, in turn
+        dealt += 1
         for i in range(n):
             if (i & 1023) == 1023:
                 a.lr = learning_rate(c, start + (i * (end - start)) // n)
             a.target = buf[i]
-            hot_tick(&st)        # before the rows are taken: a flush writes the copies back and lets them go
+            if banks.n > 1:
+                banks_tick(&banks, &st)
+                a.hot = st.ng.hot = bank_out(&banks, &st, bank)
+                hin = bank_in(&banks, &st, bank)
+            else:
+                hot_tick(&st)    # before the rows are taken: a flush writes the copies back and lets them go
             b = rng_below(&rng, c.window) if c.shrink else 0
             lo = i - c.window + b
             if lo < 0:
@@ -159,6 +229,7 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, const HotS
                     emb_axpy(lock[j], dH, rows[j], dim)
                 examples += 1
         start = end
+    banks_close(&banks)
     free(buf); free(hid); free(rows); free(lock); steps_end(&st)
     out.loss = total_loss
     out.examples = examples

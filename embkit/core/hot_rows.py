@@ -1,14 +1,15 @@
 """Which rows every training thread keeps its own copies of (the kernels' hot rows), and how it writes them back.
 
 Threads that write the same rows of a table keep taking those rows' cache lines from each other.  A kernel
-trainer's ``hot_rows(ids, every, scale, limit, inputs)`` gives every thread its own copies of the rows ``ids``
+trainer's ``hot_rows(ids, every, scale, limit, ...)`` gives every thread its own copies of the rows ``ids``
 (:mod:`embkit._kernels.hot`): a thread copies a row in at its first step on it and adds ``scale`` times its
 change to the table after ``limit`` steps on the copy, every ``every`` examples and at the end of a slice.
 
 - Word windows (:func:`word_hot_rows`; by default for skip-gram): the output rows of the most frequent words
   (and their input rows with :data:`WORD_HOT_INPUTS`), the changes summed (as the threads' steps on the
   table would add up) and written back after a few steps, so that the steps all threads hold back on a row
-  stay bounded (:data:`HOT_PENDING_STEPS`).
+  stay bounded (:data:`HOT_PENDING_STEPS`, :data:`HOT_PENDING_INPUT_STEPS`).  :data:`WORD_HOT_BANKS` lets one
+  thread hold its copies as many threads would, to study their quality on few cores.
 - A table of labels (:func:`class_hot_rows`, the sampled XC solver): small, and every example writes many of its
   rows, so every row is hot that fits :data:`HOT_ROW_BYTES` a thread; the threads' mean is added every
   :data:`HOT_MERGE_EVERY` examples.
@@ -18,7 +19,7 @@ import numpy as np
 from embkit.core.registry import most_frequent
 
 __all__ = ["HOT_MERGE_EVERY", "HOT_ROW_BYTES", "WORD_HOT_ROW_BYTES", "WORD_FLUSH_EVERY", "HOT_PENDING_STEPS",
-           "WORD_HOT_INPUTS", "class_hot_rows", "word_hot_rows"]
+           "WORD_HOT_INPUTS", "HOT_PENDING_INPUT_STEPS", "WORD_HOT_BANKS", "class_hot_rows", "word_hot_rows"]
 
 #: examples (rows, pairs) a thread trains between adding the mean of its changes of its hot label rows
 HOT_MERGE_EVERY = 1024
@@ -36,11 +37,19 @@ WORD_FLUSH_EVERY = 65536
 #: as stale steps on the row; sixteen threads holding 32 steps each lost the model, 8 each kept its quality
 #: (BENCHMARKS.md)
 HOT_PENDING_STEPS = 128
-#: whether a word-window trainer's threads copy the hot words' input rows as well as their output rows: the
-#: same quality on two cores, but more steps go through the copies' checks (a context word is in many
-#: windows), and one thread with both tables copied was slower than with the output table's alone
-#: (BENCHMARKS.md, "Hot rows")
+#: whether a word-window trainer's threads copy the hot words' input rows as well as their output rows.  On 16
+#: cores, written back after 8 steps, they trained 1.16-1.26x the output rows' copies alone but cost 2-2.5
+#: analogy points; the bound :data:`HOT_PENDING_INPUT_STEPS` keeps the quality (measured on 16 cores and with
+#: :data:`WORD_HOT_BANKS`), and its speed there is not measured yet (BENCHMARKS.md, "Hot rows")
 WORD_HOT_INPUTS = False
+#: the same bound for the copies of input rows: a frequent word's input row takes a step at nearly every
+#: window, and sixteen threads holding 8 steps of one each lost 2-2.5 analogy points on 16 cores where 4 each
+#: kept the quality (BENCHMARKS.md, "Hot rows")
+HOT_PENDING_INPUT_STEPS = 64
+#: sets of copies each thread of a word-window trainer deals its sentences to in turn, one after another, each
+#: set written back after its own steps: one thread then holds its copies back as this many threads would, so
+#: that the quality of many threads' copies can be studied on few cores (1: one set, for training)
+WORD_HOT_BANKS = 1
 
 
 def class_hot_rows(setting, counts, W_out, workers):
@@ -60,18 +69,22 @@ def class_hot_rows(setting, counts, W_out, workers):
 
 
 def word_hot_rows(setting, counts, dim, workers, skip_gram=True):
-    """The arguments of a word-window trainer's ``hot_rows``: ``(ids, every, scale, limit, inputs)``.
+    """The keyword arguments of a word-window trainer's ``hot_rows``.
 
     The output rows (and with :data:`WORD_HOT_INPUTS` the input rows) of the most frequent of the words of
     ``counts`` (``setting`` of them; None: as many as :data:`WORD_HOT_ROW_BYTES` holds a thread at ``dim``
     floats a row for skip-gram, none for CBOW, whose analogy accuracy the copies lowered; none with one
-    worker), each thread's change summed into the tables after ``HOT_PENDING_STEPS // workers`` steps on a row
-    and every :data:`WORD_FLUSH_EVERY` centre words.
+    worker), each thread's change summed into the tables after ``HOT_PENDING_STEPS // workers`` steps on an
+    output row (``HOT_PENDING_INPUT_STEPS // workers`` on an input row) and every :data:`WORD_FLUSH_EVERY`
+    centre words.  With :data:`WORD_HOT_BANKS` sets of copies a thread, the bounds count each set as a thread.
     """
     ids = None
     if setting is None and not skip_gram:
         setting = 0
-    if workers > 1 and setting != 0 and len(counts):
+    holders = max(1, workers) * WORD_HOT_BANKS
+    if holders > 1 and setting != 0 and len(counts):
         wanted = WORD_HOT_ROW_BYTES // (2 * dim * 4) if setting is None else setting
         ids = most_frequent(counts, min(int(wanted), len(counts)))
-    return ids, WORD_FLUSH_EVERY, 1.0, max(1, HOT_PENDING_STEPS // max(1, workers)), WORD_HOT_INPUTS
+    return dict(ids=ids, every=WORD_FLUSH_EVERY, limit=max(1, HOT_PENDING_STEPS // holders),
+                inputs=WORD_HOT_INPUTS, limit_in=max(1, HOT_PENDING_INPUT_STEPS // holders),
+                banks=WORD_HOT_BANKS)

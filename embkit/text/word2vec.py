@@ -381,8 +381,8 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         trainer = WindowTrainer(self.W_in, self.W_out, self.vocab.keep_probabilities(self.sample), loss, sampler,
                                 self.window, self.sg, self.cbow_mean, self.negative, self.shared_negatives,
                                 alpha, min_alpha, total, self.seed, lockf=lockf, shrink_windows=self.shrink_windows)
-        trainer.hot_rows(*word_hot_rows(self.hot_rows, self.vocab.counts, self.vector_size, self.workers,
-                                         self.sg))
+        trainer.hot_rows(**word_hot_rows(self.hot_rows, self.vocab.counts, self.vector_size, self.workers,
+                                          self.sg))
         return trainer
 
     def _cluster_classes(self):

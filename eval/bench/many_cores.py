@@ -1,0 +1,124 @@
+"""Benchmark: the many-core measurements of BENCHMARKS.md and CLUSTER.md in one run, the most important first.
+
+On a machine with many cores and a few minutes to spare, this runs in turn (each a benchmark of ``eval/bench``
+in its own process, its JSON lines or JSON written into ``--out`` as it ends, so a run cut short still
+answers the first questions):
+
+1. ``scaling``: embkit's training at 1 to the machine's cores (threads 1, 4, 8, ... and the cores), quality
+   over 3 seeds at 1 thread and at the cores, and the hot rows' variants at the cores: the shared tables
+   (``hot_rows=0``, also at 4 threads), the input rows copied too (``inputs``), the same under the bound of the
+   output rows (``inputs128``), and 16 steps a copy of the output rows at 16 threads (``pend256``);
+2. ``scaling`` for gensim at the same thread counts (quality at the cores);
+3. ``contention``: one-thread processes against one process of as many threads, with and without copies;
+4. ``cluster``: two Dask workers of half the cores each against one process of half the cores, on gcide
+   repeated 11 times (skipped without ``distributed``);
+5. ``scan_threads``: the vocabulary's scan at 1 to the cores;
+6. ``scaling`` for fastText at the cores (skipped without ``fasttext``);
+7. ``drivers``: every kernel driver at 1 thread and at the cores.
+
+``--small LINES`` trains on the first LINES lines of the corpus with one seed (a dry run on a small machine).
+Nothing is asserted: timings depend on the machine.
+
+Usage::
+
+    python -m eval.bench.many_cores --corpus gcide.txt --out results-16cores [--steps 1 2 3] [--small 60000]
+"""
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+
+from eval.bench.word2vec import OPENERS, default_corpus
+
+HOT = "@embkit.core.hot_rows."
+
+
+def thread_counts(cores):
+    """1, 4, 8, 16, ... below ``cores``, and ``cores``."""
+    counts, t = [1], 4
+    while t < cores:
+        counts.append(t)
+        t *= 2
+    return sorted(set(counts + [cores]))
+
+
+def steps(corpus, out, cores, seeds):
+    """``(number, name, argv, needs)`` of every step: ``needs`` a module the step cannot run without."""
+    threads = [str(t) for t in thread_counts(cores)]
+    top = str(cores)
+    scaling = ["-m", "eval.bench.scaling", "--corpus", corpus]
+    jsonl = ["--jsonl", os.path.join(out, "scaling.jsonl")]
+    half = max(1, cores // 2)
+    return [
+        (1, "embkit", scaling + ["--threads"] + threads + ["--trainers", "embkit", "--quality-seeds", str(seeds),
+                                                           "--quality-threads", "1", top,
+                                                           "--variant", "none:hot_rows=0,threads=4+" + top,
+                                                           "--variant", "inputs:%sWORD_HOT_INPUTS=True,threads=%s"
+                                                           % (HOT, top),
+                                                           "--variant", "inputs128:%sWORD_HOT_INPUTS=True,"
+                                                           "%sHOT_PENDING_INPUT_STEPS=128,threads=%s" % (HOT, HOT, top),
+                                                           "--variant", "pend256:%sHOT_PENDING_STEPS=256,threads=%s"
+                                                           % (HOT, top)] + jsonl, None),
+        (2, "gensim", scaling + ["--threads"] + threads + ["--trainers", "gensim", "--quality-threads", top] + jsonl,
+         "gensim"),
+        (3, "contention", ["-m", "eval.bench.contention", "--corpus", corpus, "--counts", "1", top,
+                           "--variant", "none:hot_rows=0", "--jsonl", os.path.join(out, "contention.jsonl")], None),
+        (4, "cluster", ["-m", "eval.bench.cluster", "--corpus", corpus, "--grid", "2x%d" % half,
+                        "--repeat-corpus", "11" if seeds > 1 else "1", "--epochs", "1", "--seeds", "1",
+                        "--no-quality", "--json", os.path.join(out, "cluster.json")], "distributed"),
+        (5, "scan", ["-m", "eval.bench.scan_threads", "--corpus", corpus, "--workers"] + threads +
+         ["--repeats", "3", "--json", os.path.join(out, "scan-threads.json")], None),
+        (6, "fasttext", scaling + ["--threads", top, "--trainers", "fasttext", "--quality-threads"] + jsonl, "fasttext"),
+        (7, "drivers", ["-m", "eval.bench.drivers", "--corpus", corpus, "--threads", "1", top, "--repeats", "1",
+                        "--json", os.path.join(out, "drivers.json")], None),
+    ]
+
+
+def slice_of(corpus, lines, out):
+    """The first ``lines`` lines of ``corpus`` as a plain file in ``out``; its path."""
+    path = os.path.join(out, "corpus-%d.txt" % lines)
+    opener = OPENERS.get(os.path.splitext(corpus)[1].lower(), open)
+    with opener(corpus, "rt", encoding="utf-8") as src, open(path, "w", encoding="utf-8") as dst:
+        for i, line in enumerate(src):
+            if i >= lines:
+                break
+            dst.write(line)
+    return path
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--corpus", default=default_corpus(), help="training text (plain, .gz, .bz2 or .xz)")
+    p.add_argument("--out", required=True, help="folder for every step's results and the log")
+    p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="the top thread count")
+    p.add_argument("--steps", type=int, nargs="+", default=None, help="run these steps only (1-7)")
+    p.add_argument("--small", type=int, default=None, metavar="LINES", help="a dry run on the corpus's first LINES")
+    args = p.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    corpus, seeds = args.corpus, 3
+    if args.small:
+        corpus, seeds = slice_of(args.corpus, args.small, args.out), 1
+    start = time.perf_counter()
+    failed = 0
+    with open(os.path.join(args.out, "log.txt"), "a", encoding="utf-8") as log:
+        for number, name, argv_step, needs in steps(corpus, args.out, args.cores, seeds):
+            if args.steps and number not in args.steps:
+                continue
+            if needs and importlib.util.find_spec(needs) is None:
+                print("== step %d (%s) skipped: %s is not installed" % (number, name, needs), file=log, flush=True)
+                continue
+            log.write("== step %d (%s): python %s\n" % (number, name, " ".join(argv_step)))
+            log.flush()
+            code = subprocess.call([sys.executable] + argv_step, stdout=log, stderr=subprocess.STDOUT)
+            failed += code != 0
+            print("== step %d (%s) ended (exit status %d) at %.0f s" % (number, name, code,
+                                                                        time.perf_counter() - start),
+                  file=log, flush=True)
+            print("step %d (%s): exit status %d, %.0f s" % (number, name, code, time.perf_counter() - start))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

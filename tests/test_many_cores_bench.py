@@ -1,0 +1,35 @@
+"""The many-core run (``eval.bench.many_cores``): its thread counts, the commands it gives the scaling benchmark,
+and one step end to end on a small corpus."""
+import json
+
+from eval.bench import many_cores, scaling
+
+
+def test_thread_counts_go_by_doubling_up_to_the_cores():
+    assert many_cores.thread_counts(16) == [1, 4, 8, 16]
+    assert many_cores.thread_counts(12) == [1, 4, 8, 12]
+    assert many_cores.thread_counts(2) == [1, 2] and many_cores.thread_counts(1) == [1]
+
+
+def test_the_scaling_steps_are_commands_the_scaling_benchmark_takes(tmp_path):
+    for number, name, argv, needs in many_cores.steps("words.txt", str(tmp_path), 16, 3):
+        if argv[1] != "eval.bench.scaling":
+            continue
+        args = scaling.build_parser().parse_args(argv[2:])
+        assert args.corpus == "words.txt" and args.jsonl.startswith(str(tmp_path))
+        if name == "embkit":
+            assert args.threads == [1, 4, 8, 16] and args.quality_threads == [1, 16]
+            assert {v[0] for v in args.variant} == {"none", "inputs", "inputs128", "pend256"}
+            assert [v[4] for v in args.variant if v[0] == "none"] == [[4, 16]]
+
+
+def test_a_step_runs_on_the_first_lines_of_the_corpus_into_the_folder(tmp_path):
+    corpus = tmp_path / "words.txt"
+    corpus.write_text("".join("w%d w%d the a\n" % (i % 50, i % 7) for i in range(3000)), encoding="utf-8")
+    out = tmp_path / "out"
+    assert many_cores.main(["--corpus", str(corpus), "--out", str(out), "--cores", "2", "--steps", "5",
+                            "--small", "1000"]) == 0
+    assert (out / "corpus-1000.txt").read_text(encoding="utf-8").count("\n") == 1000
+    saved = json.load(open(out / "scan-threads.json"))
+    assert {r["workers"] for r in saved["runs"]} == {1, 2}
+    assert "step 5 (scan) ended (exit status 0)" in (out / "log.txt").read_text(encoding="utf-8")
