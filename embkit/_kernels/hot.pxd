@@ -26,9 +26,9 @@ cdef struct HotSpec:
     float scale             # share of a thread's change a write-back adds
     bint unit               # a written-back row is projected back onto the unit sphere (classes of unit norm)
     bint inputs             # a driver whose input rows are the classes' keeps copies of those too
-    int banks               # sets of copies a thread deals its examples to in turn, as that many threads
-                            # stepping in lockstep would hold them (1: one set; more: a study of many threads'
-                            # copies on few cores)
+    int banks               # sets of copies a thread deals its sentences to in turn, holding its copies back
+                            # as that many threads would (1: one set; more: a study of many threads' copies on
+                            # few cores; the word-window driver)
 
 
 cdef struct HotRows:

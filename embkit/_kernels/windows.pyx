@@ -59,7 +59,7 @@ cdef struct Banks:
     # slice's own (``SliceSteps.hot`` and ``hot_in``), the others' output and input copies are ``extra``
     int n
     HotRows *extra          # 2 * (n - 1)
-    long long since         # examples since every set was last written back
+    long long since         # examples since the other sets were last written back
 
 
 cdef inline int banks_open(Banks *b, SliceSteps *st, const HotSpec *spec, const Config *c) noexcept nogil:
@@ -89,16 +89,17 @@ cdef inline HotRows *bank_in(Banks *b, SliceSteps *st, int k) noexcept nogil:
     return &st.hot_in if k == 0 else &b.extra[2 * (k - 1) + 1]
 
 
-cdef inline void banks_tick(Banks *b, SliceSteps *st) noexcept nogil:
-    """Count one example; write every set back every ``hot.every`` examples."""
+cdef inline void banks_sentence(Banks *b, SliceSteps *st, Py_ssize_t n) noexcept nogil:
+    """At the start of a sentence of ``n`` examples: write the other sets back once ``hot.every`` examples
+    have passed since they last were (the slice's own set goes back on its own, :func:`hot_tick`)."""
     cdef int k
-    b.since += 1
     if b.since >= st.hot.every:
-        for k in range(b.n):
+        for k in range(1, b.n):
             hot_flush(bank_out(b, st, k))
             if bank_in(b, st, k).n:
                 hot_flush(bank_in(b, st, k))
         b.since = 0
+    b.since += n
 
 
 cdef inline void banks_close(Banks *b) noexcept nogil:
@@ -158,18 +159,17 @@ cdef int train_sentences(const Config *c, Loss loss, Sampler sampler, const HotS
         n = subsample(c, start, end, buf, &rng)
         words += end - start
         kept += n
-        bank = dealt % banks.n      # a sentence a set of copies, in turn
-        dealt += 1
+        if banks.n > 1:             # a sentence a set of copies, in turn
+            banks_sentence(&banks, &st, n)
+            bank = dealt % banks.n
+            dealt += 1
+            a.hot = st.ng.hot = bank_out(&banks, &st, bank)
+            hin = bank_in(&banks, &st, bank)
         for i in range(n):
             if (i & 1023) == 1023:
                 a.lr = learning_rate(c, start + (i * (end - start)) // n)
             a.target = buf[i]
-            if banks.n > 1:
-                banks_tick(&banks, &st)
-                a.hot = st.ng.hot = bank_out(&banks, &st, bank)
-                hin = bank_in(&banks, &st, bank)
-            else:
-                hot_tick(&st)    # before the rows are taken: a flush writes the copies back and lets them go
+            hot_tick(&st)        # before the rows are taken: a flush writes the copies back and lets them go
             b = rng_below(&rng, c.window) if c.shrink else 0
             lo = i - c.window + b
             if lo < 0:
