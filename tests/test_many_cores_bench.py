@@ -12,13 +12,13 @@ def test_thread_counts_go_by_doubling_up_to_the_cores():
 
 
 def test_the_scaling_steps_are_commands_the_scaling_benchmark_takes(tmp_path):
-    for number, name, argv, needs in many_cores.steps("words.txt", str(tmp_path), 16, 3):
+    for number, name, argv, needs in many_cores.steps("words.txt", str(tmp_path), 16):
         if argv[1] != "eval.bench.scaling":
             continue
         args = scaling.build_parser().parse_args(argv[2:])
         assert args.corpus == "words.txt" and args.jsonl.startswith(str(tmp_path))
         if name == "embkit":
-            assert args.threads == [1, 4, 8, 16] and args.quality_threads == [1, 16]
+            assert args.threads == [1, 4, 8, 16] and args.quality_threads == [1, 16] and args.quality_seeds == 3
             assert {v[0] for v in args.variant} == {"none", "inputs", "inputs128", "pend256"}
             assert [v[4] for v in args.variant if v[0] == "none"] == [[4, 16]]
 

@@ -44,8 +44,10 @@ def thread_counts(cores):
     return sorted(set(counts + [cores]))
 
 
-def steps(corpus, out, cores, seeds):
-    """``(number, name, argv, needs)`` of every step: ``needs`` a module the step cannot run without."""
+def steps(corpus, out, cores, small=False):
+    """``(number, name, argv, needs)`` of every step: ``needs`` a module the step cannot run without; ``small``:
+    one seed, and the cluster's corpus not repeated."""
+    seeds = 1 if small else 3
     threads = [str(t) for t in thread_counts(cores)]
     top = str(cores)
     scaling = ["-m", "eval.bench.scaling", "--corpus", corpus]
@@ -66,7 +68,7 @@ def steps(corpus, out, cores, seeds):
         (3, "contention", ["-m", "eval.bench.contention", "--corpus", corpus, "--counts", "1", top,
                            "--variant", "none:hot_rows=0", "--jsonl", os.path.join(out, "contention.jsonl")], None),
         (4, "cluster", ["-m", "eval.bench.cluster", "--corpus", corpus, "--grid", "2x%d" % half,
-                        "--repeat-corpus", "11" if seeds > 1 else "1", "--epochs", "1", "--seeds", "1",
+                        "--repeat-corpus", "1" if small else "11", "--epochs", "1", "--seeds", "1",
                         "--no-quality", "--json", os.path.join(out, "cluster.json")], "distributed"),
         (5, "scan", ["-m", "eval.bench.scan_threads", "--corpus", corpus, "--workers"] + threads +
          ["--repeats", "3", "--json", os.path.join(out, "scan-threads.json")], None),
@@ -97,13 +99,11 @@ def main(argv=None):
     p.add_argument("--small", type=int, default=None, metavar="LINES", help="a dry run on the corpus's first LINES")
     args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
-    corpus, seeds = args.corpus, 3
-    if args.small:
-        corpus, seeds = slice_of(args.corpus, args.small, args.out), 1
+    corpus = slice_of(args.corpus, args.small, args.out) if args.small else args.corpus
     start = time.perf_counter()
     failed = 0
     with open(os.path.join(args.out, "log.txt"), "a", encoding="utf-8") as log:
-        for number, name, argv_step, needs in steps(corpus, args.out, args.cores, seeds):
+        for number, name, argv_step, needs in steps(corpus, args.out, args.cores, bool(args.small)):
             if args.steps and number not in args.steps:
                 continue
             if needs and importlib.util.find_spec(needs) is None:
