@@ -251,6 +251,17 @@ def test_a_part_that_fails_stops_the_scan_with_its_error_and_leaves_no_thread(tm
     assert threading.active_count() == before
 
 
+def test_a_scan_takes_at_most_its_threads_of_the_workers(tmp_path, monkeypatch):
+    path = tmp_path / "words.txt"
+    path.write_text("".join("w%d the a\n" % (i % 50) for i in range(2000)), encoding="utf-8")
+    seen = []
+    real = scan_module._scan_file
+    monkeypatch.setattr(scan_module, "_scan_file", lambda *args: seen.append(args[3]) or real(*args))
+    vocabs = [scan_corpus(TextCorpus(path), min_count=1, workers=w)[0] for w in (1, 16)]
+    assert seen == [1, scan_module.SCAN_MAX_WORKERS]
+    assert vocabs[0].index_to_key == vocabs[1].index_to_key
+
+
 @pytest.mark.parametrize("workers", [2, 3, 4])
 def test_the_parted_scan_gives_the_vocabulary_and_chunks_of_one_thread(tmp_path, workers, monkeypatch):
     monkeypatch.setattr(scan_module, "PARTED_WORKERS", 2)

@@ -23,6 +23,11 @@ from embkit.text.vocab import EmptyVocabularyError, EncodedChunk, Vocab, check_t
 SCAN_BLOCK_CHARS = 1 << 17
 
 
+#: most threads a scan uses, whatever the workers: past them the calling thread's work in corpus order
+#: (adding each block's words to the table, cutting the chunks) is the bound, and more threads only add
+#: hand-offs (gcide on 16 cores: 0.154 s on 2 workers, 0.160 on 4, 0.176 on 8, 0.237 on 16; BENCHMARKS.md)
+SCAN_MAX_WORKERS = 4
+
 #: workers from which the words are counted on the threads that split the blocks (:class:`PartedTable`, a
 #: part a worker), not in the caller's thread: the caller's share, the one part in a single thread, falls by
 #: a third, but the parts add work in all, and on two cores two workers were faster without them
@@ -43,7 +48,8 @@ def scan_corpus(corpus, min_count=5, max_final_vocab=None, trim_rule=None, chunk
     chunk_tokens : int
         Tokens per encoded chunk.
     workers : int
-        Threads that split a file corpus into words and rewrite the chunks.
+        Threads that split a file corpus into words and rewrite the chunks (at most
+        :data:`SCAN_MAX_WORKERS`).
 
     Returns
     -------
@@ -51,6 +57,7 @@ def scan_corpus(corpus, min_count=5, max_final_vocab=None, trim_rule=None, chunk
     cache : ChunkCache
         The corpus in final word ids, complete.
     """
+    workers = max(1, min(workers, SCAN_MAX_WORKERS))
     provisional = ChunkCache()
     try:
         scan = _scan_file if splits_in_blocks(corpus) else _scan_sentences

@@ -12,7 +12,7 @@ answers the first questions):
 3. ``contention``: one-thread processes against one process of as many threads, with and without copies;
 4. ``cluster``: two Dask workers of half the cores each against one process of half the cores, on gcide
    repeated 11 times (skipped without ``distributed``);
-5. ``scan_threads``: the vocabulary's scan at 1 to the cores;
+5. ``scan_threads``: the vocabulary's scan at 1 to the cores, and without its cap on threads (``uncapped``);
 6. ``scaling`` for fastText at the cores (skipped without ``fasttext``);
 7. ``drivers``: every kernel driver at 1 thread and at the cores.
 
@@ -71,7 +71,8 @@ def steps(corpus, out, cores, small=False):
                         "--repeat-corpus", "1" if small else "11", "--epochs", "1", "--seeds", "1",
                         "--no-quality", "--json", os.path.join(out, "cluster.json")], "distributed"),
         (5, "scan", ["-m", "eval.bench.scan_threads", "--corpus", corpus, "--workers"] + threads +
-         ["--repeats", "3", "--json", os.path.join(out, "scan-threads.json")], None),
+         ["--repeats", "3", "--variant", "uncapped:@embkit.text.scan.SCAN_MAX_WORKERS=1000000",
+          "--json", os.path.join(out, "scan-threads.json")], None),
         (6, "fasttext", scaling + ["--threads", top, "--trainers", "fasttext", "--quality-threads"] + jsonl, "fasttext"),
         (7, "drivers", ["-m", "eval.bench.drivers", "--corpus", corpus, "--threads", "1", top, "--repeats", "1",
                         "--json", os.path.join(out, "drivers.json")], None),
