@@ -70,6 +70,11 @@ cdef ChunkJob chunk_job(Py_ssize_t config_bytes, int n_slices, object keep):
     return job
 
 
+#: most sets of hot-row copies a thread may hold (:meth:`Driver.hot_rows`, ``banks``): a study of up to this
+#: many threads on one
+MAX_BANKS = 1024
+
+
 def slice_count(int threads):
     """Slices a chunk trained by ``threads`` threads is cut into: one for one thread (in order, reproducible),
     ``SLICES_PER_THREAD`` per thread otherwise, so a thread that is done early takes another slice."""
@@ -134,9 +139,9 @@ cdef class Driver:
         (BENCHMARKS.md measures what that cost)."""
         if limit_in is None:
             limit_in = limit
-        if every < 1 or not 0 < scale <= 1 or limit < 0 or limit_in < 0 or banks < 1:
-            raise ValueError("every must be >= 1, scale in (0, 1], limit and limit_in >= 0 and banks >= 1, got "
-                             "%d, %r, %d, %d and %d" % (every, scale, limit, limit_in, banks))
+        if every < 1 or not 0 < scale <= 1 or limit < 0 or limit_in < 0 or not 1 <= banks <= MAX_BANKS:
+            raise ValueError("every must be >= 1, scale in (0, 1], limit and limit_in >= 0 and banks in [1, %d], "
+                             "got %d, %r, %d, %d and %d" % (MAX_BANKS, every, scale, limit, limit_in, banks))
         self.hot.unit = False
         if self.sampler is not None and not self.sampler.query_free and not self.sampler.refreshes:
             ids = None
