@@ -19,7 +19,7 @@ def test_the_scaling_steps_are_commands_the_scaling_benchmark_takes(tmp_path):
         assert args.corpus == "words.txt" and args.jsonl.startswith(str(tmp_path))
         if name == "embkit":
             assert args.threads == [1, 4, 8, 16] and args.quality_threads == [1, 16] and args.quality_seeds == 3
-            assert {v[0] for v in args.variant} == {"none", "inputs", "inputs128", "pend256"}
+            assert {v[0] for v in args.variant} == {"none", "inputs", "inputs128", "inputs-half", "pend256"}
             assert [v[4] for v in args.variant if v[0] == "none"] == [[4, 16]]
 
 

@@ -254,6 +254,20 @@ def test_hot_rows_write_back_a_share_of_a_threads_change(inputs, banks):
         assert moved[1e-6][0] > 0.5 * moved[None][0]
 
 
+def test_the_input_rows_copies_write_back_their_own_share():
+    moved = {}
+    for scale_in in (None, 1e-6):
+        tables = []
+        trainer = _trainer(tables=tables)
+        if scale_in is not None:
+            trainer.hot_rows(np.arange(10, dtype=np.int32), every=10 ** 6, inputs=True, scale_in=scale_in)
+        start = [t.copy() for t in tables]
+        trainer.train_chunk(*_chunk(2000, 0), 0.0, 0, 1)
+        moved[scale_in] = [np.abs(t - s)[:10].sum() for s, t in zip(start, tables)]
+    assert moved[1e-6][0] < 0.2 * moved[None][0]                    # the input rows barely move
+    np.testing.assert_allclose(moved[1e-6][1], moved[None][1], rtol=0.2)   # the output rows as without copies
+
+
 def test_hot_rows_are_checked_and_a_tree_loss_ignores_them():
     trainer = _trainer()
     for ids in ([3, 3], [-1], [50]):
@@ -268,6 +282,8 @@ def test_hot_rows_are_checked_and_a_tree_loss_ignores_them():
     for banks in (0, 10 ** 6):
         with pytest.raises(ValueError, match="banks in"):
             trainer.hot_rows([1], banks=banks)
+    with pytest.raises(ValueError, match="scale and scale_in in"):
+        trainer.hot_rows([1], scale_in=0.0)
     model = _model(workers=2, epochs=1, hs=1, negative=0, hot_rows=16)
     model.build_vocab(_sentences())
     model.train()

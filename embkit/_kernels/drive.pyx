@@ -124,12 +124,13 @@ cdef class Driver:
         return self.sampler is None or not self.sampler.refreshes
 
     def hot_rows(self, ids=None, int every=1024, float scale=1.0, int limit=0, bint inputs=False, limit_in=None,
-                 int banks=1):
+                 int banks=1, scale_in=None):
         """Give every thread its own copies of the output rows of the classes ``ids`` (the ones most steps
         touch, so threads do not all write the same rows; :mod:`embkit._kernels.hot`), and with ``inputs`` of
         their input rows where the driver's input rows are the classes' (word windows): a thread copies a row
         in at its first step on it and adds ``scale`` times its change to the table after ``limit`` steps on
-        the copy (``limit_in`` on an input row's, None: ``limit``; 0: no such limit), every ``every`` examples
+        the copy (``limit_in`` and ``scale_in`` on an input row's, None: as the output rows'; 0: no such
+        limit), every ``every`` examples
         and at the end of each slice.  ``banks`` (word windows): sets of copies a thread deals its sentences
         to in turn, so that one thread holds its copies back as that many threads would (a study of many
         threads' copies on few cores).  None or empty ``ids``: every step writes the table.  Losses whose
@@ -139,9 +140,13 @@ cdef class Driver:
         (BENCHMARKS.md measures what that cost)."""
         if limit_in is None:
             limit_in = limit
-        if every < 1 or not 0 < scale <= 1 or limit < 0 or limit_in < 0 or not 1 <= banks <= MAX_BANKS:
-            raise ValueError("every must be >= 1, scale in (0, 1], limit and limit_in >= 0 and banks in [1, %d], "
-                             "got %d, %r, %d, %d and %d" % (MAX_BANKS, every, scale, limit, limit_in, banks))
+        if scale_in is None:
+            scale_in = scale
+        if every < 1 or not 0 < scale <= 1 or not 0 < scale_in <= 1 or limit < 0 or limit_in < 0 or \
+                not 1 <= banks <= MAX_BANKS:
+            raise ValueError("every must be >= 1, scale and scale_in in (0, 1], limit and limit_in >= 0 and banks "
+                             "in [1, %d], got %d, %r, %r, %d, %d and %d"
+                             % (MAX_BANKS, every, scale, scale_in, limit, limit_in, banks))
         self.hot.unit = False
         if self.sampler is not None and not self.sampler.query_free and not self.sampler.refreshes:
             ids = None
@@ -168,6 +173,7 @@ cdef class Driver:
         self.hot.inputs = inputs
         self.hot.banks = banks
         self.hot.scale = scale
+        self.hot.scale_in = scale_in
 
     @property
     def hot_row_count(self):

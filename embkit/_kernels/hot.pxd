@@ -24,6 +24,7 @@ cdef struct HotSpec:
     int limit               # steps on one copy before its change goes back to the table (0: at the flushes)
     int limit_in            # the same for the copies of input rows
     float scale             # share of a thread's change a write-back adds
+    float scale_in          # the same for the copies of input rows
     bint unit               # a written-back row is projected back onto the unit sphere (classes of unit norm)
     bint inputs             # a driver whose input rows are the classes' keeps copies of those too
     int banks               # sets of copies a thread deals its sentences to in turn, holding its copies back
@@ -126,7 +127,7 @@ cdef inline void hot_flush(HotRows *h) noexcept nogil:
 
 cdef inline int hot_open(HotRows *h, const HotSpec *spec, float *table, int dim, bint inputs) noexcept nogil:
     """Allocate a thread's copies of the hot rows of ``spec`` in ``table`` (the input table's with ``inputs``,
-    whose copies go back after ``spec.limit_in`` steps); -1 when out of memory (then :func:`hot_close` frees
+    whose copies go back after ``spec.limit_in`` steps, ``spec.scale_in`` of their change); -1 when out of memory (then :func:`hot_close` frees
     what was allocated).  ``h`` starts zeroed."""
     h.rows = <float *> malloc(<size_t>spec.n * dim * sizeof(float))
     h.base = <float *> malloc(<size_t>spec.n * dim * sizeof(float))
@@ -135,7 +136,9 @@ cdef inline int hot_open(HotRows *h, const HotSpec *spec, float *table, int dim,
     if h.rows == NULL or h.base == NULL or h.steps == NULL or h.touched == NULL:
         return -1
     h.n, h.ids, h.slot, h.prefix, h.table, h.dim = spec.n, spec.ids, spec.slot, spec.prefix, table, dim
-    h.every, h.limit, h.scale, h.unit = spec.every, spec.limit_in if inputs else spec.limit, spec.scale, spec.unit
+    h.every, h.unit = spec.every, spec.unit
+    h.limit = spec.limit_in if inputs else spec.limit
+    h.scale = spec.scale_in if inputs else spec.scale
     h.n_touched = h.since = 0
     return 0
 

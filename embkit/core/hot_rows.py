@@ -19,7 +19,8 @@ import numpy as np
 from embkit.core.registry import most_frequent
 
 __all__ = ["HOT_MERGE_EVERY", "HOT_ROW_BYTES", "WORD_HOT_ROW_BYTES", "WORD_FLUSH_EVERY", "HOT_PENDING_STEPS",
-           "WORD_HOT_INPUTS", "HOT_PENDING_INPUT_STEPS", "WORD_HOT_BANKS", "class_hot_rows", "word_hot_rows"]
+           "WORD_HOT_INPUTS", "HOT_PENDING_INPUT_STEPS", "WORD_HOT_BANKS", "HOT_INPUT_SCALE", "class_hot_rows",
+           "word_hot_rows"]
 
 #: examples (rows, pairs) a thread trains between adding the mean of its changes of its hot label rows
 HOT_MERGE_EVERY = 1024
@@ -50,6 +51,10 @@ HOT_PENDING_INPUT_STEPS = 64
 #: set written back after its own steps: one thread then holds its copies back as this many threads would, so
 #: that the quality of many threads' copies can be studied on few cores (1: one set, for training)
 WORD_HOT_BANKS = 1
+#: share of a thread's change of an input row's copy that its write-back adds.  Sixteen threads' summed
+#: changes of the frequent words' input rows overshoot; half of them, at the output rows' bound, kept most of
+#: the quality as 16 threads on one core (BENCHMARKS.md, "Hot rows"), and trains as the input rows' copies do
+HOT_INPUT_SCALE = 1.0
 
 
 def class_hot_rows(setting, counts, W_out, workers):
@@ -75,8 +80,8 @@ def word_hot_rows(setting, counts, dim, workers, skip_gram=True):
     ``counts`` (``setting`` of them; None: as many as :data:`WORD_HOT_ROW_BYTES` holds a thread at ``dim``
     floats a row for skip-gram, none for CBOW, whose analogy accuracy the copies lowered; none with one
     worker holding one set), each thread's change summed into the tables after ``HOT_PENDING_STEPS // workers`` steps on an
-    output row (``HOT_PENDING_INPUT_STEPS // workers`` on an input row) and every :data:`WORD_FLUSH_EVERY`
-    centre words.  With :data:`WORD_HOT_BANKS` sets of copies a thread, the bounds count each set as a thread.
+    output row (``HOT_PENDING_INPUT_STEPS // workers`` on an input row, :data:`HOT_INPUT_SCALE` of its change)
+    and every :data:`WORD_FLUSH_EVERY` centre words.  With :data:`WORD_HOT_BANKS` sets of copies a thread, the bounds count each set as a thread.
     """
     ids = None
     if setting is None and not skip_gram:
@@ -87,4 +92,4 @@ def word_hot_rows(setting, counts, dim, workers, skip_gram=True):
         ids = most_frequent(counts, min(int(wanted), len(counts)))
     return dict(ids=ids, every=WORD_FLUSH_EVERY, limit=max(1, HOT_PENDING_STEPS // holders),
                 inputs=WORD_HOT_INPUTS, limit_in=max(1, HOT_PENDING_INPUT_STEPS // holders),
-                banks=WORD_HOT_BANKS)
+                banks=WORD_HOT_BANKS, scale_in=HOT_INPUT_SCALE)

@@ -7,7 +7,8 @@ answers the first questions):
 1. ``scaling``: embkit's training at 1 to the machine's cores (threads 1, 4, 8, ... and the cores), quality
    over 3 seeds at 1 thread and at the cores, and the hot rows' variants at the cores: the shared tables
    (``hot_rows=0``, also at 4 threads), the input rows copied too (``inputs``), the same under the bound of the
-   output rows (``inputs128``), and 16 steps a copy of the output rows at 16 threads (``pend256``);
+   output rows (``inputs128``) and with half their change written back (``inputs-half``), and 16 steps a copy
+   of the output rows at 16 threads (``pend256``);
 2. ``scaling`` for gensim at the same thread counts (quality at the cores);
 3. ``contention``: one-thread processes against one process of as many threads, with and without copies;
 4. ``cluster``: two Dask workers of half the cores each against one process of half the cores, on gcide
@@ -61,6 +62,9 @@ def steps(corpus, out, cores, small=False):
                                                            % (HOT, top),
                                                            "--variant", "inputs128:%sWORD_HOT_INPUTS=True,"
                                                            "%sHOT_PENDING_INPUT_STEPS=128,threads=%s" % (HOT, HOT, top),
+                                                           "--variant", "inputs-half:%sWORD_HOT_INPUTS=True,"
+                                                           "%sHOT_PENDING_INPUT_STEPS=128,%sHOT_INPUT_SCALE=0.5,"
+                                                           "threads=%s" % (HOT, HOT, HOT, top),
                                                            "--variant", "pend256:%sHOT_PENDING_STEPS=256,threads=%s"
                                                            % (HOT, top)] + jsonl, None),
         (2, "gensim", scaling + ["--threads"] + threads + ["--trainers", "gensim", "--quality-threads", top] + jsonl,
