@@ -53,7 +53,8 @@ HOT_PENDING_INPUT_STEPS = 64
 WORD_HOT_BANKS = 1
 #: share of a thread's change of an input row's copy that its write-back adds.  Sixteen threads' summed
 #: changes of the frequent words' input rows overshoot; half of them, at the output rows' bound, kept most of
-#: the quality as 16 threads on one core (BENCHMARKS.md, "Hot rows"), and trains as the input rows' copies do
+#: the quality as 16 threads on one core, but cost half a point to a point of analogy at 2 to 16 threads
+#: (BENCHMARKS.md, "Hot rows")
 HOT_INPUT_SCALE = 1.0
 
 
