@@ -124,7 +124,7 @@ cdef class Driver:
         return self.sampler is None or not self.sampler.refreshes
 
     def hot_rows(self, ids=None, int every=1024, float scale=1.0, int limit=0, bint inputs=False, limit_in=None,
-                 int banks=1, scale_in=None):
+                 scale_in=None, int banks=1):
         """Give every thread its own copies of the output rows of the classes ``ids`` (the ones most steps
         touch, so threads do not all write the same rows; :mod:`embkit._kernels.hot`), and with ``inputs`` of
         their input rows where the driver's input rows are the classes' (word windows): a thread copies a row
