@@ -12,7 +12,8 @@ answers the first questions):
 2. ``scaling`` for gensim at the same thread counts (quality at the cores);
 3. ``contention``: one-thread processes against one process of as many threads, with and without copies;
 4. ``cluster``: two Dask workers of half the cores each against one process of half the cores, on gcide
-   repeated 11 times (skipped without ``distributed``);
+   repeated 11 times, with the exchange on and off the critical path (staleness 0 and 1; skipped without
+   ``distributed``);
 5. ``scan_threads``: the vocabulary's scan at 1 to the cores, and without its cap on threads (``uncapped``);
 6. ``scaling`` for fastText at the cores (skipped without ``fasttext``);
 7. ``drivers``: every kernel driver at 1 thread and at the cores.
@@ -73,7 +74,8 @@ def steps(corpus, out, cores, small=False):
                            "--variant", "none:hot_rows=0", "--jsonl", os.path.join(out, "contention.jsonl")], None),
         (4, "cluster", ["-m", "eval.bench.cluster", "--corpus", corpus, "--grid", "2x%d" % half,
                         "--repeat-corpus", "1" if small else "11", "--epochs", "1", "--seeds", "1",
-                        "--no-quality", "--json", os.path.join(out, "cluster.json")], "distributed"),
+                        "--no-quality", "--staleness", "0", "1", "--json", os.path.join(out, "cluster.json")],
+         "distributed"),
         (5, "scan", ["-m", "eval.bench.scan_threads", "--corpus", corpus, "--workers"] + threads +
          ["--repeats", "3", "--variant", "uncapped:@embkit.text.scan.SCAN_MAX_WORKERS=1000000",
           "--json", os.path.join(out, "scan-threads.json")], None),
