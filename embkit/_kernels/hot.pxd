@@ -127,8 +127,8 @@ cdef inline void hot_flush(HotRows *h) noexcept nogil:
 
 cdef inline int hot_open(HotRows *h, const HotSpec *spec, float *table, int dim, bint inputs) noexcept nogil:
     """Allocate a thread's copies of the hot rows of ``spec`` in ``table`` (the input table's with ``inputs``,
-    whose copies go back after ``spec.limit_in`` steps, ``spec.scale_in`` of their change); -1 when out of memory (then :func:`hot_close` frees
-    what was allocated).  ``h`` starts zeroed."""
+    whose copies go back after ``spec.limit_in`` steps, ``spec.scale_in`` of their change); -1 when out of
+    memory (then :func:`hot_close` frees what was allocated).  ``h`` starts zeroed."""
     h.rows = <float *> malloc(<size_t>spec.n * dim * sizeof(float))
     h.base = <float *> malloc(<size_t>spec.n * dim * sizeof(float))
     h.steps = <int32_t *> calloc(spec.n, sizeof(int32_t))

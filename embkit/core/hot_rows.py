@@ -80,9 +80,10 @@ def word_hot_rows(setting, counts, dim, workers, skip_gram=True):
     The output rows (and with :data:`WORD_HOT_INPUTS` the input rows) of the most frequent of the words of
     ``counts`` (``setting`` of them; None: as many as :data:`WORD_HOT_ROW_BYTES` holds a thread at ``dim``
     floats a row for skip-gram, none for CBOW, whose analogy accuracy the copies lowered; none with one
-    worker holding one set), each thread's change summed into the tables after ``HOT_PENDING_STEPS // workers`` steps on an
-    output row (``HOT_PENDING_INPUT_STEPS // workers`` on an input row, :data:`HOT_INPUT_SCALE` of its change)
-    and every :data:`WORD_FLUSH_EVERY` centre words.  With :data:`WORD_HOT_BANKS` sets of copies a thread, the bounds count each set as a thread.
+    worker holding one set), each thread's change summed into the tables after ``HOT_PENDING_STEPS //
+    workers`` steps on an output row (``HOT_PENDING_INPUT_STEPS // workers`` on an input row,
+    :data:`HOT_INPUT_SCALE` of its change) and every :data:`WORD_FLUSH_EVERY` centre words.  With
+    :data:`WORD_HOT_BANKS` sets of copies a thread, the bounds count each set as a thread.
     """
     ids = None
     if setting is None and not skip_gram:

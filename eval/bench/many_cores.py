@@ -79,7 +79,8 @@ def steps(corpus, out, cores, small=False):
         (5, "scan", ["-m", "eval.bench.scan_threads", "--corpus", corpus, "--workers"] + threads +
          ["--repeats", "3", "--variant", "uncapped:@embkit.text.scan.SCAN_MAX_WORKERS=1000000",
           "--json", os.path.join(out, "scan-threads.json")], None),
-        (6, "fasttext", scaling + ["--threads", top, "--trainers", "fasttext", "--quality-threads"] + jsonl, "fasttext"),
+        (6, "fasttext", scaling + ["--threads", top, "--trainers", "fasttext", "--quality-threads"] + jsonl,
+         "fasttext"),
         (7, "drivers", ["-m", "eval.bench.drivers", "--corpus", corpus, "--threads", "1", top, "--repeats", "1",
                         "--json", os.path.join(out, "drivers.json")], None),
     ]
