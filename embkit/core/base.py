@@ -26,6 +26,7 @@ from embkit.core import checkpoint, persist, registry
 from embkit.core.checks import (MAX_NEGATIVE, MAX_VECTOR_SIZE, MAX_WORKERS, POSITIVE_INT, POSITIVE_REAL, SEED,
                                 check_fields, check_flag, check_mapping, check_param, int_in, is_finite,
                                 unknown_names)
+from embkit.core.draws import uniform_rows
 from embkit.core.training import CALLBACK_EVENTS, run_epochs
 
 logger = logging.getLogger(__name__)
@@ -277,7 +278,7 @@ class EmbeddingModel:
 
     def _input_rows(self, n, rng):
         """``n`` fresh input rows drawn from ``rng``: uniform in ``[-0.5, 0.5) / vector_size`` (word2vec's)."""
-        rows = rng.random((n, self.vector_size), dtype=np.float32)
+        rows = uniform_rows(rng, n, self.vector_size, self.workers)
         rows -= 0.5
         rows /= self.vector_size
         return rows

@@ -3,10 +3,11 @@ and SciPy products, the kernels) and whose items are independent (blocks of rows
 members).
 """
 import itertools
+import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor, wait
 
-__all__ = ["map_on_threads", "ordered_map", "map_with_helpers"]
+__all__ = ["map_on_threads", "ordered_map", "helped_ordered_map", "map_with_helpers"]
 
 
 def map_on_threads(fn, items, workers):
@@ -39,6 +40,93 @@ def ordered_map(fn, items, threads, ahead=2):
         finally:
             for future in pending:
                 future.cancel()
+
+
+def helped_ordered_map(fn, items, threads, ahead=2):
+    """:func:`ordered_map` whose calling thread takes items too: while the next result in order is not ready,
+    the caller computes the next item no thread has taken instead of waiting, so ``threads`` helpers and the
+    caller keep ``threads + 1`` cores busy (where :func:`ordered_map`'s caller would wait beside ``threads +
+    1`` workers, one core more than there is work for, as the caller's own use of the results competes with
+    them).  Items are taken in order, at most ``ahead`` a thread beyond the caller's next; an exception of
+    ``items`` or of ``fn`` is raised in the caller at its place in the order, after the helpers have stopped.
+    """
+    if threads < 1:
+        yield from map(fn, items)
+        return
+    source = iter(items)
+    cond = threading.Condition()
+    results = {}                    # index -> (value, exception)
+    state = {"taken": 0, "head": 0, "end": None, "stop": False}
+    window = ahead * (threads + 1)
+
+    def take():
+        """The next ``(index, item)`` to compute, or None (called holding ``cond``)."""
+        if state["stop"] or state["end"] is not None or state["taken"] >= state["head"] + window:
+            return None
+        index = state["taken"]
+        try:
+            item = next(source)
+        except StopIteration:
+            state["end"] = index
+            cond.notify_all()
+            return None
+        except BaseException as exc:    # raised in the caller at this item's place
+            results[index] = (None, exc)
+            state["end"] = index + 1
+            cond.notify_all()
+            return None
+        state["taken"] = index + 1
+        return index, item
+
+    def compute(index, item):
+        try:
+            outcome = (fn(item), None)
+        except BaseException as exc:
+            outcome = (None, exc)
+        with cond:
+            results[index] = outcome
+            cond.notify_all()
+
+    def helper():
+        while True:
+            with cond:
+                got = take()
+                while got is None:
+                    if state["stop"] or state["end"] is not None:
+                        return
+                    cond.wait()
+                    got = take()
+            compute(*got)
+
+    with ThreadPoolExecutor(threads, thread_name_prefix="embkit-map") as pool:
+        helpers = [pool.submit(helper) for _ in range(threads)]
+        try:
+            while True:
+                with cond:
+                    head = state["head"]
+                    got = None
+                    while head not in results:
+                        got = take()
+                        if got is not None or head in results:     # taking may have met the items' error
+                            break
+                        if state["end"] is not None and head >= state["end"]:
+                            return
+                        cond.wait()
+                if got is not None:
+                    compute(*got)
+                    continue
+                with cond:
+                    value, exc = results.pop(head)
+                    state["head"] = head + 1
+                    cond.notify_all()
+                if exc is not None:
+                    raise exc
+                yield value
+        finally:
+            with cond:
+                state["stop"] = True
+                cond.notify_all()
+            wait(helpers)
 
 
 def map_with_helpers(fn, n, pool=None, helpers=0):

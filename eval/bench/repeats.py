@@ -13,7 +13,7 @@ machine.
 Usage::
 
     taskset -c 0,1 python -m eval.bench.repeats --corpus gcide.txt --threads 1 2 --repeats 5 \
-        --variant split_all:@embkit.text.blocks.SPARED_THREADS=0
+        --variant waiting_caller:@embkit.text.blocks.CALLER_SPLITS=False
 """
 import argparse
 import json
