@@ -43,13 +43,16 @@ from embkit.xc.parse import MAX_ID, IdSpec, parse_block_fast, parse_block_slow
 from embkit.core.atomic import atomic_path
 from embkit.core.line_blocks import whole_line_blocks
 from embkit.core.read_errors import reading
-from embkit.core.threads import ordered_map
+from embkit.core.threads import helped_ordered_map, ordered_map
 
 __all__ = ["XCData", "read_xc", "read_svmlight", "read_xc_header", "read_sparse_matrix", "read_xc_pair", "write_xc",
            "BLOCK_BYTES"]
 
 #: Bytes read and parsed at a time.
 BLOCK_BYTES = 1 << 22
+#: whether the caller parses blocks too, as one of the ``workers`` (``workers - 1`` threads beside it), while
+#: the next block in order is not parsed; else ``workers`` threads parse and the caller only reads and collects
+CALLER_PARSES = True
 _XC_HEADER = re.compile(rb"[ \t]*(\d+)[ \t]+(\d+)[ \t]+(\d+)[ \t]*\r?\n?")
 _MATRIX_HEADER = re.compile(rb"[ \t]*(\d+)[ \t]+(\d+)[ \t]*\r?\n?")
 _LEML_HEADER = re.compile(rb"#[ \t]*num_feature[ \t]*=[ \t]*(\d+)[ \t]+num_label[ \t]*=[ \t]*(\d+)[ \t]*\r?\n?")
@@ -372,9 +375,9 @@ def _read_blocks(fh, head, first_line, spec, source, block_bytes, workers=1):
     message names the right line."""
     parts = []
     line = first_line
-    threads = int(workers) if workers > 1 else 0        # the caller only reads and collects
-    fast = ordered_map(lambda block: (block, parse_block_fast(block, spec)), whole_line_blocks(fh, block_bytes, head),
-                       threads)
+    parse = (helped_ordered_map, int(workers) - 1) if CALLER_PARSES else (ordered_map, int(workers) if workers > 1 else 0)
+    fast = parse[0](lambda block: (block, parse_block_fast(block, spec)), whole_line_blocks(fh, block_bytes, head),
+                    parse[1])
     for block, parsed in fast:
         if parsed is None:      # not plainly valid: line by line, naming the first bad line
             parsed = parse_block_slow(block, line, spec, source)
