@@ -45,9 +45,9 @@ def ordered_map(fn, items, threads, ahead=2):
 def helped_ordered_map(fn, items, threads, ahead=2):
     """:func:`ordered_map` whose calling thread takes items too: while the next result in order is not ready,
     the caller computes the next item no thread has taken instead of waiting, so ``threads`` helpers and the
-    caller keep ``threads + 1`` cores busy (where :func:`ordered_map`'s caller would wait beside ``threads +
-    1`` workers, one core more than there is work for, as the caller's own use of the results competes with
-    them).  Items are taken in order, at most ``ahead`` a thread beyond the caller's next; an exception of
+    caller keep ``threads + 1`` cores busy (:func:`ordered_map` with ``threads + 1`` threads leaves its caller
+    beside them, a thread more than the cores, whose own use of the results then competes with them for a
+    core).  Items are taken in order, at most ``ahead`` a thread beyond the caller's next; an exception of
     ``items`` or of ``fn`` is raised in the caller at its place in the order, after the helpers have stopped.
     """
     if threads < 1:

@@ -3,10 +3,10 @@
 One thread reads and decodes the text (:meth:`embkit.text.corpus.TextCorpus.iter_blocks`), ``workers``
 threads split the blocks into words without the GIL (:func:`embkit._kernels.words.tokenize`): the caller and
 ``workers - 1`` threads beside it, the caller splitting the next block no thread has taken whenever the next
-one in order is not ready (:func:`embkit.core.threads.helped_ordered_map`), and the caller takes the blocks in
+one in order is not ready (:func:`embkit.core.threads.helped_ordered_map`).  The caller takes the blocks in
 order (with one worker, all of it happens in the calling thread), so what it builds from them (counts,
-first-seen ids, chunks) is the same for any number of threads.  At most a few blocks per thread are held at once, so memory stays bounded whatever
-the corpus size; an error while reading (naming the file and line) or splitting is raised in the caller after
+first-seen ids, chunks) is the same for any number of threads.  At most a few blocks per thread are held at
+once, so memory stays bounded whatever the corpus size; an error while reading (naming the file and line) or splitting is raised in the caller after
 the threads have stopped.  The words of a scan may be counted on the splitting threads too, into a
 :class:`PartedTable`.
 """

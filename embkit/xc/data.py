@@ -375,9 +375,15 @@ def _read_blocks(fh, head, first_line, spec, source, block_bytes, workers=1):
     message names the right line."""
     parts = []
     line = first_line
-    parse = (helped_ordered_map, int(workers) - 1) if CALLER_PARSES else (ordered_map, int(workers) if workers > 1 else 0)
-    fast = parse[0](lambda block: (block, parse_block_fast(block, spec)), whole_line_blocks(fh, block_bytes, head),
-                    parse[1])
+    blocks = whole_line_blocks(fh, block_bytes, head)
+
+    def parse(block):
+        return block, parse_block_fast(block, spec)
+
+    if CALLER_PARSES:       # the caller parses too, as one of the workers
+        fast = helped_ordered_map(parse, blocks, int(workers) - 1)
+    else:                   # the caller only reads and collects
+        fast = ordered_map(parse, blocks, int(workers) if workers > 1 else 0)
     for block, parsed in fast:
         if parsed is None:      # not plainly valid: line by line, naming the first bad line
             parsed = parse_block_slow(block, line, spec, source)
