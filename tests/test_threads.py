@@ -5,6 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from embkit.core import threads
 from embkit.core.threads import helped_ordered_map, map_on_threads, map_with_helpers, ordered_map
 
 
@@ -129,3 +130,10 @@ def test_helped_ordered_map_raises_an_error_at_its_place_after_the_helpers_stop(
         for v in helped_ordered_map(lambda v: v, failing_items(), threads):
             out.append(v)
     assert out == list(range(8))
+
+
+@pytest.mark.parametrize("caller_works", [True, False])
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_worker_map_keeps_the_order_whether_or_not_the_caller_works(monkeypatch, caller_works, workers):
+    monkeypatch.setattr(threads, "CALLER_WORKS", caller_works)
+    assert list(threads.worker_map(lambda v: -v, iter(range(30)), workers)) == [-v for v in range(30)]

@@ -7,7 +7,13 @@ import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor, wait
 
-__all__ = ["map_on_threads", "ordered_map", "helped_ordered_map", "map_with_helpers"]
+__all__ = ["map_on_threads", "ordered_map", "helped_ordered_map", "worker_map", "map_with_helpers"]
+
+#: whether the calling thread of :func:`worker_map` is one of its workers (:func:`helped_ordered_map`); else
+#: ``workers`` threads compute beside it while it waits (:func:`ordered_map`): a thread more than the cores
+#: asked for, whose own use of the results then competes with them (two workers on two cores: the scan of
+#: ``build_vocab`` 1.6x one worker against 1.4x; BENCHMARKS.md)
+CALLER_WORKS = True
 
 
 def map_on_threads(fn, items, workers):
@@ -127,6 +133,14 @@ def helped_ordered_map(fn, items, threads, ahead=2):
                 state["stop"] = True
                 cond.notify_all()
             wait(helpers)
+
+
+def worker_map(fn, items, workers, ahead=2):
+    """``fn(item)`` for every item of ``items``, yielded in order, on ``workers`` threads counting the
+    caller's (:data:`CALLER_WORKS`); at most ``ahead`` items a thread are taken ahead of the caller."""
+    if CALLER_WORKS:
+        return helped_ordered_map(fn, items, workers - 1, ahead)
+    return ordered_map(fn, items, workers if workers > 1 else 0, ahead)
 
 
 def map_with_helpers(fn, n, pool=None, helpers=0):

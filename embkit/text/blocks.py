@@ -3,19 +3,19 @@
 One thread reads and decodes the text (:meth:`embkit.text.corpus.TextCorpus.iter_blocks`), ``workers``
 threads split the blocks into words without the GIL (:func:`embkit._kernels.words.tokenize`): the caller and
 ``workers - 1`` threads beside it, the caller splitting the next block no thread has taken whenever the next
-one in order is not ready (:func:`embkit.core.threads.helped_ordered_map`).  The caller takes the blocks in
-order (with one worker, all of it happens in the calling thread), so what it builds from them (counts,
-first-seen ids, chunks) is the same for any number of threads.  At most a few blocks per thread are held at
-once, so memory stays bounded whatever the corpus size; an error while reading (naming the file and line) or splitting is raised in the caller after
-the threads have stopped.  The words of a scan may be counted on the splitting threads too, into a
-:class:`PartedTable`.
+one in order is not ready (:func:`embkit.core.threads.worker_map`).  The caller takes the blocks in order
+(with one worker, all of it happens in the calling thread), so what it builds from them (counts, first-seen
+ids, chunks) is the same for any number of threads.  At most a few blocks per thread are held at once, so
+memory stays bounded whatever the corpus size; an error while reading (naming the file and line) or
+splitting is raised in the caller after the threads have stopped.  The words of a scan may be counted on the
+splitting threads too, into a :class:`PartedTable`.
 """
 import threading
 
 import numpy as np
 
 from embkit._kernels.words import ChunkBuilder, WordTable, tokenize
-from embkit.core.threads import helped_ordered_map, ordered_map
+from embkit.core.threads import worker_map
 from embkit.text.corpus import BLOCK_CHARS
 from embkit.text.prefetch import prefetch
 
@@ -23,11 +23,6 @@ __all__ = ["splits_in_blocks", "tokenized_blocks", "count_blocks", "encode_block
 
 #: blocks a thread may have read or split ahead of the caller
 BLOCKS_AHEAD = 2
-#: whether the caller is one of the ``workers`` that split, splitting blocks while the next one in order is
-#: not ready (``workers - 1`` threads beside it); else ``workers`` threads split and the caller waits beside
-#: them, a thread more than the workers, whose merging then competes with the splitting for the cores (two
-#: workers on two cores: the scan 1.6x one worker against 1.4x; BENCHMARKS.md)
-CALLER_SPLITS = True
 
 
 def splits_in_blocks(corpus):
@@ -54,10 +49,7 @@ def tokenized_blocks(corpus, workers=1, block_chars=BLOCK_CHARS, table=None, on_
         return
     blocks = prefetch(corpus.iter_blocks(block_chars), depth=BLOCKS_AHEAD * workers)
     try:
-        if CALLER_SPLITS:
-            yield from helped_ordered_map(split, enumerate(blocks), workers - 1, BLOCKS_AHEAD)
-        else:
-            yield from ordered_map(split, enumerate(blocks), workers, BLOCKS_AHEAD)
+        yield from worker_map(split, enumerate(blocks), workers, BLOCKS_AHEAD)
     finally:
         blocks.close()
 

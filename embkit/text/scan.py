@@ -13,7 +13,7 @@ import numpy as np
 
 from embkit._kernels.words import WordTable, remap_chunk
 from embkit.core.heap import release_free_memory
-from embkit.core.threads import helped_ordered_map
+from embkit.core.threads import worker_map
 from embkit.text.blocks import PartedTable, encode_blocks, splits_in_blocks
 from embkit.text.chunk_cache import ChunkCache
 from embkit.text.vocab import EmptyVocabularyError, EncodedChunk, Vocab, check_tokens
@@ -86,7 +86,7 @@ def remapped(provisional, remap, workers=1):
         return EncodedChunk(*remap_chunk(chunk.tokens, chunk.ends, remap), chunk.raw_units)
 
     try:
-        for chunk in helped_ordered_map(final, provisional, workers - 1):
+        for chunk in worker_map(final, provisional, workers):
             cache.append(chunk)
     except BaseException:
         cache.close()

@@ -43,16 +43,13 @@ from embkit.xc.parse import MAX_ID, IdSpec, parse_block_fast, parse_block_slow
 from embkit.core.atomic import atomic_path
 from embkit.core.line_blocks import whole_line_blocks
 from embkit.core.read_errors import reading
-from embkit.core.threads import helped_ordered_map, ordered_map
+from embkit.core.threads import worker_map
 
 __all__ = ["XCData", "read_xc", "read_svmlight", "read_xc_header", "read_sparse_matrix", "read_xc_pair", "write_xc",
            "BLOCK_BYTES"]
 
 #: Bytes read and parsed at a time.
 BLOCK_BYTES = 1 << 22
-#: whether the caller parses blocks too, as one of the ``workers`` (``workers - 1`` threads beside it), while
-#: the next block in order is not parsed; else ``workers`` threads parse and the caller only reads and collects
-CALLER_PARSES = True
 _XC_HEADER = re.compile(rb"[ \t]*(\d+)[ \t]+(\d+)[ \t]+(\d+)[ \t]*\r?\n?")
 _MATRIX_HEADER = re.compile(rb"[ \t]*(\d+)[ \t]+(\d+)[ \t]*\r?\n?")
 _LEML_HEADER = re.compile(rb"#[ \t]*num_feature[ \t]*=[ \t]*(\d+)[ \t]+num_label[ \t]*=[ \t]*(\d+)[ \t]*\r?\n?")
@@ -380,10 +377,7 @@ def _read_blocks(fh, head, first_line, spec, source, block_bytes, workers=1):
     def parse(block):
         return block, parse_block_fast(block, spec)
 
-    if CALLER_PARSES:       # the caller parses too, as one of the workers
-        fast = helped_ordered_map(parse, blocks, int(workers) - 1)
-    else:                   # the caller only reads and collects
-        fast = ordered_map(parse, blocks, int(workers) if workers > 1 else 0)
+    fast = worker_map(parse, blocks, int(workers))        # the caller parses too, as one of the workers
     for block, parsed in fast:
         if parsed is None:      # not plainly valid: line by line, naming the first bad line
             parsed = parse_block_slow(block, line, spec, source)

@@ -13,7 +13,7 @@ machine.
 Usage::
 
     taskset -c 0,1 python -m eval.bench.repeats --corpus gcide.txt --threads 1 2 --repeats 5 \
-        --variant waiting_caller:@embkit.text.blocks.CALLER_SPLITS=False
+        --variant waiting_caller:@embkit.core.threads.CALLER_WORKS=False
 """
 import argparse
 import json

@@ -4,12 +4,14 @@ Writes (unless ``--path`` names an existing file) a synthetic XC file of ``--poi
 ``--features-per-point`` features of ``--features`` and 3 labels of ``--labels``, then reads it with every
 ``--workers`` count in turn, then with napkinXC's reader (the ``[bench]`` extra; ``--no-peers``: without),
 ``--repeats`` times interleaved, and prints each read's seconds, the medians and the speedups against the
-first; every read is checked to give the same matrices.  Nothing is asserted about time: it depends on the
-machine.
+first; every read is checked to give the same matrices.  ``--variant NAME:@module.NAME=value``
+(``eval.bench.scaling``'s syntax, only ``@`` keys) adds reads with a module constant changed, interleaved with
+the others.  Nothing is asserted about time: it depends on the machine.
 
 Usage::
 
-    python -m eval.bench.xc_read --points 200000 --workers 1 2 --repeats 3
+    python -m eval.bench.xc_read --points 200000 --workers 1 2 --repeats 3 \
+        --variant caller_waits:@embkit.core.threads.CALLER_WORKS=False
 """
 import argparse
 import os
@@ -21,6 +23,7 @@ import scipy.sparse as sp
 
 from embkit.xc.data import XCData, read_xc, write_xc
 from eval.bench.interleaved import interleaved_runs, speedup_table, thread_label
+from eval.bench.scaling import module_constants, parse_variant
 
 
 def synthetic_file(path, points, features, labels, per_point, seed=0):
@@ -44,6 +47,11 @@ def napkinxc_read(path):
     return XCData(X.astype(np.float32), Y.astype(np.float32))
 
 
+def _read_with(constants, path, workers):
+    with module_constants(constants):
+        return read_xc(path, workers=workers)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--path", default=None, help="an XC file to read (default: a synthetic one, written first)")
@@ -54,7 +62,11 @@ def main(argv=None):
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--no-peers", action="store_true", help="embkit alone (without napkinXC's reader)")
+    p.add_argument("--variant", type=parse_variant, action="append", default=[], metavar="NAME:@module.NAME=value")
     args = p.parse_args(argv)
+    for name, kwargs, variant_path, _, _ in args.variant:
+        if kwargs or variant_path:
+            p.error("--variant %s: only module constants (@package.module.NAME=value) are varied here" % name)
     with tempfile.TemporaryDirectory(prefix="xc-read-") as tmp:
         path = args.path
         if path is None:
@@ -62,6 +74,10 @@ def main(argv=None):
             synthetic_file(path, args.points, args.features, args.labels, args.features_per_point)
         print("%s: %.1f MB" % (path if args.path else "synthetic file", os.path.getsize(path) / 1e6))
         calls = {thread_label("embkit read_xc", w): (lambda w=w: read_xc(path, workers=w)) for w in args.workers}
+        for name, _, _, constants, _ in args.variant:
+            for w in args.workers:
+                calls[thread_label("embkit read_xc, %s" % name, w)] = (
+                    lambda w=w, constants=constants: _read_with(constants, path, w))
         if not args.no_peers:
             calls["napkinXC load_libsvm_file"] = lambda: napkinxc_read(path)
         times = interleaved_runs(calls, args.repeats, lambda data, first: (
