@@ -32,4 +32,5 @@ def test_a_step_runs_on_the_first_lines_of_the_corpus_into_the_folder(tmp_path):
     assert (out / "corpus-1000.txt").read_text(encoding="utf-8").count("\n") == 1000
     saved = json.load(open(out / "scan-threads.json"))
     assert {r["workers"] for r in saved["runs"]} == {1, 2}
+    assert {r["variant"] for r in saved["runs"]} == {"", "uncapped", "waiting_caller"}
     assert "step 5 (scan) ended (exit status 0)" in (out / "log.txt").read_text(encoding="utf-8")

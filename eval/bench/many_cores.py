@@ -14,7 +14,9 @@ answers the first questions):
 4. ``cluster``: two Dask workers of half the cores each against one process of half the cores, on gcide
    repeated 11 times, with the exchange on and off the critical path (staleness 0 and 1; skipped without
    ``distributed``);
-5. ``scan_threads``: the vocabulary's scan at 1 to the cores, and without its cap on threads (``uncapped``);
+5. ``scan_threads``: the vocabulary's scan at 1 to the cores, without its cap on threads (``uncapped``) and
+   with the caller waiting beside the splitting threads instead of splitting as one of them
+   (``waiting_caller``);
 6. ``scaling`` for fastText at the cores (skipped without ``fasttext``);
 7. ``drivers``: every kernel driver at 1 thread and at the cores.
 
@@ -78,6 +80,7 @@ def steps(corpus, out, cores, small=False):
          "distributed"),
         (5, "scan", ["-m", "eval.bench.scan_threads", "--corpus", corpus, "--workers"] + threads +
          ["--repeats", "3", "--variant", "uncapped:@embkit.text.scan.SCAN_MAX_WORKERS=1000000",
+          "--variant", "waiting_caller:@embkit.core.threads.CALLER_WORKS=False",
           "--json", os.path.join(out, "scan-threads.json")], None),
         (6, "fasttext", scaling + ["--threads", top, "--trainers", "fasttext", "--quality-threads"] + jsonl,
          "fasttext"),
