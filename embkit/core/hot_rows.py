@@ -20,8 +20,7 @@ from embkit.core.registry import most_frequent
 
 __all__ = ["HOT_MERGE_EVERY", "HOT_ROW_BYTES", "WORD_HOT_ROW_BYTES", "WORD_FLUSH_EVERY", "HOT_PENDING_STEPS",
            "WORD_HOT_INPUTS", "HOT_PENDING_INPUT_STEPS", "WORD_HOT_BANKS", "HOT_INPUT_SCALE", "WORD_HOT_FROM_HOLDERS",
-           "class_hot_rows",
-           "word_hot_rows"]
+           "class_hot_rows", "word_hot_rows"]
 
 #: examples (rows, pairs) a thread trains between adding the mean of its changes of its hot label rows
 HOT_MERGE_EVERY = 1024
@@ -47,7 +46,7 @@ WORD_HOT_INPUTS = False
 #: fewest holders of copies (threads, or sets of copies with :data:`WORD_HOT_BANKS`) from which a skip-gram
 #: trainer copies the hot rows when the model leaves their number to it; with fewer, the threads share the
 #: tables.  On two cores the copies' own cost (7-8 % of a thread) outweighed what they saved where the two
-#: cores share a cache (two threads 1.83-1.88x one thread against 1.93-1.95x sharing, three sittings) and
+#: cores share a cache (two threads 1.83-1.88x one thread against 1.93-1.95x sharing, four sittings) and
 #: gained 4 % where they do not; on 16 cores they gained 1.05x at 4 threads and 1.08-1.19x at 16
 #: (BENCHMARKS.md, "Hot rows" and "2 cores")
 WORD_HOT_FROM_HOLDERS = 4
@@ -88,10 +87,10 @@ def word_hot_rows(setting, counts, dim, workers, skip_gram=True):
     The output rows (and with :data:`WORD_HOT_INPUTS` the input rows) of the most frequent of the words of
     ``counts`` (``setting`` of them; None: as many as :data:`WORD_HOT_ROW_BYTES` holds a thread at ``dim``
     floats a row for skip-gram from :data:`WORD_HOT_FROM_HOLDERS` workers on, none for CBOW, whose analogy
-    accuracy the copies lowered; none with one worker holding one set), each thread's change summed into the tables after ``HOT_PENDING_STEPS //
-    workers`` steps on an output row (``HOT_PENDING_INPUT_STEPS // workers`` on an input row,
-    :data:`HOT_INPUT_SCALE` of its change) and every :data:`WORD_FLUSH_EVERY` centre words.  With
-    :data:`WORD_HOT_BANKS` sets of copies a thread, the bounds count each set as a thread.
+    accuracy the copies lowered; none with one worker holding one set), each thread's change summed into the
+    tables after ``HOT_PENDING_STEPS // workers`` steps on an output row (``HOT_PENDING_INPUT_STEPS //
+    workers`` on an input row, :data:`HOT_INPUT_SCALE` of its change) and every :data:`WORD_FLUSH_EVERY`
+    centre words.  With :data:`WORD_HOT_BANKS` sets of copies a thread, the bounds count each set as a thread.
     """
     ids = None
     holders = max(1, workers) * WORD_HOT_BANKS

@@ -132,8 +132,8 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         at the end of each slice (:mod:`embkit.core.hot_rows`).  None (default): for skip-gram from 4
         workers on as many words as 400 KiB of copies a table holds (512 at 100 dimensions), none with fewer
         workers (two threads on two cores were faster sharing the tables) or for CBOW (its analogy accuracy
-        was lower with them, BENCHMARKS.md); 0: every step writes the table.  One worker keeps no copies; nor does a loss that reaches its output rows otherwise (``hs``, the full
-        softmax) or a sampler that scores the table at every draw (``topk``, ``boltzmann``: its draws would
+        was lower with them, BENCHMARKS.md); 0: every step writes the table.  One worker keeps no copies;
+        nor does a loss that reaches its output rows otherwise (``hs``, the full softmax) or a sampler that scores the table at every draw (``topk``, ``boltzmann``: its draws would
         not see the thread's own steps).
     batch_size : int, optional
         Skip-gram with ``loss="full_softmax"`` only: train the exact softmax in mini-batches of this many
