@@ -143,13 +143,13 @@ def test_a_replica_sending_a_share_keeps_the_rest_until_the_last_round(tmp_path,
                            [TextShard(p, 1) for p in paths], run)
     try:
         start = replica.base_out.copy()
-        first = [RowDelta.from_wire(w) for w in replica.train_round(RoundPlan.uniform(2, 1).span(0, 0))["merged"]]
+        first = [RowDelta.from_wire(w) for w in replica.train_round(RoundPlan.uniform(2, 1).span(0, 0))["merged"][-1]]
         changed = changed_rows(replica.model.W_out, start)
         kept = changed_rows(replica.model.W_out, replica.base_out)
         assert 0 < len(first[1]) < len(changed) and len(kept)
         np.testing.assert_array_equal(replica.base_out[first[1].ids],
                                       start[first[1].ids] + first[1].values.astype(np.float32))
-        last = [RowDelta.from_wire(w) for w in replica.train_round(RoundPlan.uniform(2, 1).span(0, 1))["merged"]]
+        last = [RowDelta.from_wire(w) for w in replica.train_round(RoundPlan.uniform(2, 1).span(0, 1))["merged"][-1]]
         for table, base in zip((replica.model.W_in, replica.model.W_out), (replica.base_in, replica.base_out)):
             np.testing.assert_array_equal(table, base)
         assert set(kept.ids) <= set(last[1].ids)        # what it kept went in the end
@@ -420,6 +420,41 @@ def test_rounds_default_to_a_fixed_size_per_replica():
         round(cluster_mod.LONE_ROUND_UNITS * 8 / cluster_mod.ROUND_UNITS)
 
 
+def test_the_frequent_rows_are_the_leading_rows_a_replicas_round_holds_often():
+    plan = RoundPlan.uniform(4, 2)
+    counts = np.array([400, 300, 100, 60, 40, 3, 1000, 2])    # a row of 1000 after the leading run: not taken
+    units = [1100, 1200, 1000]          # the largest replica's round: 300 units, 3 parts of 100
+    part = cluster_mod.HOT_PART_UNITS
+    try:
+        cluster_mod.HOT_PART_UNITS = 100
+        # expected in a round: count * 300 / 1905; at least 0.5 from the top, stopping at the first below (3)
+        assert cluster_mod.hot_rows(plan, units, counts, True, True, 3, 0) == (5, 5)
+        assert cluster_mod.hot_rows(plan, units, counts, True, False, 3, 0) == (5, 0)     # W_out of tree nodes
+        assert cluster_mod.hot_rows(plan, units, counts[::-1], True, True, 8, 0) is None  # no leading frequent row
+        assert cluster_mod.hot_rows(plan, units, counts, True, True, 2, 0) is None        # two replicas: the sum
+        assert cluster_mod.hot_rows(plan, units, counts, True, True, 3, 1) is None        # a stale round
+        assert cluster_mod.hot_rows(plan, units, counts, False, False, 3, 0) is None
+        assert cluster_mod.hot_rows(RoundPlan.uniform(24, 2), units, counts, True, True, 3, 0) is None  # 50 a round
+        assert cluster_mod.round_parts(plan.span(1, 2), max(units)) == 3
+        cluster_mod.HOT_PART_UNITS = None
+        assert cluster_mod.hot_rows(plan, units, counts, True, True, 3, 0) is None
+    finally:
+        cluster_mod.HOT_PART_UNITS = part
+
+
+def test_the_parts_of_a_round_join_up_to_it():
+    span = RoundPlan([[0, 3, 7, 10], [0, 10]], 10).span(0, 1)
+    for units in (0, 1, 9, 1000, 12345):
+        for parts in (1, 2, 3, 7):
+            pieces = [span.part(k, parts) for k in range(parts)]
+            assert pieces[0].units(units)[0] == span.units(units)[0]
+            assert pieces[-1].units(units)[1] == span.units(units)[1]
+            assert all(a.units(units)[1] == b.units(units)[0] for a, b in zip(pieces, pieces[1:]))
+            assert {p.ordinal for p in pieces} == {span.ordinal}
+    last = RoundPlan.uniform(2, 1).span(0, 1)
+    assert [last.part(k, 3).closes_epoch for k in range(3)] == [False, False, True]
+
+
 def test_every_reconcile_mode_trains(client, planted_shards, purity):
     groups, _, pattern = planted_shards
     for mode in MODES:
@@ -587,6 +622,38 @@ def test_three_replicas_keep_the_block_momentum_through_a_checkpoint(planted_sha
         resumed = Word2Vec.resume(str(tmp_path), client=three)
         np.testing.assert_array_equal(resumed.W_in, reference.W_in)
         np.testing.assert_array_equal(resumed.W_out, reference.W_out)
+
+
+def test_three_replicas_reconcile_the_frequent_rows_within_their_rounds(planted_shards, tmp_path, purity,
+                                                                       monkeypatch):
+    # rounds of 3 replicas or more are cut into parts, after each of which the frequent words' rows are
+    # reconciled: every replica ends each round with the same tables, the client's relayed rows (the parts'
+    # first) give the tables a replica holds bit for bit, and a resumed run ends as the uninterrupted one
+    groups, _, pattern = planted_shards
+    monkeypatch.setattr(cluster_mod, "HOT_PART_UNITS", 200)
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as three:
+        params = dict(corpus_file=pattern, client=three, sg=1, seed=2, **SMALL)
+        fetched = Word2Vec(**params)
+        stats = fetched.last_cluster_stats
+        assert stats.replicas == 3 and stats.rounds == 12
+        # every round cut into the same parts (its words over 200, at least 2): one reconciliation of the
+        # frequent rows after each but the last
+        assert stats.hot_syncs >= stats.rounds and stats.hot_syncs % stats.rounds == 0
+        assert purity(fetched.wv, groups)[0] >= 0.8
+        with pytest.raises(SystemError):
+            Word2Vec(checkpoint_dir=str(tmp_path), checkpoint_every="1 words", callbacks=[_After(6, _crash)],
+                     **params)
+        resumed = Word2Vec.resume(str(tmp_path), client=three)
+        relayed = Word2Vec(checkpoint_dir=str(tmp_path / "relayed"), **params)
+        assert relayed.last_cluster_stats.fetches == 0 and relayed.last_cluster_stats.hot_syncs == stats.hot_syncs
+        for model in (resumed, relayed):
+            np.testing.assert_array_equal(model.W_in, fetched.W_in)
+            np.testing.assert_array_equal(model.W_out, fetched.W_out)
+        monkeypatch.setattr(cluster_mod, "HOT_PART_UNITS", None)
+        whole = Word2Vec(**params)
+        assert whole.last_cluster_stats.hot_syncs == 0
+        assert not np.array_equal(whole.W_out, fetched.W_out)
 
 
 def test_a_cluster_checkpoint_refuses_other_round_settings(client, planted_shards, tmp_path):

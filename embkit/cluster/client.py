@@ -41,7 +41,8 @@ from embkit.cluster.plan import group_shards
 from embkit.cluster.reconcile import BLOCK_RATE, RowDelta, apply_update
 from embkit.cluster.replica import open_replica
 from embkit.cluster.rounds import RoundPlan
-from embkit.cluster.settings import EXCHANGE_SHARE, check_client, distributed_module, round_plan, run_staleness
+from embkit.cluster.settings import (EXCHANGE_SHARE, HotRows, check_client, distributed_module, hot_rows, round_parts,
+                                     round_plan, run_staleness)
 from embkit.cluster.stats import ClusterStats
 from embkit.cluster.tables import TablesNotDrawn, recipe as tables_recipe
 from embkit.cluster.worker import ShardReadError
@@ -139,6 +140,7 @@ class _Run:
         self.stale = False      # the model's tables are behind the replicas' (rounds not relayed)
         self.tables_key = None      # (epoch, round) of the last reconciliation in the model's tables
         self.plan = None        # the RoundPlan, once the replicas have told their units
+        self.hot = None         # the frequent rows of each table reconciled within rounds (settings.hot_rows)
         self.draw_tables = True     # the workers may draw fresh tables instead of receiving them
         self.open([(g, workers[g % len(workers)]) for g in range(len(self.groups))])
 
@@ -370,7 +372,10 @@ class _Run:
         worker was lost (or the round called off)."""
         n = len(self.groups)
         span = self.plan.span(epoch, r)
-        calls = {g: self.ask(g, "train_round", span, self.relay, staleness) for g in range(n)}
+        hot = None
+        if self.hot is not None and not staleness:
+            hot = HotRows(self.hot, round_parts(span, max(self.units.values())))
+        calls = {g: self.ask(g, "train_round", span, self.relay, staleness, hot) for g in range(n)}
         results = {}
         try:
             for g, call in calls.items():
@@ -396,11 +401,13 @@ class _Run:
             if res["merged"] is None:
                 self.stale = True
                 continue
-            res["merged"] = tuple(RowDelta.from_wire(w) for w in res["merged"])
-            for update, table in zip(res["merged"], tables):
-                apply_update(update, table)
+            res["merged"] = [tuple(RowDelta.from_wire(w) for w in wires) for wires in res["merged"]]
+            for merged in res["merged"]:     # the frequent rows' reconciliations first, in order
+                for update, table in zip(merged, tables):
+                    apply_update(update, table)
             self.tables_key = key
         self.stats.rounds += 1
+        self.stats.hot_syncs += max(res["hot_syncs"] for res in results)
         if any(res["reconciled"] for res in results):
             self.stats.rows_changed.append(sum(res["rows"] for res in results))
         self.stats.bytes_up += sum(res["bytes_up"] for res in results)
@@ -536,6 +543,12 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
             return report
         job.relay = relays(model, len(job.groups), checkpointer)
         run["staleness"] = run_staleness(model.staleness, len(job.groups), job.relay)
+        counts, classes = model._cluster_classes()
+        job.hot = hot_rows(job.plan, job.units.values(), counts[:classes], model.CLASS_INPUTS,
+                           model._loss_class().CLASS_ROWS, len(job.groups), run["staleness"])
+        if job.hot is not None:
+            logger.info("the first %d rows of W_in and %d of W_out (the frequent words') reconciled within the rounds"
+                        % job.hot)
         with checkpoint.interruption_hint(model):
             try:
                 _rounds(model, job, run, report, start, checkpointer, units_per_epoch, progress, desc, on_epoch)

@@ -98,6 +98,8 @@ class Replica:
         # with staleness 1 within the next one, which no peer ends before it has merged this one's rows)
         self.scratch = (({}, {}), ({}, {}))
         self.turn = 0       # the set of scratch buffers of the next round's changed rows
+        self.hot_scratch = (({}, {}), ({}, {}))     # the same for the frequent rows within a round
+        self.hot_turn = 0
         self.pending = None     # with staleness 1, the exchange of the last round, adopted after the next
         self.merge_scratch = ({}, {})      # the same for the merges of each table
         self.reconciled = run.get("tables_key")     # (epoch, round) of the last reconciliation adopted
@@ -165,10 +167,14 @@ class Replica:
         else:
             self.sampler.refresh(progress)
 
-    def train_round(self, span, relay=True, staleness=0):
+    def train_round(self, span, relay=True, staleness=0, hot=None):
         """Train the round ``span`` (a :class:`~embkit.cluster.rounds.RoundSpan`) on every shard
         (:meth:`train`), then reconcile with the peers (module docstring); ``relay``: send the client the
         merged rows.
+
+        ``hot`` (a :class:`~embkit.cluster.settings.HotRows`, with ``staleness`` 0): the round trains in
+        ``hot.parts`` parts, and after each but the last the replicas reconcile the frequent rows (the first
+        ``hot.rows`` of each table) the same way (:meth:`_hot_sync`).
 
         With ``staleness`` 1 the round's rows are only sent: the next round trains at once, and adopts this
         round's merged rows when it ends, before it finds its own (the peers' steps of a round reach a
@@ -178,17 +184,25 @@ class Replica:
         Returns :meth:`train`'s dict with ``pass_seconds`` (finding, merging and adopting rows; of which
         ``find_seconds`` finding them, ``merge_seconds`` merging and ``adopt_seconds`` adopting),
         ``round_seconds`` (the whole call), ``wait_seconds`` (waiting for the peers' parts), ``reconciled``
-        (reconciliations adopted in the call: 0, 1 or 2), ``adopted`` (the ``(epoch, round)`` of the last
-        one adopted, or None), ``bytes_up`` / ``bytes_down`` (changed rows sent to
-        the other owners; merged rows sent to the other replicas and the client), ``worker``, ``rows`` (the
-        merged rows of this replica's rows of both tables) and ``merged``: with ``relay``, their steps (one
-        :attr:`~embkit.cluster.reconcile.RowDelta.wire` tuple per table) for the client's tables, else None.
+        (reconciliations of every row adopted in the call: 0, 1 or 2), ``hot_syncs`` (those of the frequent
+        rows), ``adopted`` (the ``(epoch, round)`` of the last one adopted, or None), ``bytes_up`` /
+        ``bytes_down`` (changed rows sent to the other owners; merged rows sent to the other replicas and the
+        client), ``worker``, ``rows`` (the merged rows of this replica's rows of both tables in the
+        reconciliations of every row) and ``merged``: with ``relay``, their steps, one
+        :attr:`~embkit.cluster.reconcile.RowDelta.wire` tuple per table and reconciliation, in order (the
+        frequent rows' first), for the client's tables, else None.
         """
         started = time.perf_counter()
-        result = self.train(span)
-        finding = time.perf_counter()
+        parts = 1 if hot is None else max(1, int(hot.parts))
+        result = self.train(span.part(0, parts) if parts > 1 else span)
         result.update(find_seconds=0.0, merge_seconds=0.0, adopt_seconds=0.0, wait_seconds=0.0, reconciled=0,
-                      rows=0, bytes_up=0, bytes_down=0, merged=None)
+                      hot_syncs=0, rows=0, bytes_up=0, bytes_down=0, merged=[] if relay else None)
+        for k in range(1, parts):
+            self._hot_sync(span, hot.rows, relay, result)
+            part = self.train(span.part(k, parts), result["chunks"])
+            for name in ("loss", "examples", "units", "raw_units", "trained", "seconds", "cpu_seconds"):
+                result[name] += part[name]
+            result.update(progress=part["progress"], chunks=part["chunks"])
         if self.pending is not None:    # the last round's rows, adopted under what this round trained
             pending, self.pending = self.pending, None
             self._add(result, self._finish(*pending))
@@ -211,20 +225,43 @@ class Replica:
         if result["reconciled"] and not last:
             self.refresh_sampler(result["progress"])
         done = time.perf_counter()
-        result["pass_seconds"] = done - finding - result["wait_seconds"]
+        result["pass_seconds"] = done - started - result["seconds"] - result["wait_seconds"]
         result["round_seconds"] = done - started
         result["worker"] = worker_name()
         result["adopted"] = self.reconciled
         return result
 
     @staticmethod
-    def _add(result, exchange):
-        """Add the entries of one reconciliation (:meth:`_finish`) to a round's result."""
-        for name in ("merge_seconds", "adopt_seconds", "wait_seconds", "rows", "bytes_up", "bytes_down"):
+    def _add(result, exchange, whole=True):
+        """Add the entries of one reconciliation (:meth:`_finish`) to a round's result; ``whole``: of every
+        row (else of the frequent rows)."""
+        for name in ("merge_seconds", "adopt_seconds", "wait_seconds", "bytes_up", "bytes_down"):
             result[name] += exchange[name]
-        result["reconciled"] += 1
+        result["reconciled" if whole else "hot_syncs"] += 1
+        if whole:
+            result["rows"] += exchange["rows"]
         if exchange["merged"] is not None:
-            result["merged"] = exchange["merged"]
+            result["merged"].append(exchange["merged"])
+
+    def _hot_sync(self, span, rows, relay, result):
+        """Reconcile the first ``rows`` rows of each table (the frequent words', every replica moves them within
+        a round) in the middle of the round ``span``, as a round's end reconciles every row: found, merged
+        (with their block momentum, the same momentum as the round's end) and adopted by every replica; the
+        entries added to the round's ``result``.  A lost peer leaves the tables with part of the round in these
+        rows: the round is trained again from them (as after a reconciled round that was not reported)."""
+        clock = time.perf_counter()
+        scratch = self.hot_scratch[self.hot_turn]      # in turn, as the rounds' sets (see __init__)
+        self.hot_turn = 1 - self.hot_turn
+        views = tuple((t[:r], b[:r]) for t, b, r in zip((self.model.W_in, self.model.W_out), self.bases, rows))
+        marks = (self.touched[:rows[0]] if self.marked else None, None)
+        sent = tuple(changed_rows(t, b, 1.0, s, self.threads, m) for (t, b), s, m in zip(views, scratch, marks))
+        result["find_seconds"] += time.perf_counter() - clock
+        key = ("hot", span.epoch, span.index, result["hot_syncs"])
+        exchange = self._finish(key, sent, self._send(key, sent), False, relay, views=views)
+        if exchange["merged"] is not None:  # views of buffers the round's next merge reuses before it returns
+            exchange["merged"] = tuple(tuple(None if a is None else np.array(a) for a in wire)
+                                       for wire in exchange["merged"])
+        self._add(result, exchange, whole=False)
 
     def round_chunks(self, span):
         """The chunks of the round ``span`` of every shard, those that can be joined (``join``) joined up to
@@ -246,13 +283,14 @@ class Replica:
         if pending:
             yield pending[0].join(pending) if len(pending) > 1 else pending[0]
 
-    def train(self, span):
+    def train(self, span, first=0):
         """Train the round ``span`` (a :class:`~embkit.cluster.rounds.RoundSpan`) on every shard, with nothing
-        exchanged.
+        exchanged; ``first``: the chunks of the round trained before (a part of a round after the first,
+        :meth:`~embkit.cluster.rounds.RoundSpan.part`: its chunks' random streams follow theirs).
 
         Returns a dict with the round's ``loss`` (sum), ``examples``, ``units``, ``raw_units``, ``trained``
-        (units), ``seconds`` (in the kernels; ``cpu_seconds``: the CPU time of the worker process meanwhile)
-        and ``progress`` (the run's fraction done after it).
+        (units), ``seconds`` (in the kernels; ``cpu_seconds``: the CPU time of the worker process meanwhile),
+        ``progress`` (the run's fraction done after it) and ``chunks`` (of the round, ``first`` included).
         """
         model, run = self.model, self.run
         total_units = max(1, self.total * run["epochs"])
@@ -266,19 +304,23 @@ class Replica:
         def seed_of(index):
             return (span.ordinal * 1000003 + index) * 65537 + self.group
 
-        self.touched.fill(0)
-        self.marked = True
+        if not first:      # a round's first part: its W_in rows are marked from here on
+            self.touched.fill(0)
+            self.marked = True
+        count = first
 
         def marked(chunks):
+            nonlocal count
             for chunk in chunks:
                 rows = getattr(chunk, "input_rows", None)
                 if rows is None:
                     self.marked = False
                 else:
                     self.touched[rows] = 1
+                count += 1
                 yield chunk
 
-        steps = ChunkSteps(self.pipe, self.trainer, marked(self.round_chunks(span)), 0, done,
+        steps = ChunkSteps(self.pipe, self.trainer, marked(self.round_chunks(span)), first, done,
                            total_units, seed_of, check, getattr(model, "batch_words", None))
         loss = 0.0
         examples = units = raw = trained = 0
@@ -297,7 +339,7 @@ class Replica:
             raise
         return {"loss": loss, "examples": examples, "units": units, "raw_units": raw, "trained": trained,
                 "seconds": time.perf_counter() - clock, "cpu_seconds": _cpu_seconds() - cpu,
-                "progress": (done + units) / total_units}
+                "progress": (done + units) / total_units, "chunks": count}
 
     def reconcile(self, key, sent, partial, relay=True):
         """Exchange the rows of ``sent`` (this replica's delta of each table) with the peers, merge this
@@ -319,17 +361,21 @@ class Replica:
         return {"posts": [self._post(p, ("part",) + key, tuple(part[p] for part in parts)) for p in others],
                 "parts": parts, "up": sum(part[p].nbytes for part in parts for p in others)}
 
-    def _finish(self, key, sent, posted, partial, relay=True, under_training=False):
+    def _finish(self, key, sent, posted, partial, relay=True, under_training=False, views=None):
         """Take the peers' rows of round ``key``, merge this replica's rows and adopt the merged rows of all
         (``under_training``: the table has trained on since it found ``sent``, so it takes the merged steps
-        less its own instead of becoming the reconciled table); the exchange entries of the round."""
+        less its own instead of becoming the reconciled table); the exchange entries of the round.
+        ``views``: ``(table, base)`` of each table reconciled, views of their first rows (the frequent rows'
+        reconciliation within a round); None: the whole tables, a round's reconciliation."""
         clock = {"merge_seconds": 0.0, "adopt_seconds": 0.0, "wait_seconds": 0.0}
-        args = (key, sent, posted, partial or under_training, under_training, relay, clock)
+        whole = views is None
+        views = tuple(zip((self.model.W_in, self.model.W_out), self.bases)) if whole else views
+        args = (key, sent, posted, partial or under_training, under_training, relay, clock, views, whole)
         out = self._swap(*args) if self.replicas == 2 else self._owners(*args)
         out.update(clock)
         return out
 
-    def _owners(self, key, sent, posted, partial, trained, relay, clock):
+    def _owners(self, key, sent, posted, partial, trained, relay, clock, views, whole):
         """:meth:`_finish` with ``n`` owners (one or 3 and more replicas): each merges its rows from the parts
         it receives, then sends the merged rows to the others."""
         g, n = self.group, self.replicas
@@ -341,7 +387,7 @@ class Replica:
         clock["wait_seconds"] += time.perf_counter() - waited
         got[g] = tuple(part[g] for part in parts)
         merging = time.perf_counter()
-        merged = tuple(self._merge(t, [got[k][t] for k in range(n)]) for t in range(2))
+        merged = tuple(self._merge(t, [got[k][t] for k in range(n)], views[t][1].shape[0]) for t in range(2))
         clock["merge_seconds"] += time.perf_counter() - merging
         down = 0
         for q in others:
@@ -353,12 +399,13 @@ class Replica:
         clock["wait_seconds"] += time.perf_counter() - waited
         got[g] = merged     # the rows only it sent stay as they are (no float32 round trip): adopt skips them
         adopting = time.perf_counter()
-        for t, (table, base) in enumerate(zip((self.model.W_in, self.model.W_out), self.bases)):
+        for t, (table, base) in enumerate(views):
             # each owner's merged rows with this replica's part on them, in one walk over the table
             adopt_parts([got[p][t] for p in range(n)], table, base, [parts[t][p] for p in range(n)], partial,
                         self.group, self.threads, trained)
         clock["adopt_seconds"] += time.perf_counter() - adopting
-        self.reconciled = key
+        if whole:
+            self.reconciled = key
         self._delivered(key, posts)
         return self._result([RowDelta(m.ids, m.values) for m in merged], relay, posted["up"], down)
 
@@ -369,7 +416,7 @@ class Replica:
         return {"merged": tuple(m.wire for m in mine) if relay else None, "rows": sum(len(m) for m in mine),
                 "bytes_up": up, "bytes_down": down + sent}
 
-    def _swap(self, key, sent, posted, partial, trained, relay, clock):
+    def _swap(self, key, sent, posted, partial, trained, relay, clock, views, whole):
         """:meth:`_finish` of two replicas: each has sent the other its whole delta and merges every row
         itself, in group order as the owner of each row would (the same steps, bit for bit): one message each
         way where the owners take two (a part, then the merged rows), for about the same bytes."""
@@ -380,37 +427,33 @@ class Replica:
         clock["wait_seconds"] += time.perf_counter() - waited
         deltas[g] = sent
         mine = []
-        for t, (table, base) in enumerate(zip((self.model.W_in, self.model.W_out), self.bases)):
+        for t, (table, base) in enumerate(views):
             merging = time.perf_counter()
             merged = merge(table.shape[0], [deltas[0][t], deltas[1][t]], self.run["mode"], None, None, 2,
                            self.threads, self.merge_scratch[t])
             adopting = time.perf_counter()
             clock["merge_seconds"] += adopting - merging
-            self._adopt(t, merged, sent[t], partial, trained)
+            adopt_update(merged, table, base, sent[t], partial, self.group, self.threads, trained)
             clock["adopt_seconds"] += time.perf_counter() - adopting
             half = slice(0, len(merged) // 2) if g == 0 else slice(len(merged) // 2, None)
             mine.append(RowDelta(merged.ids[half], merged.values[half]))   # the client takes half from each
-        self.reconciled = key
+        if whole:
+            self.reconciled = key
         self._delivered(key, posted["posts"])
         return self._result(mine, relay, posted["up"], 0)
 
-    def _adopt(self, t, update, sent, partial, trained):
-        """Adopt the merged steps ``update`` of table ``t`` (:func:`~embkit.cluster.reconcile.adopt_update`):
-        ``trained``, under a round trained since ``sent`` was found, whose untouched rows become the
-        reconciled rows exactly (by their stamps), as a reconciliation adopted at once makes them."""
-        adopt_update(update, (self.model.W_in, self.model.W_out)[t], self.bases[t], sent, partial, self.group,
-                     self.threads, trained)
-
-    def _merge(self, t, deltas):
+    def _merge(self, t, deltas, n_rows):
         """The merged steps of this replica's rows of table ``t`` from every replica's part (in group order;
-        a row's ``owner`` is the group of the only replica that sent it)."""
+        a row's ``owner`` is the group of the only replica that sent it), of its first ``n_rows`` rows (the
+        momentum of this replica's rows among them)."""
         g, n = self.group, self.replicas
+        rows = owned_rows(n_rows, n, g)
+        momentum = self.momentum[t]
+        momentum = None if momentum is None else momentum[:rows]   # this replica's rows of the first n_rows
         if n == 1:      # every row is its own: no renumbering
-            return merge(self.bases[t].shape[0], deltas, self.run["mode"], None, self.momentum[t], 1, self.threads,
-                         self.merge_scratch[t])
-        rows = owned_rows(self.bases[t].shape[0], n, g)
+            return merge(n_rows, deltas, self.run["mode"], None, momentum, 1, self.threads, self.merge_scratch[t])
         local = [local_rows(d, n) for d in deltas]
-        return table_rows(merge(rows, local, self.run["mode"], None, self.momentum[t], n, self.threads,
+        return table_rows(merge(rows, local, self.run["mode"], None, momentum, n, self.threads,
                                 self.merge_scratch[t]), n, g)
 
     def _post(self, peer, key, payload):

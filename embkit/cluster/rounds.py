@@ -40,6 +40,14 @@ class RoundSpan(NamedTuple):
         """``(first, stop)``: the units ``[first, stop)`` of a shard of ``units`` units that the round trains."""
         return units * self.start // self.scale, units * self.stop // self.scale
 
+    def part(self, k, parts):
+        """Part ``k`` of the round cut into ``parts`` equal parts, as a span of the same round (the same
+        ``ordinal``; ``closes_epoch`` only for the last part): its units of any shard lie within the round's,
+        and the parts' units join up to them."""
+        width = self.stop - self.start
+        return self._replace(start=self.start * parts + k * width, stop=self.start * parts + (k + 1) * width,
+                             scale=self.scale * parts, closes_epoch=self.closes_epoch and k == parts - 1)
+
 
 class RoundPlan:
     """The rounds of every epoch of a run (see the module docstring).

@@ -1,12 +1,18 @@
 """The settings of a cluster run: the model parameters, their defaults and checks, the client's workers, and
-the rounds of a run (their plan: :mod:`embkit.cluster.rounds`)."""
+the rounds of a run (their plan: :mod:`embkit.cluster.rounds`), with the frequent words' rows reconciled
+within them."""
+from typing import NamedTuple
+
+import numpy as np
+
 from embkit.cluster.reconcile import DEFAULT_MODE, MODES
 from embkit.cluster.rounds import RoundPlan
 from embkit.core.checks import POSITIVE_INT, check_param
 
 __all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "ROUND_SHARE", "LONE_ROUND_UNITS", "LONE_UNITS_PER_ROW",
-           "RECONCILE", "EXCHANGE_SHARE", "STALENESS", "WORKER_WAIT", "distributed_module", "check_cluster_params",
-           "check_client", "rounds_per_epoch", "round_plan", "run_staleness"]
+           "RECONCILE", "EXCHANGE_SHARE", "STALENESS", "WORKER_WAIT", "HOT_PART_UNITS", "HOT_OCCURRENCES", "HotRows",
+           "distributed_module", "check_cluster_params", "check_client", "rounds_per_epoch", "round_plan",
+           "run_staleness", "hot_rows", "round_parts"]
 
 #: model parameters of cluster training (runtime settings: not saved with a model)
 CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile", "exchange_share", "staleness"})
@@ -46,6 +52,22 @@ EXCHANGE_SHARE = 1.0
 STALENESS = 0
 #: seconds a run waits for a first worker before it calls the cluster empty
 WORKER_WAIT = 10.0
+#: units a replica of a run of 3 replicas or more trains between two reconciliations of the frequent rows
+#: (:func:`hot_rows`): a round of :data:`ROUND_UNITS` is cut into parts of about this many, after each of which
+#: but the last the replicas reconcile the rows of the most frequent words only.  With 8 replicas the rounds of
+#: :data:`ROUND_UNITS` lost 2-3 analogy points on gcide, rounds of this size kept one process's quality, and so
+#: did the default rounds with these parts for the frequent rows (CLUSTER.md, "Quality").  None: no parts
+HOT_PART_UNITS = 12_500
+#: a row is a frequent one (reconciled after each part) when a replica's round is expected to hold its word at
+#: least this many times: the words whose rows every replica moves within a round
+HOT_OCCURRENCES = 0.5
+
+
+class HotRows(NamedTuple):
+    """A round's frequent rows: the first ``rows[0]`` rows of ``W_in`` and ``rows[1]`` of ``W_out`` are
+    reconciled after each of the round's ``parts`` parts but the last (whose end reconciles every row)."""
+    rows: tuple
+    parts: int
 
 
 def distributed_module():
@@ -119,3 +141,35 @@ def rounds_per_epoch(syncs_per_epoch, units, rows=0):
     units = list(units)
     size = ROUND_UNITS if len(units) > 1 else max(LONE_ROUND_UNITS, LONE_UNITS_PER_ROW * int(rows))
     return max(1, int(round(max(units, default=0) / size)))
+
+
+def hot_rows(plan, units, counts, input_classes, output_classes, replicas, staleness):
+    """The frequent rows of a run, ``(rows of W_in, rows of W_out)`` from the top of each table, or None when
+    its rounds are not cut into parts (:func:`round_parts`).
+
+    ``plan`` and ``units`` (each replica's units an epoch) as :func:`round_plan` takes them; ``counts`` the
+    classes' counts, whose frequent rows lead the tables (a vocabulary sorted by count): the rows before the
+    first whose word the run's last round of a replica is expected to hold fewer than
+    :data:`HOT_OCCURRENCES` times; ``input_classes`` / ``output_classes`` whether row ``i`` of ``W_in`` /
+    ``W_out`` is class ``i`` (a table of other rows has no frequent rows).  Runs of 3 replicas or more at
+    staleness 0 only: two replicas merge by the sum and keep one process's quality with their rounds, and a
+    stale round adopts its rows after the next one has trained.
+    """
+    units = max(units, default=0)
+    if not HOT_PART_UNITS or replicas < 3 or staleness or units < 1 or counts is None or not len(counts):
+        return None
+    last = plan.span(plan.epochs - 1, plan.rounds(plan.epochs - 1) - 1)
+    if round_parts(last, units) < 2:
+        return None
+    counts = np.asarray(counts, dtype=np.float64)
+    expected = counts * (units * (last.stop - last.start) / last.scale / max(counts.sum(), 1.0))
+    frequent = expected >= HOT_OCCURRENCES
+    leading = len(frequent) if frequent.all() else int(np.argmin(frequent))
+    rows = (leading if input_classes else 0, leading if output_classes else 0)
+    return rows if any(rows) else None
+
+
+def round_parts(span, units):
+    """Parts of about :data:`HOT_PART_UNITS` units of the largest replica (``units`` an epoch) that the round
+    ``span`` is cut into (1: not cut)."""
+    return max(1, round(units * (span.stop - span.start) / span.scale / HOT_PART_UNITS))

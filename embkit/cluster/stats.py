@@ -11,9 +11,12 @@ class ClusterStats:
     replicas : int
     rounds : int
         Reconciliations done.
+    hot_syncs : int
+        Reconciliations of the frequent rows within the rounds (:func:`~embkit.cluster.settings.hot_rows`).
     bytes_up, bytes_down : int
         Bytes of changed rows the replicas sent to the owners of those rows, and of merged rows the
-        owners sent to the other replicas and to the client, over the run.
+        owners sent to the other replicas and to the client, over the run (the frequent rows' reconciliations
+        within the rounds included).
     rows_changed : list of int
         Rows (both tables) changed per round that adopted a reconciliation (with ``staleness`` 1 an epoch's
         last round adopts two: theirs together).
@@ -44,7 +47,7 @@ class ClusterStats:
 
     def __init__(self, replicas):
         self.replicas = replicas
-        self.rounds = self.fetches = 0
+        self.rounds = self.fetches = self.hot_syncs = 0
         self.bytes_up = self.bytes_down = 0
         self.rows_changed = []
         self.round_seconds = self.apply_seconds = self.train_seconds = self.pass_seconds = 0.0
@@ -55,11 +58,12 @@ class ClusterStats:
 
     @property
     def bytes_per_round(self):
-        """Mean bytes (up and down) of one reconciliation."""
+        """Mean bytes (up and down) of one reconciliation of every row, with the frequent rows' within its round."""
         return (self.bytes_up + self.bytes_down) / max(1, self.rounds)
 
     def to_dict(self):
-        return {"replicas": self.replicas, "rounds": self.rounds, "fetches": self.fetches, "bytes_up": self.bytes_up,
+        return {"replicas": self.replicas, "rounds": self.rounds, "hot_syncs": self.hot_syncs, "fetches": self.fetches,
+                "bytes_up": self.bytes_up,
                 "bytes_down": self.bytes_down, "bytes_per_round": self.bytes_per_round,
                 "rows_changed": list(self.rows_changed), "round_seconds": self.round_seconds,
                 "apply_seconds": self.apply_seconds, "train_seconds": self.train_seconds,

@@ -111,6 +111,9 @@ class EmbeddingModel:
     STACKED_OUTPUTS = False
     #: the attribute that, with the parameters and the tables, makes a cluster replica (``counts``, ``vocab``)
     CLUSTER_STATE = None
+    #: row ``i`` of ``W_in`` is class ``i`` (a word, an item), whose count ``_cluster_classes`` gives: a cluster
+    #: run reconciles the rows of the most frequent more often (:func:`embkit.cluster.settings.hot_rows`)
+    CLASS_INPUTS = False
     #: :meth:`_words` names the input rows (one word or item per row of ``W_in``)
     NAMED_ROWS = False
     #: the fields of what :meth:`_state` saves, checked when a file is loaded: ``{field: (rule, required)}``

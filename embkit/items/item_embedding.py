@@ -205,6 +205,7 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
     NAMED_ROWS = True
     unit = "pair"
     CLUSTER_STATE = "counts"
+    CLASS_INPUTS = True
     RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | ClusterTraining.CLUSTER_PARAMS
     #: a resumed run may move to (or between) clusters; the cluster settings are checked against its run
     RESUMABLE_CHANGES = EmbeddingModel.RESUMABLE_CHANGES | ClusterTraining.CLUSTER_PARAMS

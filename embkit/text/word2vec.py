@@ -185,6 +185,7 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
                       "start_alpha": (optional(POSITIVE_REAL), False), "end_alpha": (optional(NON_NEGATIVE_REAL), False)}
     STACKED_OUTPUTS = True
     CLUSTER_STATE = "vocab"
+    CLASS_INPUTS = True
     RUNTIME_PARAMS = EmbeddingModel.RUNTIME_PARAMS | {"sentences", "corpus_file", "hashfxn", "trim_rule"} | ClusterTraining.CLUSTER_PARAMS
     #: a resumed run may move to (or between) clusters; the cluster settings are checked against its run
     RESUMABLE_CHANGES = EmbeddingModel.RESUMABLE_CHANGES | ClusterTraining.CLUSTER_PARAMS

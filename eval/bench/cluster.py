@@ -13,8 +13,9 @@ what a run costs where the cores are shared with other work; every cluster is ne
 embkit's trainer before the clock starts, as a long-lived cluster's have and this process has; with
 ``--reuse-clusters`` each cluster trains every seed and repeat, so that from its second run on its workers have
 scanned and trained before, as this process has),
-reconciliations, mean bytes per reconciliation (changed rows up from
-every replica plus reconciled rows down to every replica and the client), the replicas' kernel, pass and
+reconciliations (of every row, and of the frequent rows within the rounds), mean bytes per reconciliation
+(changed rows up from every replica plus reconciled rows down to every replica and the client, the frequent
+rows' within its round included), the replicas' kernel, pass and
 wait seconds and the client's, and unless ``--no-quality`` analogy accuracy (restrict_vocab 30000), WS-353
 and SimLex-999 Spearman.
 
@@ -22,12 +23,15 @@ Usage::
 
     python -m eval.bench.cluster [--corpus FILE] [--epochs 5] [--alpha 0.05] [--seeds 1 2 3] [--clusters 1 2]
                                  [--syncs N] [--reconcile momentum] [--exchange-share 1] [--staleness 0 1]
-                                 [--interleave] [--reuse-clusters]
+                                 [--interleave] [--reuse-clusters] [--hot-part-units N]
                                  [--repeat-corpus K] [--no-quality] [--repeat 1] [--threads 1] [--grid NxT ...]
                                  [--json out.json]
 
 ``--grid 2x8 4x4 8x2`` replaces ``--clusters`` and ``--threads``: for each pair, one process of T threads,
 then a cluster of N workers of T threads each (a machine's cores shared out in different ways).
+
+``--hot-part-units N`` sets ``embkit.cluster.settings.HOT_PART_UNITS`` (the parts of a round of 3 replicas or
+more after which the frequent rows are reconciled; 0: none) for the run.
 
 ``--repeat N`` runs every seed's trainers N times, one after the other (1 process, 1 worker, 2 workers, 1
 process, ...), so that the speed of each is a mean over runs spread across the sitting, and each cluster's
@@ -51,6 +55,7 @@ import numpy as np
 
 from embkit import Word2Vec
 from embkit.cluster import EXCHANGE_SHARE, RECONCILE, STALENESS, SYNCS_PER_EPOCH
+from embkit.cluster import settings as cluster_settings
 from embkit.cluster.reconcile import MODES
 from eval.bench.word2vec import default_corpus, evaluate
 
@@ -128,7 +133,7 @@ def run_one(args, label, seed, corpus, threads, client=None, n_workers=0, stalen
         row["kernel_cpu_s"] = own
     stats = getattr(model, "last_cluster_stats", None) if client is not None else None
     if stats is not None:
-        row.update(rounds=stats.rounds, bytes_per_round=stats.bytes_per_round,
+        row.update(rounds=stats.rounds, hot_syncs=stats.hot_syncs, bytes_per_round=stats.bytes_per_round,
                    rows_per_round=float(np.mean(stats.rows_changed)), apply_s=stats.apply_seconds,
                    kernel_s=stats.train_seconds, kernel_cpu_s=stats.train_cpu_seconds, pass_s=stats.pass_seconds,
                    find_s=stats.find_seconds, merge_s=stats.merge_seconds, adopt_s=stats.adopt_seconds,
@@ -171,7 +176,8 @@ def table(rows):
     for label in labels:
         sel = [r for r in rows if r["trainer"] == label]
         mb = "-" if "bytes_per_round" not in sel[0] else "%.1f" % np.mean([r["bytes_per_round"] / 1e6 for r in sel])
-        rounds = "-" if "rounds" not in sel[0] else "%d" % sel[0]["rounds"]
+        rounds = "-" if "rounds" not in sel[0] else "%d" % sel[0]["rounds"] + (
+            " + %d of the frequent rows" % sel[0]["hot_syncs"] if sel[0].get("hot_syncs") else "")
         print("| %s | %d | %s | %s | %s | %s | %.2fx | %s | %s | %s | %s | %s |" % (
             label, len(sel), cell([r["train_s"] for r in sel], "%.1f"), cell([r["end_to_end_s"] for r in sel], "%.1f"),
             cell([r["cpu_s"] for r in sel], "%.1f"), cell([r["words_per_s"] for r in sel], "%.0f"),
@@ -216,8 +222,12 @@ def main(argv=None):
                         "cluster of N workers of T threads each (e.g. 2x8 4x4 8x2)")
     p.add_argument("--reuse-clusters", action="store_true",
                    help="start each cluster once and train every seed and repeat on it (a long-lived cluster)")
+    p.add_argument("--hot-part-units", type=int, default=None, metavar="N",
+                   help="units of the parts of a round after which the frequent rows are reconciled (0: none)")
     p.add_argument("--json", default=None, metavar="FILE")
     args = p.parse_args(argv)
+    if args.hot_part_units is not None:
+        cluster_settings.HOT_PART_UNITS = args.hot_part_units or None
     pairs = [(0, args.threads)] + [(n, args.threads) for n in args.clusters]
     if args.grid:
         try:
