@@ -3,6 +3,7 @@ sampler, a worker lost mid-epoch, bad input, and the command line.  Skipped with
 import gzip
 import logging
 import os
+import re
 import signal
 import time
 
@@ -650,10 +651,12 @@ def test_three_replicas_reconcile_the_frequent_rows_within_their_rounds(planted_
         for model in (resumed, relayed):
             np.testing.assert_array_equal(model.W_in, fetched.W_in)
             np.testing.assert_array_equal(model.W_out, fetched.W_out)
-        monkeypatch.setattr(cluster_mod, "HOT_PART_UNITS", None)
-        whole = Word2Vec(**params)
+        # without them the rounds reconcile every row at their ends only; a checkpoint keeps the choice
+        whole = Word2Vec(**dict(params, frequent_rows=False))
         assert whole.last_cluster_stats.hot_syncs == 0
         assert not np.array_equal(whole.W_out, fetched.W_out)
+        with pytest.raises(CheckpointError, match="the run's settings differ.*frequent_rows"):
+            Word2Vec.resume(str(tmp_path), client=three, frequent_rows=False)
 
 
 def test_a_cluster_checkpoint_refuses_other_round_settings(client, planted_shards, tmp_path):
@@ -725,6 +728,9 @@ def test_bad_cluster_parameters_are_named(client):
     for bad in (2, True, 0.5):
         with pytest.raises(ValueError, match="staleness must be 0 or 1"):
             Word2Vec(client=client, staleness=bad)
+    for bad in (1, None, "yes"):
+        with pytest.raises(ValueError, match="frequent_rows must be true or false"):
+            Word2Vec(client=client, frequent_rows=bad)
     with pytest.raises(TypeError, match="dask.distributed.Client"):
         Word2Vec(client="tcp://localhost:8786")
     with pytest.raises(ValueError, match="corpus_file"):
@@ -745,6 +751,21 @@ def test_cli_trains_on_the_scheduler(client, planted_shards, tmp_path, capsys):
     from gensim.models import KeyedVectors
     kv = KeyedVectors.load_word2vec_format(out)
     assert kv.vector_size == 16 and len(kv) == 50
+
+
+def test_cli_reconciles_the_frequent_rows_of_three_workers_unless_told_not_to(planted_shards, tmp_path, capsys,
+                                                                              monkeypatch):
+    from embkit.cli import main
+    _, _, pattern = planted_shards
+    monkeypatch.setattr(cluster_mod, "HOT_PART_UNITS", 500)
+    args = ["train", "--corpus", pattern, "--scheduler", "local:3", "--workers", "1", "--epochs", "1",
+            "--min-count", "1", "--vector-size", "8", "--syncs-per-epoch", "2", "-q", "--no-eval",
+            "-o", str(tmp_path / "vectors.txt"), "--output-format", "word2vec"]
+    assert main(args) == 0
+    assert re.search(r"cluster:    3 replicas, 2 reconciliations \(and [1-9]\d* of the frequent rows\)",
+                     capsys.readouterr().out)
+    assert main(args + ["--no-frequent-rows", "--overwrite"]) == 0
+    assert "cluster:    3 replicas, 2 reconciliations of" in capsys.readouterr().out
 
 
 def test_cli_items_trains_on_the_scheduler_with_validation(client, tmp_path, capsys):

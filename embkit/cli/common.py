@@ -349,9 +349,10 @@ def finished_run(args, save, out):
 
 # ------------------------------------------------------------------------------------------ cluster
 def cluster_options(p):
-    """Add ``--scheduler``, ``--syncs-per-epoch``, ``--reconcile``, ``--exchange-share`` and ``--staleness``
-    (training on a Dask cluster)."""
+    """Add ``--scheduler``, ``--syncs-per-epoch``, ``--reconcile``, ``--exchange-share``, ``--staleness`` and
+    ``--no-frequent-rows`` (training on a Dask cluster)."""
     from embkit.cluster import EXCHANGE_SHARE, RECONCILE, ROUND_UNITS, STALENESS
+    from embkit.cluster.settings import HOT_PART_UNITS
     from embkit.cluster.reconcile import MODES
     g = p.add_argument_group("cluster (needs the [cluster] extra)")
     g.add_argument("--scheduler", metavar="ADDRESS",
@@ -373,6 +374,10 @@ def cluster_options(p):
                    help="1: each of two workers trains the next round while a round's rows are exchanged, "
                         "adopting them a round late; 0: every round is reconciled before the next (as runs of "
                         "more workers, or with checkpoints, always are); default: %d" % STALENESS)
+    g.add_argument("--no-frequent-rows", dest="frequent_rows", action="store_false",
+                   help="with 3 workers or more, reconcile the most frequent words' rows only at the end of each "
+                        "round, not also after every part of about %d words of it (fewer exchanges, lower quality "
+                        "with many workers)" % HOT_PART_UNITS)
 
 
 @contextlib.contextmanager
@@ -412,7 +417,8 @@ def cluster_summary(model):
     stats = getattr(model, "last_cluster_stats", None)
     if stats is None:
         return None
-    return {"replicas": stats.replicas, "reconciliations": stats.rounds, "exchange_share": model.exchange_share,
+    return {"replicas": stats.replicas, "reconciliations": stats.rounds, "frequent_rows_reconciliations": stats.hot_syncs,
+            "exchange_share": model.exchange_share,
             "mb_per_reconciliation": round(stats.bytes_per_round / 1e6, 3),
             "reconcile_seconds": round(stats.round_seconds - stats.train_seconds, 3),
             "reopened": len(stats.reopened)}
@@ -421,6 +427,8 @@ def cluster_summary(model):
 def cluster_line(summary):
     """``cluster_summary`` as a line of a text report."""
     replicas = summary["replicas"]
-    return ("cluster:    %d replica%s, %d reconciliations of %.1f MB, %.2f s reconciling, %d replicas reopened"
-            % (replicas, "" if replicas == 1 else "s", summary["reconciliations"], summary["mb_per_reconciliation"],
+    frequent = summary.get("frequent_rows_reconciliations")
+    return ("cluster:    %d replica%s, %d reconciliations%s of %.1f MB, %.2f s reconciling, %d replicas reopened"
+            % (replicas, "" if replicas == 1 else "s", summary["reconciliations"],
+               " (and %d of the frequent rows)" % frequent if frequent else "", summary["mb_per_reconciliation"],
                summary["reconcile_seconds"], summary["reopened"]))

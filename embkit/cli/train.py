@@ -117,6 +117,7 @@ def cmd_train(args, out):
         with cluster_client(args.scheduler) as client:
             model = Word2Vec(client=client, syncs_per_epoch=args.syncs_per_epoch, reconcile=args.reconcile,
                              exchange_share=args.exchange_share, staleness=args.staleness,
+                             frequent_rows=args.frequent_rows,
                              **_model_kwargs(args))
             model.build_vocab(corpus_file=corpus)
             with train_logging():

@@ -8,7 +8,9 @@ A model given ``client=`` (a ``dask.distributed.Client``) trains like this:
    shards, which it reads itself; the replicas are given each other's actors;
 2. each epoch runs in **rounds** (``syncs_per_epoch`` even ones; by default, for two replicas, rounds that
    shrink towards the end of the run to about :data:`~embkit.cluster.settings.ROUND_UNITS` units per replica,
-   for more even rounds of that size, and a lone replica's even and longer: :mod:`embkit.cluster.rounds`):
+   for more even rounds of that size, within which the most frequent words' rows are reconciled after
+   every part of about :data:`~embkit.cluster.settings.HOT_PART_UNITS` units, and a lone replica's even and
+   longer: :mod:`embkit.cluster.rounds`, :func:`~embkit.cluster.settings.hot_rows`):
    the client calls every replica at once (an actor call goes straight to its worker: no task, no scheduler
    on the way), which trains the same fraction of its shards with embkit's nogil kernel on its own threads
    (``workers``), then reconciles with the other replicas directly: each merges every n-th row of the
@@ -41,7 +43,7 @@ from embkit.cluster.plan import group_shards
 from embkit.cluster.reconcile import BLOCK_RATE, RowDelta, apply_update
 from embkit.cluster.replica import open_replica
 from embkit.cluster.rounds import RoundPlan
-from embkit.cluster.settings import (EXCHANGE_SHARE, HotRows, check_client, distributed_module, hot_rows, round_parts,
+from embkit.cluster.settings import (EXCHANGE_SHARE, FREQUENT_ROWS, HotRows, check_client, distributed_module, hot_rows, round_parts,
                                      round_plan, run_staleness)
 from embkit.cluster.stats import ClusterStats
 from embkit.cluster.tables import TablesNotDrawn, recipe as tables_recipe
@@ -537,6 +539,8 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
             record["rounds"] = job.plan.record()
         if run["share"] != EXCHANGE_SHARE:      # kept (and restored on resume) only when not the default
             record["cluster"]["exchange_share"] = run["share"]
+        if model.frequent_rows != FREQUENT_ROWS:
+            record["cluster"]["frequent_rows"] = model.frequent_rows
         history_before, start, report, checkpointer = checkpoint.begin_run(
             model, record, {"merge": MomentumState(job), "tracker": on_epoch})
         if start is not None and start.finished:
@@ -545,7 +549,7 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
         run["staleness"] = run_staleness(model.staleness, len(job.groups), job.relay)
         counts, classes = model._cluster_classes()
         job.hot = hot_rows(job.plan, job.units.values(), counts[:classes], model.CLASS_INPUTS,
-                           model._loss_class().CLASS_ROWS, len(job.groups), run["staleness"])
+                           model._loss_class().CLASS_ROWS, len(job.groups), run["staleness"], model.frequent_rows)
         if job.hot is not None:
             logger.info("the first %d rows of W_in and %d of W_out (the frequent words') reconciled within the rounds"
                         % job.hot)

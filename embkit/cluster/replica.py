@@ -20,7 +20,10 @@ workers (:meth:`Replica.post`, run on the worker's event loop while its training
 :class:`~embkit.cluster.mailbox.Mailbox`), as plain tuples of arrays; every link carries about two row sets
 a round, whatever the number of replicas.  Two replicas need only one of the two steps: each sends the
 other its whole delta and merges every row itself (:meth:`Replica._swap`: the same steps as the owners'
-merges, bit for bit, and about the same bytes, with one wait for a peer a round instead of two).
+merges, bit for bit, and about the same bytes, with one wait for a peer a round instead of two).  With 3
+replicas or more a round may come in parts, after each of which but the last the replicas reconcile the
+first rows of each table only (the most frequent words', :func:`~embkit.cluster.settings.hot_rows`) in the
+same way: the same owners, merge and momentum, on views of those rows (:meth:`Replica._hot_sync`).
 
 With ``staleness`` 1 (:data:`~embkit.cluster.settings.STALENESS`) a round's call only posts the replica's
 rows: the next call trains its round at once and adopts the merged rows of the round before when its training
@@ -247,8 +250,9 @@ class Replica:
         """Reconcile the first ``rows`` rows of each table (the frequent words', every replica moves them within
         a round) in the middle of the round ``span``, as a round's end reconciles every row: found, merged
         (with their block momentum, the same momentum as the round's end) and adopted by every replica; the
-        entries added to the round's ``result``.  A lost peer leaves the tables with part of the round in these
-        rows: the round is trained again from them (as after a reconciled round that was not reported)."""
+        entries added to the round's ``result``.  An adaptive sampler rebuilds at the round's end only.  A lost
+        peer leaves the tables with part of the round in these rows: the round is trained again from them (as
+        after a reconciled round that was not reported)."""
         clock = time.perf_counter()
         scratch = self.hot_scratch[self.hot_turn]      # in turn, as the rounds' sets (see __init__)
         self.hot_turn = 1 - self.hot_turn

@@ -7,15 +7,15 @@ import numpy as np
 
 from embkit.cluster.reconcile import DEFAULT_MODE, MODES
 from embkit.cluster.rounds import RoundPlan
-from embkit.core.checks import POSITIVE_INT, check_param
+from embkit.core.checks import BOOL, POSITIVE_INT, check_param
 
 __all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "ROUND_SHARE", "LONE_ROUND_UNITS", "LONE_UNITS_PER_ROW",
-           "RECONCILE", "EXCHANGE_SHARE", "STALENESS", "WORKER_WAIT", "HOT_PART_UNITS", "HOT_OCCURRENCES", "HotRows",
+           "RECONCILE", "EXCHANGE_SHARE", "STALENESS", "FREQUENT_ROWS", "WORKER_WAIT", "HOT_PART_UNITS", "HOT_OCCURRENCES", "HotRows",
            "distributed_module", "check_cluster_params", "check_client", "rounds_per_epoch", "round_plan",
            "run_staleness", "hot_rows", "round_parts"]
 
 #: model parameters of cluster training (runtime settings: not saved with a model)
-CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile", "exchange_share", "staleness"})
+CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile", "exchange_share", "staleness", "frequent_rows"})
 #: ``syncs_per_epoch`` of a model that does not choose: None, rounds that shrink towards the end of the run
 #: for two replicas (:data:`ROUND_SHARE`, :data:`ROUND_UNITS`), even rounds for more (:func:`round_plan`)
 SYNCS_PER_EPOCH = None
@@ -50,6 +50,10 @@ EXCHANGE_SHARE = 1.0
 #: the reconciled tables at an epoch's end).  It applies to runs of two replicas that do not send the client
 #: their rows (:func:`run_staleness`).
 STALENESS = 0
+#: ``frequent_rows`` of a model that does not choose: runs of 3 replicas or more reconcile the frequent words'
+#: rows within their rounds (:func:`hot_rows`), which keeps one process's quality with 8 workers at the
+#: default rounds and costs exchanges (CLUSTER.md)
+FREQUENT_ROWS = True
 #: seconds a run waits for a first worker before it calls the cluster empty
 WORKER_WAIT = 10.0
 #: units a replica of a run of 3 replicas or more trains between two reconciliations of the frequent rows
@@ -59,8 +63,9 @@ WORKER_WAIT = 10.0
 #: did the default rounds with these parts for the frequent rows (CLUSTER.md, "Quality").  None: no parts
 HOT_PART_UNITS = 12_500
 #: a row is a frequent one (reconciled after each part) when a replica's round is expected to hold its word at
-#: least this many times: the words whose rows every replica moves within a round
-HOT_OCCURRENCES = 0.5
+#: least this many times: the words whose rows every replica moves within a round (on gcide at 8 replicas the
+#: first 3,000 to 11,565 rows kept the quality alike, the first 1,000 not; CLUSTER.md)
+HOT_OCCURRENCES = 1.0
 
 
 class HotRows(NamedTuple):
@@ -81,7 +86,8 @@ def distributed_module():
 
 
 def check_cluster_params(model):
-    """ValueError naming a bad ``syncs_per_epoch`` / ``reconcile`` / ``exchange_share`` / ``staleness``;
+    """ValueError naming a bad ``syncs_per_epoch`` / ``reconcile`` / ``exchange_share`` / ``staleness`` /
+    ``frequent_rows``;
     TypeError for a ``client`` that is not a ``dask.distributed.Client``."""
     if model.syncs_per_epoch is not None:
         check_param("syncs_per_epoch", model.syncs_per_epoch, *POSITIVE_INT)
@@ -89,6 +95,7 @@ def check_cluster_params(model):
         raise ValueError("reconcile must be one of %s, got %r" % (", ".join(MODES), model.reconcile))
     check_param("exchange_share", model.exchange_share, lambda v: 0 < v <= 1, "a number in (0, 1]")
     check_param("staleness", model.staleness, lambda v: not isinstance(v, bool) and v in (0, 1), "0 or 1")
+    check_param("frequent_rows", model.frequent_rows, *BOOL)
     if model.client is not None:
         distributed = distributed_module()
         if not isinstance(model.client, distributed.Client):
@@ -143,7 +150,7 @@ def rounds_per_epoch(syncs_per_epoch, units, rows=0):
     return max(1, int(round(max(units, default=0) / size)))
 
 
-def hot_rows(plan, units, counts, input_classes, output_classes, replicas, staleness):
+def hot_rows(plan, units, counts, input_classes, output_classes, replicas, staleness, frequent_rows=True):
     """The frequent rows of a run, ``(rows of W_in, rows of W_out)`` from the top of each table, or None when
     its rounds are not cut into parts (:func:`round_parts`).
 
@@ -153,10 +160,11 @@ def hot_rows(plan, units, counts, input_classes, output_classes, replicas, stale
     :data:`HOT_OCCURRENCES` times; ``input_classes`` / ``output_classes`` whether row ``i`` of ``W_in`` /
     ``W_out`` is class ``i`` (a table of other rows has no frequent rows).  Runs of 3 replicas or more at
     staleness 0 only: two replicas merge by the sum and keep one process's quality with their rounds, and a
-    stale round adopts its rows after the next one has trained.
+    stale round adopts its rows after the next one has trained.  None too without ``frequent_rows`` (the
+    model's parameter).
     """
     units = max(units, default=0)
-    if not HOT_PART_UNITS or replicas < 3 or staleness or units < 1 or counts is None or not len(counts):
+    if not frequent_rows or not HOT_PART_UNITS or replicas < 3 or staleness or units < 1 or counts is None or not len(counts):
         return None
     last = plan.span(plan.epochs - 1, plan.rounds(plan.epochs - 1) - 1)
     if round_parts(last, units) < 2:

@@ -5,7 +5,7 @@ import os
 import numpy as np
 
 from embkit._kernels.windows import WindowTrainer
-from embkit.cluster import EXCHANGE_SHARE, RECONCILE, STALENESS, SYNCS_PER_EPOCH, ClusterTraining
+from embkit.cluster import EXCHANGE_SHARE, FREQUENT_ROWS, RECONCILE, STALENESS, SYNCS_PER_EPOCH, ClusterTraining
 from embkit.core.base import EmbeddingModel, class_only
 from embkit.core.checkpoint import CheckpointError, fingerprint
 from embkit.core.checks import (BOOL, COUNT, FINITE_REAL, INT64_MAX, MAX_WINDOW, NON_NEGATIVE_INT, NON_NEGATIVE_REAL,
@@ -172,6 +172,12 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         round is reconciled at once); 0 (the default) reconciles every round before the next.  It applies to
         two workers: runs of more, and runs with checkpoints or callbacks, reconcile every round
         (:func:`embkit.cluster.settings.run_staleness`, CLUSTER.md).
+    frequent_rows : bool
+        With ``client`` and 3 workers or more: reconcile the rows of the most frequent words (those every
+        replica moves within a round) after every part of about 12,500 words of a round as well as at its end
+        (True, the default; :func:`embkit.cluster.settings.hot_rows`).  With 8 workers this keeps one
+        process's quality at the default rounds, which lose 2-3 analogy points without it; False exchanges
+        less (CLUSTER.md).
     """
 
     chunk_param = "chunk_tokens"
@@ -202,7 +208,7 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
                  chunk_tokens=1 << 18, hot_rows=None, batch_size=None, checkpoint_dir=None, checkpoint_every=600,
                  progress=False,
                  client=None, syncs_per_epoch=SYNCS_PER_EPOCH, reconcile=RECONCILE,
-                 exchange_share=EXCHANGE_SHARE, staleness=STALENESS):
+                 exchange_share=EXCHANGE_SHARE, staleness=STALENESS, frequent_rows=FREQUENT_ROWS):
         sg, hs, cbow_mean, null_word, sorted_vocab = (check_flag(name, value) for name, value in (
             ("sg", sg), ("hs", hs), ("cbow_mean", cbow_mean), ("null_word", null_word), ("sorted_vocab", sorted_vocab)))
         if loss is None:
@@ -234,6 +240,7 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         self.hot_rows = hot_rows
         self.client, self.syncs_per_epoch, self.reconcile = client, syncs_per_epoch, reconcile
         self.exchange_share = exchange_share
+        self.frequent_rows = frequent_rows
         self.staleness = staleness
         self.batch_size = batch_size
         self.vocab = None

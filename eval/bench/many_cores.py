@@ -18,7 +18,10 @@ answers the first questions):
    with the caller waiting beside the splitting threads instead of splitting as one of them
    (``waiting_caller``);
 6. ``scaling`` for fastText at the cores (skipped without ``fasttext``);
-7. ``drivers``: every kernel driver at 1 thread and at the cores.
+7. ``drivers``: every kernel driver at 1 thread and at the cores;
+8. ``cluster8``: eight Dask workers of an eighth of the cores each against one process of as many threads, on
+   gcide repeated 11 times, the frequent rows reconciled within the rounds (the default of 3 workers or more),
+   then (9, ``cluster8-whole``) without them (skipped without ``distributed``).
 
 ``--small LINES`` trains on the first LINES lines of the corpus with one seed (a dry run on a small machine).
 Nothing is asserted: timings depend on the machine.
@@ -57,6 +60,8 @@ def steps(corpus, out, cores, small=False):
     scaling = ["-m", "eval.bench.scaling", "--corpus", corpus]
     jsonl = ["--jsonl", os.path.join(out, "scaling.jsonl")]
     half = max(1, cores // 2)
+    eighth = ["-m", "eval.bench.cluster", "--corpus", corpus, "--grid", "8x%d" % max(1, cores // 8),
+              "--repeat-corpus", "1" if small else "11", "--epochs", "1", "--seeds", "1", "--no-quality"]
     return [
         (1, "embkit", scaling + ["--threads"] + threads + ["--trainers", "embkit", "--quality-seeds", str(seeds),
                                                            "--quality-threads", "1", top,
@@ -86,6 +91,9 @@ def steps(corpus, out, cores, small=False):
          "fasttext"),
         (7, "drivers", ["-m", "eval.bench.drivers", "--corpus", corpus, "--threads", "1", top, "--repeats", "1",
                         "--json", os.path.join(out, "drivers.json")], None),
+        (8, "cluster8", eighth + ["--json", os.path.join(out, "cluster8.json")], "distributed"),
+        (9, "cluster8-whole", eighth + ["--hot-part-units", "0", "--json", os.path.join(out, "cluster8-whole.json")],
+         "distributed"),
     ]
 
 
@@ -106,7 +114,7 @@ def main(argv=None):
     p.add_argument("--corpus", default=default_corpus(), help="training text (plain, .gz, .bz2 or .xz)")
     p.add_argument("--out", required=True, help="folder for every step's results and the log")
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="the top thread count")
-    p.add_argument("--steps", type=int, nargs="+", default=None, help="run these steps only (1-7)")
+    p.add_argument("--steps", type=int, nargs="+", default=None, help="run these steps only (1-9)")
     p.add_argument("--small", type=int, default=None, metavar="LINES", help="a dry run on the corpus's first LINES")
     args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
