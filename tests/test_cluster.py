@@ -423,15 +423,18 @@ def test_rounds_default_to_a_fixed_size_per_replica():
 
 def test_the_frequent_rows_are_the_leading_rows_a_replicas_round_holds_often():
     plan = RoundPlan.uniform(4, 2)
-    counts = np.array([400, 300, 100, 60, 40, 3, 1000, 2])    # a row of 1000 after the leading run: not taken
+    counts = np.array([400, 300, 100, 60, 40, 3, 2, 1])
     units = [1100, 1200, 1000]          # the largest replica's round: 300 units, 3 parts of 100
     part = cluster_mod.HOT_PART_UNITS
     try:
         cluster_mod.HOT_PART_UNITS = 100
-        # expected in a round: count * 300 / 1905; at least 0.5 from the top, stopping at the first below (3)
+        # expected in a round: count * 300 / 906, at least once for the first five (the sixth, 3: 0.99 times)
         assert cluster_mod.hot_rows(plan, units, counts, True, True, 3, 0) == (5, 5)
         assert cluster_mod.hot_rows(plan, units, counts, True, False, 3, 0) == (5, 0)     # W_out of tree nodes
-        assert cluster_mod.hot_rows(plan, units, counts[::-1], True, True, 8, 0) is None  # no leading frequent row
+        assert cluster_mod.hot_rows(plan, units, counts, True, True, 3, 0, frequent_rows=False) is None
+        # a table not sorted by count (sorted_vocab=False, items in their matrix's order): none
+        assert cluster_mod.hot_rows(plan, units, counts[::-1], True, True, 8, 0) is None
+        assert cluster_mod.hot_rows(plan, units, counts[[0, 1, 5, 2, 3, 4, 6, 7]], True, True, 8, 0) is None
         assert cluster_mod.hot_rows(plan, units, counts, True, True, 2, 0) is None        # two replicas: the sum
         assert cluster_mod.hot_rows(plan, units, counts, True, True, 3, 1) is None        # a stale round
         assert cluster_mod.hot_rows(plan, units, counts, False, False, 3, 0) is None

@@ -155,10 +155,12 @@ def hot_rows(plan, units, counts, input_classes, output_classes, replicas, stale
     its rounds are not cut into parts (:func:`round_parts`).
 
     ``plan`` and ``units`` (each replica's units an epoch) as :func:`round_plan` takes them; ``counts`` the
-    classes' counts, whose frequent rows lead the tables (a vocabulary sorted by count): the rows before the
-    first whose word the run's last round of a replica is expected to hold fewer than
-    :data:`HOT_OCCURRENCES` times; ``input_classes`` / ``output_classes`` whether row ``i`` of ``W_in`` /
-    ``W_out`` is class ``i`` (a table of other rows has no frequent rows).  Runs of 3 replicas or more at
+    classes' counts: the frequent rows are those whose class the run's last round of a replica is expected to
+    hold at least :data:`HOT_OCCURRENCES` times, and they count only when they lead the tables (a vocabulary
+    sorted by count; not ``sorted_vocab=False``, nor items in their matrix's order: views of the first rows
+    are what is reconciled, and a few frequent rows among rare ones would buy exchanges for nothing);
+    ``input_classes`` / ``output_classes`` whether row ``i`` of ``W_in`` / ``W_out`` is class ``i`` (a table
+    of other rows has no frequent rows).  Runs of 3 replicas or more at
     staleness 0 only: two replicas merge by the sum and keep one process's quality with their rounds, and a
     stale round adopts its rows after the next one has trained.  None too without ``frequent_rows`` (the
     model's parameter).
@@ -173,6 +175,8 @@ def hot_rows(plan, units, counts, input_classes, output_classes, replicas, stale
     expected = counts * (units * (last.stop - last.start) / last.scale / max(counts.sum(), 1.0))
     frequent = expected >= HOT_OCCURRENCES
     leading = len(frequent) if frequent.all() else int(np.argmin(frequent))
+    if leading < frequent.sum():        # frequent rows after a rare one: the table is not sorted by count
+        return None
     rows = (leading if input_classes else 0, leading if output_classes else 0)
     return rows if any(rows) else None
 
