@@ -446,6 +446,23 @@ def test_the_frequent_rows_are_the_leading_rows_a_replicas_round_holds_often():
         cluster_mod.HOT_PART_UNITS = part
 
 
+def test_a_model_tells_the_client_where_its_classes_rows_are(planted):
+    import scipy.sparse as sp
+    from embkit import ItemEmbedding
+    _, sentences = planted
+    model = Word2Vec(sentences, vector_size=8, min_count=1, epochs=1, workers=1)
+    counts, inputs, outputs = model.class_rows()
+    np.testing.assert_array_equal(counts, model.vocab.counts)
+    assert inputs is True and outputs is True
+    assert Word2Vec(sentences, vector_size=8, min_count=1, epochs=1, workers=1, hs=1, negative=0).class_rows()[2] \
+        is False        # the tree's nodes
+    pairs = sp.random(30, 30, density=0.3, format="csr", random_state=0) * 10
+    items = ItemEmbedding(vector_size=8, epochs=1, progress=False).fit(pairs)
+    counts, inputs, outputs = items.class_rows()
+    np.testing.assert_array_equal(counts, items.counts)
+    assert inputs is True and outputs is True
+
+
 def test_the_parts_of_a_round_join_up_to_it():
     span = RoundPlan([[0, 3, 7, 10], [0, 10]], 10).span(0, 1)
     for units in (0, 1, 9, 1000, 12345):

@@ -417,8 +417,8 @@ def cluster_summary(model):
     stats = getattr(model, "last_cluster_stats", None)
     if stats is None:
         return None
-    return {"replicas": stats.replicas, "reconciliations": stats.rounds, "frequent_rows_reconciliations": stats.hot_syncs,
-            "exchange_share": model.exchange_share,
+    return {"replicas": stats.replicas, "reconciliations": stats.rounds,
+            "frequent_rows_reconciliations": stats.hot_syncs, "exchange_share": model.exchange_share,
             "mb_per_reconciliation": round(stats.bytes_per_round / 1e6, 3),
             "reconcile_seconds": round(stats.round_seconds - stats.train_seconds, 3),
             "reopened": len(stats.reopened)}

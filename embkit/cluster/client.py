@@ -43,8 +43,8 @@ from embkit.cluster.plan import group_shards
 from embkit.cluster.reconcile import BLOCK_RATE, RowDelta, apply_update
 from embkit.cluster.replica import open_replica
 from embkit.cluster.rounds import RoundPlan
-from embkit.cluster.settings import (EXCHANGE_SHARE, FREQUENT_ROWS, HotRows, check_client, distributed_module, hot_rows, round_parts,
-                                     round_plan, run_staleness)
+from embkit.cluster.settings import (EXCHANGE_SHARE, FREQUENT_ROWS, HotRows, check_client, distributed_module, hot_rows,
+                                     round_parts, round_plan, run_staleness)
 from embkit.cluster.stats import ClusterStats
 from embkit.cluster.tables import TablesNotDrawn, recipe as tables_recipe
 from embkit.cluster.worker import ShardReadError
@@ -547,9 +547,8 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
             return report
         job.relay = relays(model, len(job.groups), checkpointer)
         run["staleness"] = run_staleness(model.staleness, len(job.groups), job.relay)
-        counts, classes = model._cluster_classes()
-        job.hot = hot_rows(job.plan, job.units.values(), counts[:classes], model.CLASS_INPUTS,
-                           model._loss_class().CLASS_ROWS, len(job.groups), run["staleness"], model.frequent_rows)
+        job.hot = hot_rows(job.plan, job.units.values(), *model.class_rows(), len(job.groups), run["staleness"],
+                           model.frequent_rows)
         if job.hot is not None:
             logger.info("the first %d rows of W_in and %d of W_out (the frequent words') reconciled within the rounds"
                         % job.hot)

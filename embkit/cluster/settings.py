@@ -10,9 +10,9 @@ from embkit.cluster.rounds import RoundPlan
 from embkit.core.checks import BOOL, POSITIVE_INT, check_param
 
 __all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "ROUND_SHARE", "LONE_ROUND_UNITS", "LONE_UNITS_PER_ROW",
-           "RECONCILE", "EXCHANGE_SHARE", "STALENESS", "FREQUENT_ROWS", "WORKER_WAIT", "HOT_PART_UNITS", "HOT_OCCURRENCES", "HotRows",
-           "distributed_module", "check_cluster_params", "check_client", "rounds_per_epoch", "round_plan",
-           "run_staleness", "hot_rows", "round_parts"]
+           "RECONCILE", "EXCHANGE_SHARE", "STALENESS", "FREQUENT_ROWS", "WORKER_WAIT", "HOT_PART_UNITS",
+           "HOT_OCCURRENCES", "HotRows", "distributed_module", "check_cluster_params", "check_client",
+           "rounds_per_epoch", "round_plan", "run_staleness", "hot_rows", "round_parts"]
 
 #: model parameters of cluster training (runtime settings: not saved with a model)
 CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile", "exchange_share", "staleness", "frequent_rows"})
@@ -154,19 +154,19 @@ def hot_rows(plan, units, counts, input_classes, output_classes, replicas, stale
     """The frequent rows of a run, ``(rows of W_in, rows of W_out)`` from the top of each table, or None when
     its rounds are not cut into parts (:func:`round_parts`).
 
-    ``plan`` and ``units`` (each replica's units an epoch) as :func:`round_plan` takes them; ``counts`` the
+    ``plan`` and ``units`` (each replica's units an epoch) as :func:`round_plan` takes them; ``counts``,
+    ``input_classes`` and ``output_classes`` as the model's ``class_rows()`` gives them.  ``counts`` are the
     classes' counts: the frequent rows are those whose class the run's last round of a replica is expected to
     hold at least :data:`HOT_OCCURRENCES` times, and they count only when they lead the tables (a vocabulary
     sorted by count; not ``sorted_vocab=False``, nor items in their matrix's order: views of the first rows
     are what is reconciled, and a few frequent rows among rare ones would buy exchanges for nothing);
-    ``input_classes`` / ``output_classes`` whether row ``i`` of ``W_in`` / ``W_out`` is class ``i`` (a table
-    of other rows has no frequent rows).  Runs of 3 replicas or more at
-    staleness 0 only: two replicas merge by the sum and keep one process's quality with their rounds, and a
-    stale round adopts its rows after the next one has trained.  None too without ``frequent_rows`` (the
-    model's parameter).
+    ``input_classes`` / ``output_classes`` say whether row ``i`` of ``W_in`` / ``W_out`` is class ``i`` (a
+    table of other rows has no frequent rows).  Runs of 3 replicas or more at staleness 0 only: two replicas
+    merge by the sum and keep one process's quality with their rounds, and a stale round adopts its rows
+    after the next one has trained.  None too without ``frequent_rows`` (the model's parameter).
     """
     units = max(units, default=0)
-    if not frequent_rows or not HOT_PART_UNITS or replicas < 3 or staleness or units < 1 or counts is None or not len(counts):
+    if not frequent_rows or not HOT_PART_UNITS or replicas < 3 or staleness or units < 1 or not len(counts):
         return None
     last = plan.span(plan.epochs - 1, plan.rounds(plan.epochs - 1) - 1)
     if round_parts(last, units) < 2:

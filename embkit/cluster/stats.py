@@ -63,8 +63,7 @@ class ClusterStats:
 
     def to_dict(self):
         return {"replicas": self.replicas, "rounds": self.rounds, "hot_syncs": self.hot_syncs, "fetches": self.fetches,
-                "bytes_up": self.bytes_up,
-                "bytes_down": self.bytes_down, "bytes_per_round": self.bytes_per_round,
+                "bytes_up": self.bytes_up, "bytes_down": self.bytes_down, "bytes_per_round": self.bytes_per_round,
                 "rows_changed": list(self.rows_changed), "round_seconds": self.round_seconds,
                 "apply_seconds": self.apply_seconds, "train_seconds": self.train_seconds,
                 "train_cpu_seconds": self.train_cpu_seconds,

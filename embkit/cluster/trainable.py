@@ -13,7 +13,8 @@ class ClusterTraining:
     :meth:`check_params` checks them too, and the base's ``_fit(local, run)`` trains ``run()`` (the keyword
     arguments of :func:`~embkit.cluster.client.train_on_cluster`: ``shards``, ``epochs``, ``alpha``, ...) on
     the cluster here.  A replica is built from the model's public hooks (``replica_spec``,
-    ``from_replica_spec``, ``replica_trainer``, and ``initial_tables`` where it draws a fresh model's tables).
+    ``from_replica_spec``, ``replica_trainer``, and ``initial_tables`` where it draws a fresh model's tables);
+    ``class_rows`` tells the client where the frequent rows are.
     """
 
     #: model parameters of cluster training (runtime settings: not saved with a model)

@@ -332,6 +332,13 @@ class EmbeddingModel:
         """``(counts, n_classes)`` the loss and sampler are built from (subclasses)."""
         raise NotImplementedError
 
+    def class_rows(self):
+        """``(counts, input_classes, output_classes)``: the classes' counts, and whether row ``i`` of ``W_in``
+        (:attr:`CLASS_INPUTS`) and of ``W_out`` (the loss's ``CLASS_ROWS``) is class ``i``: where a cluster run
+        finds its frequent rows (:func:`embkit.cluster.settings.hot_rows`)."""
+        counts, n_classes = self._cluster_classes()
+        return np.asarray(counts)[:n_classes], self.CLASS_INPUTS, bool(self._loss_class().CLASS_ROWS)
+
     def _train_on_cluster(self, run):
         """Train the ``run`` (:meth:`_fit`) on the model's cluster (the cluster mixin's)."""
         raise TypeError("%s does not train on a cluster" % type(self).__name__)
