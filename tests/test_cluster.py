@@ -677,6 +677,12 @@ def test_three_replicas_reconcile_the_frequent_rows_within_their_rounds(planted_
         assert not np.array_equal(whole.W_out, fetched.W_out)
         with pytest.raises(CheckpointError, match="the run's settings differ.*frequent_rows"):
             Word2Vec.resume(str(tmp_path), client=three, frequent_rows=False)
+        # a worker dying within a round (its parts' reconciliations under way) loses no part of the run
+        killer = KillAWorker(three)
+        survived = Word2Vec(callbacks=[killer], **params)
+        assert killer.killed is not None and survived.last_cluster_stats.reopened
+        assert survived.last_report.words == fetched.last_report.words
+        assert purity(survived.wv, groups)[0] >= 0.8
 
 
 def test_a_cluster_checkpoint_refuses_other_round_settings(client, planted_shards, tmp_path):
