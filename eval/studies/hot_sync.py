@@ -9,6 +9,8 @@ rows are merged with the cluster's merge (:func:`embkit.cluster.reconcile.merge`
 part, float16 deltas) and adopted by every replica, and ``--hot-syncs`` times an epoch the first ``--hot``
 rows of both tables only (the most frequent words; with negative sampling a word's output row has its index).
 The model is the reconciled tables at the end: analogy (restrict_vocab 30000), WS-353, SimLex-999.
+``--shuffle-lines SEED`` shuffles the corpus's lines before it is cut (shards that sample the corpus instead
+of runs of an alphabetical dictionary).
 
 The training of each replica's share of a round is :meth:`embkit.Word2Vec.train` on its sentences at the
 round's learning rate (linear over the run), so a replica's words cost what they cost in one process plus a
@@ -23,6 +25,7 @@ import argparse
 import gzip
 import json
 import logging
+import random
 import sys
 import time
 
@@ -58,12 +61,16 @@ def _reconcile(reps, base, momenta, rows, replicas):
             rep[t][:rows] = head
 
 
-def run(corpus, replicas, epochs, syncs, hot_syncs, hot, seed, alpha=0.05, min_alpha=0.0001):
-    """Scores of the reconciled model after ``epochs`` (see the module docstring)."""
+def run(corpus, replicas, epochs, syncs, hot_syncs, hot, seed, alpha=0.05, min_alpha=0.0001, shuffle=None):
+    """Scores of the reconciled model after ``epochs`` (see the module docstring); ``shuffle``: the seed of a
+    shuffle of the lines, or None."""
     from embkit import Word2Vec
 
     with (gzip.open if corpus.endswith(".gz") else open)(corpus, "rt", encoding="utf-8") as f:
-        sentences = [line.split() for line in f if line.strip()]
+        lines = f.read().splitlines()
+    if shuffle is not None:
+        random.Random(shuffle).shuffle(lines)
+    sentences = [line.split() for line in lines if line.strip()]
     model = Word2Vec(alpha=alpha, seed=seed, epochs=epochs, **SETTINGS)
     model.build_vocab(sentences)
     rows = len(model.vocab)
@@ -96,6 +103,7 @@ def run(corpus, replicas, epochs, syncs, hot_syncs, hot, seed, alpha=0.05, min_a
     model.seed = seed
     scores = evaluate(model.wv, 30000, "embkit")
     return {"replicas": replicas, "epochs": epochs, "syncs": syncs, "hot_syncs": hot_syncs, "hot": hot, "seed": seed,
+            "shuffle_lines": shuffle,
             "seconds": round(seconds, 1), **{k: scores[k] for k in ("analogy", "ws353", "simlex999")}}
 
 
@@ -108,13 +116,15 @@ def main(argv=None):
     ap.add_argument("--hot-syncs", type=int, default=48, help="reconciliations of the hot rows an epoch")
     ap.add_argument("--hot", type=int, nargs="+", default=[1000], help="rows reconciled the more often (0: none)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[1])
+    ap.add_argument("--shuffle-lines", type=int, default=None, metavar="SEED", help="shuffle the lines first")
     ap.add_argument("--jsonl", default=None, help="append one line a run")
     args = ap.parse_args(argv)
     logging.getLogger("embkit").setLevel(logging.ERROR)     # a warning a call on the rising learning rate
     corpus = args.corpus or default_corpus()
     for seed in args.seeds:
         for hot in args.hot:
-            row = run(corpus, args.replicas, args.epochs, args.syncs, args.hot_syncs, hot, seed)
+            row = run(corpus, args.replicas, args.epochs, args.syncs, args.hot_syncs, hot, seed,
+                      shuffle=args.shuffle_lines)
             row["command"] = "python -m eval.studies.hot_sync " + " ".join(argv or sys.argv[1:])
             row["date"] = time.strftime("%Y-%m-%d")
             print(json.dumps(row), flush=True)
