@@ -52,8 +52,7 @@ EXCHANGE_SHARE = 1.0
 STALENESS = 0
 #: ``frequent_rows`` of a model that does not choose: runs of 3 replicas or more reconcile the frequent words'
 #: rows within their rounds (:func:`hot_rows`), which kept one process's quality with 8 workers at the default
-#: rounds on gcide's 5 epochs (lost without them) and costs exchanges; one epoch of a corpus 11 times as large
-#: kept it without them (CLUSTER.md)
+#: rounds on gcide (lost without them) and costs exchanges (CLUSTER.md)
 FREQUENT_ROWS = True
 #: seconds a run waits for a first worker before it calls the cluster empty
 WORKER_WAIT = 10.0

@@ -175,9 +175,9 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
     frequent_rows : bool
         With ``client`` and 3 workers or more: reconcile the rows of the most frequent words (those every
         replica moves within a round) after every part of about 12,500 words of a round as well as at its end
-        (True, the default; :func:`embkit.cluster.settings.hot_rows`).  With 8 workers on 5 epochs of
-        gcide this kept one process's quality at the default rounds, which lose 2-3 analogy points without
-        it; False exchanges less, and kept the quality on one epoch of a corpus of 53M words (CLUSTER.md).
+        (True, the default; :func:`embkit.cluster.settings.hot_rows`).  With 8 workers on gcide this kept
+        one process's quality at the default rounds, which lose 2-3 analogy points without it; False
+        exchanges less (CLUSTER.md).
     """
 
     chunk_param = "chunk_tokens"
