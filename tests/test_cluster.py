@@ -421,29 +421,25 @@ def test_rounds_default_to_a_fixed_size_per_replica():
         round(cluster_mod.LONE_ROUND_UNITS * 8 / cluster_mod.ROUND_UNITS)
 
 
-def test_the_frequent_rows_are_the_leading_rows_a_replicas_round_holds_often():
+def test_the_frequent_rows_are_the_leading_rows_a_replicas_round_holds_often(monkeypatch):
     plan = RoundPlan.uniform(4, 2)
     counts = np.array([400, 300, 100, 60, 40, 3, 2, 1])
     units = [1100, 1200, 1000]          # the largest replica's round: 300 units, 3 parts of 100
-    part = cluster_mod.HOT_PART_UNITS
-    try:
-        cluster_mod.HOT_PART_UNITS = 100
-        # expected in a round: count * 300 / 906, at least once for the first five (the sixth, 3: 0.99 times)
-        assert cluster_mod.hot_rows(plan, units, counts, True, True, 3, 0) == (5, 5)
-        assert cluster_mod.hot_rows(plan, units, counts, True, False, 3, 0) == (5, 0)     # W_out of tree nodes
-        assert cluster_mod.hot_rows(plan, units, counts, True, True, 3, 0, frequent_rows=False) is None
-        # a table not sorted by count (sorted_vocab=False, items in their matrix's order): none
-        assert cluster_mod.hot_rows(plan, units, counts[::-1], True, True, 8, 0) is None
-        assert cluster_mod.hot_rows(plan, units, counts[[0, 1, 5, 2, 3, 4, 6, 7]], True, True, 8, 0) is None
-        assert cluster_mod.hot_rows(plan, units, counts, True, True, 2, 0) is None        # two replicas: the sum
-        assert cluster_mod.hot_rows(plan, units, counts, True, True, 3, 1) is None        # a stale round
-        assert cluster_mod.hot_rows(plan, units, counts, False, False, 3, 0) is None
-        assert cluster_mod.hot_rows(RoundPlan.uniform(24, 2), units, counts, True, True, 3, 0) is None  # 50 a round
-        assert cluster_mod.round_parts(plan.span(1, 2), max(units)) == 3
-        cluster_mod.HOT_PART_UNITS = None
-        assert cluster_mod.hot_rows(plan, units, counts, True, True, 3, 0) is None
-    finally:
-        cluster_mod.HOT_PART_UNITS = part
+    monkeypatch.setattr(cluster_mod, "HOT_PART_UNITS", 100)
+    # expected in a round: count * 300 / 906, at least once for the first five (the sixth, 3: 0.99 times)
+    assert cluster_mod.hot_rows(plan, units, counts, True, True, 3, 0) == (5, 5)
+    assert cluster_mod.hot_rows(plan, units, counts, True, False, 3, 0) == (5, 0)     # W_out of tree nodes
+    assert cluster_mod.hot_rows(plan, units, counts, True, True, 3, 0, frequent_rows=False) is None
+    # a table not sorted by count (sorted_vocab=False, items in their matrix's order): none
+    assert cluster_mod.hot_rows(plan, units, counts[::-1], True, True, 8, 0) is None
+    assert cluster_mod.hot_rows(plan, units, counts[[0, 1, 5, 2, 3, 4, 6, 7]], True, True, 8, 0) is None
+    assert cluster_mod.hot_rows(plan, units, counts, True, True, 2, 0) is None        # two replicas: the sum
+    assert cluster_mod.hot_rows(plan, units, counts, True, True, 3, 1) is None        # a stale round
+    assert cluster_mod.hot_rows(plan, units, counts, False, False, 3, 0) is None
+    assert cluster_mod.hot_rows(RoundPlan.uniform(24, 2), units, counts, True, True, 3, 0) is None  # 50 a round
+    assert cluster_mod.round_parts(plan.span(1, 2), max(units)) == 3
+    monkeypatch.setattr(cluster_mod, "HOT_PART_UNITS", None)
+    assert cluster_mod.hot_rows(plan, units, counts, True, True, 3, 0) is None
 
 
 def test_a_model_tells_the_client_where_its_classes_rows_are(planted):
@@ -648,8 +644,8 @@ def test_three_replicas_keep_the_block_momentum_through_a_checkpoint(planted_sha
 def test_three_replicas_reconcile_the_frequent_rows_within_their_rounds(planted_shards, tmp_path, purity,
                                                                        monkeypatch):
     # rounds of 3 replicas or more are cut into parts, after each of which the frequent words' rows are
-    # reconciled: every replica ends each round with the same tables, the client's relayed rows (the parts'
-    # first) give the tables a replica holds bit for bit, and a resumed run ends as the uninterrupted one
+    # reconciled: the client's relayed rows (the parts' first) give the tables the replicas hold, bit for bit,
+    # and a resumed run ends as the uninterrupted one
     groups, _, pattern = planted_shards
     monkeypatch.setattr(cluster_mod, "HOT_PART_UNITS", 200)
     with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
