@@ -10,7 +10,9 @@ part, float16 deltas) and adopted by every replica, and ``--hot-syncs`` times an
 rows of both tables only (the most frequent words; with negative sampling a word's output row has its index).
 The model is the reconciled tables at the end: analogy (restrict_vocab 30000), WS-353, SimLex-999.
 ``--shuffle-lines SEED`` shuffles the corpus's lines before it is cut (shards that sample the corpus instead
-of runs of an alphabetical dictionary).
+of runs of an alphabetical dictionary).  ``--hot-late`` adopts the frequent rows' merged steps one part late
+(each replica trains the next part on its own table and then takes the merged steps less its own delta, as
+a reconciliation off the critical path would); the reconciliations of every row stay synchronous.
 
 The training of each replica's share of a round is :meth:`embkit.Word2Vec.train` on its sentences at the
 round's learning rate (linear over the run), so a replica's words cost what they cost in one process plus a
@@ -49,21 +51,36 @@ def _cut(shard, parts):
     return [shard[a:b] for a, b in zip([0] + list(at), list(at) + [len(shard)])]
 
 
-def _reconcile(reps, base, momenta, rows, replicas):
-    """Merge the first ``rows`` rows of both tables over the replicas into ``base``; every replica adopts them."""
+def _reconcile(reps, base, momenta, rows, replicas, pending=None):
+    """Merge the first ``rows`` rows of both tables over the replicas into ``base``; every replica adopts them,
+    or with ``pending`` (a list) adopts them at the next call (:func:`_adopt_pending`)."""
     from embkit.cluster.reconcile import changed_rows, merge
 
     for t in range(2):
         head = base[t][:rows]
+        if pending is not None:
+            before, own = head.copy(), [rep[t][:rows] - head for rep in reps]
         deltas = [changed_rows(np.ascontiguousarray(rep[t][:rows]), head) for rep in reps]
         merge(rows, deltas, "momentum", table=head, momentum=momenta[t][:rows], replicas=replicas)
-        for rep in reps:
-            rep[t][:rows] = head
+        if pending is None:
+            for rep in reps:
+                rep[t][:rows] = head
+        else:
+            pending.append((t, rows, head - before, own))
 
 
-def run(corpus, replicas, epochs, syncs, hot_syncs, hot, seed, alpha=0.05, min_alpha=0.0001, shuffle=None):
+def _adopt_pending(reps, pending):
+    """Each replica takes the merged steps of the last reconciliation less its own delta in it."""
+    for t, rows, step, own in pending:
+        for rep, mine in zip(reps, own):
+            rep[t][:rows] += step - mine
+    pending.clear()
+
+
+def run(corpus, replicas, epochs, syncs, hot_syncs, hot, seed, alpha=0.05, min_alpha=0.0001, shuffle=None,
+        late=False):
     """Scores of the reconciled model after ``epochs`` (see the module docstring); ``shuffle``: the seed of a
-    shuffle of the lines, or None."""
+    shuffle of the lines, or None; ``late``: the frequent rows adopted one part late."""
     from embkit import Word2Vec
 
     with (gzip.open if corpus.endswith(".gz") else open)(corpus, "rt", encoding="utf-8") as f:
@@ -84,6 +101,7 @@ def run(corpus, replicas, epochs, syncs, hot_syncs, hot, seed, alpha=0.05, min_a
     parts = [_cut(shard, steps) for shard in _shards(sentences, replicas)]
     start = time.perf_counter()
     total = epochs * steps
+    pending = []
     for epoch in range(epochs):
         for step in range(steps):
             k = epoch * steps + step
@@ -94,16 +112,16 @@ def run(corpus, replicas, epochs, syncs, hot_syncs, hot, seed, alpha=0.05, min_a
                 model.W_in, model.W_out = rep
                 model.seed = seed * 1_000_003 + k * replicas + i
                 model.train(data, total_examples=len(data), epochs=1, start_alpha=a0, end_alpha=a1)
-            if (step + 1) % (steps // syncs) == 0:
-                _reconcile(reps, base, momenta, rows, replicas)
-            elif hot and (step + 1) % (steps // hot_syncs) == 0:
-                _reconcile(reps, base, momenta, hot, replicas)
+            full = (step + 1) % (steps // syncs) == 0
+            if full or (hot and (step + 1) % (steps // hot_syncs) == 0):
+                _adopt_pending(reps, pending)
+                _reconcile(reps, base, momenta, rows if full else hot, replicas, pending if late and not full else None)
     seconds = time.perf_counter() - start
     model.W_in, model.W_out = base
     model.seed = seed
     scores = evaluate(model.wv, 30000, "embkit")
     return {"replicas": replicas, "epochs": epochs, "syncs": syncs, "hot_syncs": hot_syncs, "hot": hot, "seed": seed,
-            "shuffle_lines": shuffle,
+            "shuffle_lines": shuffle, "hot_late": late,
             "seconds": round(seconds, 1), **{k: scores[k] for k in ("analogy", "ws353", "simlex999")}}
 
 
@@ -117,6 +135,7 @@ def main(argv=None):
     ap.add_argument("--hot", type=int, nargs="+", default=[1000], help="rows reconciled the more often (0: none)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[1])
     ap.add_argument("--shuffle-lines", type=int, default=None, metavar="SEED", help="shuffle the lines first")
+    ap.add_argument("--hot-late", action="store_true", help="adopt the frequent rows' steps one part late")
     ap.add_argument("--jsonl", default=None, help="append one line a run")
     args = ap.parse_args(argv)
     logging.getLogger("embkit").setLevel(logging.ERROR)     # a warning a call on the rising learning rate
@@ -124,7 +143,7 @@ def main(argv=None):
     for seed in args.seeds:
         for hot in args.hot:
             row = run(corpus, args.replicas, args.epochs, args.syncs, args.hot_syncs, hot, seed,
-                      shuffle=args.shuffle_lines)
+                      shuffle=args.shuffle_lines, late=args.hot_late)
             row["command"] = "python -m eval.studies.hot_sync " + " ".join(argv or sys.argv[1:])
             row["date"] = time.strftime("%Y-%m-%d")
             print(json.dumps(row), flush=True)
