@@ -214,10 +214,8 @@ class Replica:
         clock = time.perf_counter()
         scratch = self.scratch[self.turn]       # two sets of buffers: a pending round's delta stays intact
         self.turn = 1 - self.turn
-        marks = (self.touched if self.marked and self.run.get("share", 1.0) >= 1 else None, None)
         late = bool(staleness) and not relay and not span.closes_epoch   # a relayed round reaches the client whole
-        sent = tuple(changed_rows(t, b, share, s, self.threads, m, stamp=late and share >= 1)
-                     for t, b, s, m in zip((self.model.W_in, self.model.W_out), self.bases, scratch, marks))
+        sent = self._changed(self._views(), scratch, share, stamp=late and share >= 1)
         result["find_seconds"] += time.perf_counter() - clock
         key = (span.epoch, span.index)
         exchange = (key, sent, self._send(key, sent), share < 1, relay)
@@ -256,9 +254,8 @@ class Replica:
         clock = time.perf_counter()
         scratch = self.hot_scratch[self.hot_turn]      # in turn, as the rounds' sets (see __init__)
         self.hot_turn = 1 - self.hot_turn
-        views = tuple((t[:r], b[:r]) for t, b, r in zip((self.model.W_in, self.model.W_out), self.bases, rows))
-        marks = (self.touched[:rows[0]] if self.marked else None, None)
-        sent = tuple(changed_rows(t, b, 1.0, s, self.threads, m) for (t, b), s, m in zip(views, scratch, marks))
+        views = self._views(rows)
+        sent = self._changed(views, scratch)
         result["find_seconds"] += time.perf_counter() - clock
         key = ("hot", span.epoch, span.index, result["hot_syncs"])
         exchange = self._finish(key, sent, self._send(key, sent), False, relay, views=views)
@@ -266,6 +263,22 @@ class Replica:
             exchange["merged"] = tuple(tuple(None if a is None else np.array(a) for a in wire)
                                        for wire in exchange["merged"])
         self._add(result, exchange, whole=False)
+
+    def _views(self, rows=None):
+        """``(table, base)`` of ``W_in`` and ``W_out``: whole, or views of their first ``rows`` (one count a
+        table)."""
+        pairs = zip((self.model.W_in, self.model.W_out), self.bases)
+        return tuple(pairs) if rows is None else tuple((t[:r], b[:r]) for (t, b), r in zip(pairs, rows))
+
+    def _changed(self, views, scratch, share=1.0, stamp=False):
+        """Each table's :class:`~embkit.cluster.reconcile.RowDelta` of the rows where ``views``' tables differ
+        from their bases (:func:`~embkit.cluster.reconcile.changed_rows`, in the buffers of ``scratch``); in
+        ``W_in`` only the rows the round's chunks touched when they told them all, unless the run keeps rows
+        back (``exchange_share`` below 1: a row kept from an earlier round may differ untouched)."""
+        rows = views[0][0].shape[0]
+        marks = (self.touched[:rows] if self.marked and self.run.get("share", 1.0) >= 1 else None, None)
+        return tuple(changed_rows(t, b, share, s, self.threads, m, stamp=stamp)
+                     for (t, b), s, m in zip(views, scratch, marks))
 
     def round_chunks(self, span):
         """The chunks of the round ``span`` of every shard, those that can be joined (``join``) joined up to
@@ -373,7 +386,7 @@ class Replica:
         reconciliation within a round); None: the whole tables, a round's reconciliation."""
         clock = {"merge_seconds": 0.0, "adopt_seconds": 0.0, "wait_seconds": 0.0}
         whole = views is None
-        views = tuple(zip((self.model.W_in, self.model.W_out), self.bases)) if whole else views
+        views = self._views() if whole else views
         args = (key, sent, posted, partial or under_training, under_training, relay, clock, views, whole)
         out = self._swap(*args) if self.replicas == 2 else self._owners(*args)
         out.update(clock)
