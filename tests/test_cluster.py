@@ -16,6 +16,7 @@ pytest.importorskip("fsspec")
 #: a cluster test that waits on a dead worker fails after this long instead of stalling the suite
 pytestmark = pytest.mark.timeout(300)
 
+import dask  # noqa: E402
 from distributed import Client, LocalCluster, fire_and_forget  # noqa: E402
 
 from _cases import pairings, refused  # noqa: E402
@@ -25,6 +26,7 @@ from embkit.core.checkpoint import CheckpointError, list_checkpoints  # noqa: E4
 from embkit.core.interrupts import TrainingInterrupted  # noqa: E402
 from embkit.cluster.reconcile import MODES, RowDelta  # noqa: E402
 from embkit.cluster import ShardReadError  # noqa: E402
+from embkit.cluster.local import QUIET_DASK, local_client  # noqa: E402
 from embkit.cluster.replica import open_replica  # noqa: E402
 from embkit.cluster.rounds import RoundPlan  # noqa: E402
 from embkit.text import shards as shards_mod  # noqa: E402
@@ -35,9 +37,18 @@ SMALL = dict(vector_size=16, min_count=1, window=3, epochs=3, sample=0, workers=
 
 @pytest.fixture(scope="module")
 def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as c:
+    with local_client(2) as c:      # as the CLI starts one (the tests of other clusters start their own)
         yield c
+
+
+def test_local_client_starts_workers_and_scheduler_under_quiet_dask(client):
+    # every worker process reads embkit's settings for Dask's timers, the scheduler (in this process) started
+    # its tick under them, and the caller's configuration is its own again once the cluster has started
+    assert client.run(lambda: {k: dask.config.get(k) for k in QUIET_DASK}) == {w: QUIET_DASK for w in
+                                                                              client.nthreads()}
+    assert client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.periodic_callbacks["tick"].callback_time) \
+        == 1000
+    assert dask.config.get("distributed.admin.tick.interval") != "1s"
 
 
 def write_shards(directory, sentences, n, suffix=".txt"):

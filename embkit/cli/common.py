@@ -383,12 +383,13 @@ def cluster_options(p):
 @contextlib.contextmanager
 def cluster_client(address, threads=1):
     """A ``dask.distributed.Client`` of ``address`` (None: no cluster), closed on exit; ``'local:N'`` starts
-    a local cluster of N worker processes with ``threads`` threads each."""
+    a local cluster of N worker processes with ``threads`` threads each
+    (:func:`embkit.cluster.local.local_client`)."""
     if address is None:
         yield None
         return
     try:
-        from distributed import Client, LocalCluster
+        from distributed import Client
     except ImportError:
         raise SystemExit("--scheduler needs dask.distributed: pip install 'embkit[cluster]'") from None
     if address.startswith("local:"):
@@ -398,8 +399,8 @@ def cluster_client(address, threads=1):
             n = 0
         if n < 1:
             raise SystemExit("--scheduler local:N takes a number of workers >= 1, got %r" % address)
-        with LocalCluster(n_workers=n, threads_per_worker=threads, processes=True, dashboard_address=None) as lc, \
-                Client(lc) as client:
+        from embkit.cluster.local import local_client
+        with local_client(n, threads) as client:
             yield client
         return
     try:

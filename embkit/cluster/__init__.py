@@ -9,7 +9,8 @@ A model mixes in :class:`ClusterTraining` and trains through it when given ``cli
 * :mod:`~embkit.cluster.reconcile`: finding, merging and applying the rows the replicas changed;
 * :mod:`~embkit.cluster.plan` (shards dealt to the workers), :mod:`~embkit.cluster.rounds` (where a run's
   epochs are cut into rounds), :mod:`~embkit.cluster.settings` (parameters, defaults, the rounds' plan),
-  :mod:`~embkit.cluster.stats`, :mod:`~embkit.cluster.worker`.
+  :mod:`~embkit.cluster.stats`, :mod:`~embkit.cluster.worker`;
+* :mod:`~embkit.cluster.local`: a local cluster started with the Dask settings replicas train under.
 
 The shards themselves live beside their readers (``embkit.text.shards``, ``embkit.items.pair_shards``).
 """

@@ -23,7 +23,7 @@ Usage::
 
     python -m eval.bench.cluster [--corpus FILE] [--epochs 5] [--alpha 0.05] [--seeds 1 2 3] [--clusters 1 2]
                                  [--syncs N] [--reconcile momentum] [--exchange-share 1] [--staleness 0 1]
-                                 [--interleave] [--reuse-clusters] [--hot-part-units N]
+                                 [--interleave] [--reuse-clusters] [--hot-part-units N] [--dask-defaults]
                                  [--repeat-corpus K] [--no-quality] [--repeat 1] [--threads 1] [--grid NxT ...]
                                  [--json out.json]
 
@@ -32,6 +32,9 @@ then a cluster of N workers of T threads each (a machine's cores shared out in d
 
 ``--hot-part-units N`` sets ``embkit.cluster.settings.HOT_PART_UNITS`` (the parts of a round of 3 replicas or
 more after which the frequent rows are reconciled; 0: none) for the run.
+
+Every cluster starts as embkit starts its own (:func:`embkit.cluster.local.local_client`, under
+``embkit.cluster.local.QUIET_DASK``); ``--dask-defaults`` starts them under Dask's configuration as it is.
 
 ``--repeat N`` runs every seed's trainers N times, one after the other (1 process, 1 worker, 2 workers, 1
 process, ...), so that the speed of each is a mean over runs spread across the sitting, and each cluster's
@@ -224,6 +227,8 @@ def main(argv=None):
                    help="start each cluster once and train every seed and repeat on it (a long-lived cluster)")
     p.add_argument("--hot-part-units", type=int, default=None, metavar="N",
                    help="units of the parts of a round after which the frequent rows are reconciled (0: none)")
+    p.add_argument("--dask-defaults", action="store_true",
+                   help="start the clusters under Dask's configuration as it is, not embkit's QUIET_DASK")
     p.add_argument("--json", default=None, metavar="FILE")
     args = p.parse_args(argv)
     if args.hot_part_units is not None:
@@ -239,7 +244,7 @@ def main(argv=None):
         pairs = [(k, t) for n, t in grid for k in (0, n)]
     if args.no_single:
         pairs = [(n, t) for n, t in pairs if n]
-    from distributed import Client, LocalCluster
+    from embkit.cluster.local import local_client
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as kept:
@@ -250,9 +255,8 @@ def main(argv=None):
             """A client of a new ``LocalCluster``, or with ``--reuse-clusters`` the one of ``(n, threads)``."""
             if args.reuse_clusters and (n, threads) in clusters:
                 return clusters[n, threads]
-            lc = (kept if args.reuse_clusters else runs).enter_context(
-                LocalCluster(n_workers=n, threads_per_worker=threads, processes=True, dashboard_address=None))
-            client = (kept if args.reuse_clusters else runs).enter_context(Client(lc))
+            client = (kept if args.reuse_clusters else runs).enter_context(
+                local_client(n, threads, quiet=not args.dask_defaults))
             client.run(import_trainer)      # as this process has: a long-lived cluster's workers
             clusters[n, threads] = client
             return client

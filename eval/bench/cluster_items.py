@@ -49,7 +49,7 @@ def main(argv=None):
     p.add_argument("--syncs", type=int, nargs="*", default=[], help="also train at N even rounds an epoch")
     p.add_argument("--json", metavar="FILE")
     args = p.parse_args(argv)
-    from distributed import Client, LocalCluster
+    from embkit.cluster.local import local_client
     counts, (train, _, test) = load_split(args.data, args.window)
     print("%s: %d items, %d training pairs, %d test pairs" % (args.data, counts.n_items, train.total, test.total))
     runs = {}
@@ -64,8 +64,7 @@ def main(argv=None):
     for seed in args.seeds:
         record("1 process", seed, None, None)
     for n in args.workers:
-        with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-                Client(cluster) as client:
+        with local_client(n) as client:
             trainers = [("%d workers, default rounds" % n, None)]
             trainers += [("%d workers, %d even rounds an epoch" % (n, k), k) for k in args.syncs]
             for seed in args.seeds:

@@ -11,7 +11,8 @@ Two measurements bound the speed-up of cluster training before a byte moves:
    is made twice: the replicas free, and in step (each waiting for the other after every round, as
    synchronous rounds do).  No Dask, no transfer, no merge of another replica's
    rows: the two-worker run's speed-up here is above anything a real exchange can give.
-2. **What Dask spends on a round.**  On a ``LocalCluster`` of two single-thread worker processes: the wall
+2. **What Dask spends on a round.**  On a ``LocalCluster`` of two single-thread worker processes, started as
+   embkit starts its own (``embkit.cluster.local.local_client``): the wall
    and CPU time (all its processes: client, scheduler, nannies, workers) of one round, carrying no data and
    carrying ``--payload-mb`` each way, in three ways: a round trip of two tasks from the client (the payload
    scattered to both workers and one returned by each: embkit's first exchange), the client calling an
@@ -123,14 +124,14 @@ def cluster_costs(payloads_mb, round_trips, idle_seconds):
     (embkit's exchange); kind "actor", both workers calling an actor (on the first of them) at once, the
     payload each way (a parameter server's or a peer's mailbox)."""
     import psutil
-    from distributed import Client, LocalCluster
+
+    from embkit.cluster.local import local_client
 
     def cpu():
         me = psutil.Process()
         return sum(sum(p.cpu_times()[:2]) for p in [me] + me.children(recursive=True))
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+    with local_client(2) as client:
         workers = sorted(client.nthreads())
         client.gather([client.submit(_echo, None, 0, workers=[w], pure=False) for w in workers])
         actor = client.submit(Mailbox, workers=[workers[0]], actor=True).result()
