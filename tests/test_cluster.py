@@ -27,7 +27,7 @@ from embkit.core.interrupts import TrainingInterrupted  # noqa: E402
 from embkit.cluster.reconcile import MODES, RowDelta  # noqa: E402
 from embkit.cluster import ShardReadError  # noqa: E402
 from embkit.cluster.local import QUIET_DASK, local_client  # noqa: E402
-from embkit.cluster.replica import open_replica  # noqa: E402
+from embkit.cluster.replica import Replica, open_replica  # noqa: E402
 from embkit.cluster.rounds import RoundPlan  # noqa: E402
 from embkit.text import shards as shards_mod  # noqa: E402
 from embkit.text.shards import TextShard, resolve_files  # noqa: E402
@@ -468,6 +468,25 @@ def test_a_model_tells_the_client_where_its_classes_rows_are(planted):
     counts, inputs, outputs = items.class_rows()
     np.testing.assert_array_equal(counts, items.counts)
     assert inputs is True and outputs is True
+
+
+@pytest.mark.parametrize("run_share, found", [(1.0, [4]), (0.5, [2, 4])])
+def test_a_part_reads_every_input_row_when_the_run_keeps_rows_back(run_share, found):
+    # the frequent rows found after a part: the touched W_in rows alone when every changed row goes out at each
+    # reconciliation; with exchange_share below 1 a row kept back from an earlier reconciliation differs from
+    # its base untouched (row 2 here), and must be found too (every W_out row is read either way)
+    replica = Replica.__new__(Replica)
+    replica.run, replica.threads, replica.marked = {"share": run_share}, 1, True
+    replica.touched = np.zeros(8, dtype=np.uint8)
+    replica.touched[4] = 1
+    tables = [np.zeros((8, 4), dtype=np.float32) for _ in range(2)]
+    bases = [t.copy() for t in tables]
+    tables[0][[2, 4]] += 0.5
+    tables[1][[1, 6]] -= 0.25
+    views = tuple((t[:6], b[:6]) for t, b in zip(tables, bases))      # the first 6 rows: the frequent ones
+    sent = replica._changed(views, ({}, {}))
+    assert sent[0].ids.tolist() == found and sent[1].ids.tolist() == [1]
+    np.testing.assert_array_equal(sent[0].values.astype(np.float32), np.full((len(found), 4), 0.5))
 
 
 def test_the_parts_of_a_round_join_up_to_it():

@@ -1,13 +1,14 @@
 """A Dask cluster of worker processes on this machine, started the way a run of replicas wants it.
 
-A Dask worker process keeps a few housekeeping timers of its own: the statistical profiler sampling the
-threads that run tasks (an actor's calls among them), the event loop's watchdog tick, the memory monitor and
-the system monitor.  Each wakes the process many times a second, every process of the cluster (the client's
-scheduler too), and where the workers outnumber the cores those wake-ups take turns with the replicas'
-kernels.  :data:`QUIET_DASK` spaces them out; a run's results do not depend on them (CLUSTER.md, "Dask's own
-timers").  :func:`local_client` starts a ``LocalCluster`` under them (the CLI's ``--scheduler local:N``, the
-benchmarks); a cluster started by hand takes them from its Dask configuration (``dask.config.set`` before it
-starts, or the workers' YAML).
+A Dask worker process keeps housekeeping timers of its own: the statistical profiler sampling the threads
+that run tasks (an actor's calls among them), the event loop's watchdog tick, the memory monitor and the
+system monitor.  They wake every process of the cluster (the client's scheduler too) many times a second,
+and where the workers outnumber the cores those wake-ups take turns with the replicas' kernels; without a
+dashboard the profiler's and the system monitor's records are read by nobody.  :data:`QUIET_DASK` turns the
+profiler off and spaces out the others but the memory monitor; a run's results do not depend on them
+(CLUSTER.md, "Dask's own timers").  :func:`local_client` starts a ``LocalCluster`` under them (the CLI's
+``--scheduler local:N``, the benchmarks); a cluster started by hand takes them from its Dask configuration
+(``dask.config.set`` before it starts, or the workers' YAML).
 """
 import contextlib
 
@@ -15,14 +16,13 @@ from embkit.cluster.settings import distributed_module
 
 __all__ = ["QUIET_DASK", "local_client"]
 
-#: Dask configuration of the clusters embkit starts: no statistical profiler (its samples feed only the
-#: dashboard's profile page), the event loop's tick and the memory monitor once a second (the tick only warns
-#: of a blocked loop; a replica's memory is its tables, which Dask neither spills nor pauses for), the system
-#: monitor every two seconds (the dashboard's graphs)
+#: Dask configuration of the clusters embkit starts (without a dashboard): no statistical profiler (its samples
+#: feed only the dashboard's profile page), the event loop's tick once a second (it only warns of a loop
+#: blocked for seconds), the system monitor every two seconds (the dashboard's graphs).  The memory monitor
+#: keeps Dask's interval: it enforces the workers' memory limit
 QUIET_DASK = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.tick.interval": "1s",
-    "distributed.worker.memory.monitor-interval": "1s",
     "distributed.admin.system-monitor.interval": "2s",
 }
 
