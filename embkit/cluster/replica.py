@@ -40,6 +40,7 @@ global progress of the run.
 """
 import resource
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -384,27 +385,28 @@ class Replica:
         less its own instead of becoming the reconciled table); the exchange entries of the round.
         ``views``: ``(table, base)`` of each table reconciled, views of their first rows (the frequent rows'
         reconciliation within a round); None: the whole tables, a round's reconciliation."""
-        clock = {"merge_seconds": 0.0, "adopt_seconds": 0.0, "wait_seconds": 0.0}
         whole = views is None
-        views = self._views() if whole else views
-        args = (key, sent, posted, partial or under_training, under_training, relay, clock, views, whole)
-        out = self._swap(*args) if self.replicas == 2 else self._owners(*args)
+        x = _Exchange(key, sent, posted, partial or under_training, under_training, relay,
+                      self._views() if whole else views, whole)
+        clock = {"merge_seconds": 0.0, "adopt_seconds": 0.0, "wait_seconds": 0.0}
+        out = self._swap(x, clock) if self.replicas == 2 else self._owners(x, clock)
         out.update(clock)
         return out
 
-    def _owners(self, key, sent, posted, partial, trained, relay, clock, views, whole):
-        """:meth:`_finish` with ``n`` owners (one or 3 and more replicas): each merges its rows from the parts
-        it receives, then sends the merged rows to the others."""
-        g, n = self.group, self.replicas
+    def _owners(self, x, clock):
+        """:meth:`_finish` of the :class:`_Exchange` ``x`` with ``n`` owners (one or 3 and more replicas): each
+        merges its rows from the parts it receives, then sends the merged rows to the others; the seconds
+        added to ``clock``."""
+        g, n, key = self.group, self.replicas, x.key
         others = [p for p in range(n) if p != g]
-        parts = posted["parts"] if n > 1 else [[d] for d in sent]
-        posts = list(posted["posts"])
+        parts = x.posted["parts"] if n > 1 else [[d] for d in x.sent]
+        posts = list(x.posted["posts"])
         waited = time.perf_counter()
         got = self.mail.take(("part",) + key, others)
         clock["wait_seconds"] += time.perf_counter() - waited
         got[g] = tuple(part[g] for part in parts)
         merging = time.perf_counter()
-        merged = tuple(self._merge(t, [got[k][t] for k in range(n)], views[t][1].shape[0]) for t in range(2))
+        merged = tuple(self._merge(t, [got[k][t] for k in range(n)], x.views[t][1].shape[0]) for t in range(2))
         clock["merge_seconds"] += time.perf_counter() - merging
         down = 0
         for q in others:
@@ -416,15 +418,15 @@ class Replica:
         clock["wait_seconds"] += time.perf_counter() - waited
         got[g] = merged     # the rows only it sent stay as they are (no float32 round trip): adopt skips them
         adopting = time.perf_counter()
-        for t, (table, base) in enumerate(views):
+        for t, (table, base) in enumerate(x.views):
             # each owner's merged rows with this replica's part on them, in one walk over the table
-            adopt_parts([got[p][t] for p in range(n)], table, base, [parts[t][p] for p in range(n)], partial,
-                        self.group, self.threads, trained)
+            adopt_parts([got[p][t] for p in range(n)], table, base, [parts[t][p] for p in range(n)], x.partial,
+                        self.group, self.threads, x.trained)
         clock["adopt_seconds"] += time.perf_counter() - adopting
-        if whole:
+        if x.whole:
             self.reconciled = key
         self._delivered(key, posts)
-        return self._result([RowDelta(m.ids, m.values) for m in merged], relay, posted["up"], down)
+        return self._result([RowDelta(m.ids, m.values) for m in merged], x.relay, x.posted["up"], down)
 
     @staticmethod
     def _result(mine, relay, up, down):
@@ -433,31 +435,32 @@ class Replica:
         return {"merged": tuple(m.wire for m in mine) if relay else None, "rows": sum(len(m) for m in mine),
                 "bytes_up": up, "bytes_down": down + sent}
 
-    def _swap(self, key, sent, posted, partial, trained, relay, clock, views, whole):
-        """:meth:`_finish` of two replicas: each has sent the other its whole delta and merges every row
-        itself, in group order as the owner of each row would (the same steps, bit for bit): one message each
-        way where the owners take two (a part, then the merged rows), for about the same bytes."""
+    def _swap(self, x, clock):
+        """:meth:`_finish` of the :class:`_Exchange` ``x`` of two replicas: each has sent the other its whole
+        delta and merges every row itself, in group order as the owner of each row would (the same steps, bit
+        for bit): one message each way where the owners take two (a part, then the merged rows), for about the
+        same bytes; the seconds added to ``clock``."""
         g = self.group
         peer = 1 - g
         waited = time.perf_counter()
-        deltas = self.mail.take(("delta",) + key, [peer])
+        deltas = self.mail.take(("delta",) + x.key, [peer])
         clock["wait_seconds"] += time.perf_counter() - waited
-        deltas[g] = sent
+        deltas[g] = x.sent
         mine = []
-        for t, (table, base) in enumerate(views):
+        for t, (table, base) in enumerate(x.views):
             merging = time.perf_counter()
             merged = merge(table.shape[0], [deltas[0][t], deltas[1][t]], self.run["mode"], None, None, 2,
                            self.threads, self.merge_scratch[t])
             adopting = time.perf_counter()
             clock["merge_seconds"] += adopting - merging
-            adopt_update(merged, table, base, sent[t], partial, self.group, self.threads, trained)
+            adopt_update(merged, table, base, x.sent[t], x.partial, self.group, self.threads, x.trained)
             clock["adopt_seconds"] += time.perf_counter() - adopting
             half = slice(0, len(merged) // 2) if g == 0 else slice(len(merged) // 2, None)
             mine.append(RowDelta(merged.ids[half], merged.values[half]))   # the client takes half from each
-        if whole:
-            self.reconciled = key
-        self._delivered(key, posted["posts"])
-        return self._result(mine, relay, posted["up"], 0)
+        if x.whole:
+            self.reconciled = x.key
+        self._delivered(x.key, x.posted["posts"])
+        return self._result(mine, x.relay, x.posted["up"], 0)
 
     def _merge(self, t, deltas, n_rows):
         """The merged steps of this replica's rows of table ``t`` from every replica's part (in group order;
@@ -499,6 +502,18 @@ class Replica:
             getattr(shard, "close", lambda: None)()
         self.pipe.abort()
         self.heap.leave()
+
+
+class _Exchange(NamedTuple):
+    """A reconciliation on its way through a replica (:meth:`Replica._finish`)."""
+    key: tuple          # its round's ``(epoch, index)``, or the frequent rows' key within the round
+    sent: tuple         # this replica's RowDelta of each table
+    posted: dict        # what Replica._send gave: the posts' calls, the parts sent, their bytes
+    partial: bool       # the table keeps what it did not send (exchange_share below 1, or trained on since)
+    trained: bool       # the table trained on since ``sent`` was found (adopted under training)
+    relay: bool         # the merged rows go back to the client
+    views: tuple        # ``(table, base)`` of each table reconciled
+    whole: bool         # the whole tables (a round's end), not views of their first rows
 
 
 def _own_handle(actor):

@@ -73,14 +73,21 @@ def write_shards(corpus, directory, n, interleave=False, repeat=1, seed=0):
     order = np.arange(len(lines))
     if repeat > 1:
         order = np.random.default_rng(seed).permutation(np.tile(order, repeat))
-    step = -(-len(order) // n)
+    runs = consecutive_runs(len(order), n)
     for k in range(n):
-        part = order[k::n] if interleave else order[k * step:(k + 1) * step]
+        part = order[k::n] if interleave else order[runs[k]]
         with open(os.path.join(directory, "shard-%03d.txt" % k), "w", encoding="utf-8") as out:
             for i in part:
                 out.write(lines[i])
                 out.write("\n")
     return directory
+
+
+def consecutive_runs(count, n):
+    """``n`` slices of ``range(count)``: runs of consecutive items of about equal numbers (the shards of
+    consecutive lines)."""
+    step = -(-count // n)
+    return [slice(k * step, (k + 1) * step) for k in range(n)]
 
 
 def params(args, seed, threads):

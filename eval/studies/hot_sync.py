@@ -33,6 +33,7 @@ import time
 
 import numpy as np
 
+from eval.bench.cluster import consecutive_runs
 from eval.bench.word2vec import default_corpus, evaluate
 
 SETTINGS = dict(sg=1, vector_size=100, window=5, negative=5, sample=1e-3, min_count=5, workers=1)
@@ -40,8 +41,7 @@ SETTINGS = dict(sg=1, vector_size=100, window=5, negative=5, sample=1e-3, min_co
 
 def _shards(sentences, n):
     """``n`` runs of consecutive sentences, of about equal numbers of lines (the cluster benchmark's)."""
-    step = -(-len(sentences) // n)
-    return [sentences[k * step:(k + 1) * step] for k in range(n)]
+    return [sentences[run] for run in consecutive_runs(len(sentences), n)]
 
 
 def _cut(shard, parts):
