@@ -26,20 +26,38 @@ With ``--sparse share.json`` (the same benchmark run with ``--exchange-share S``
 scaled by the measured ratio of rows per reconciliation at that share to rows at share 1 (gcide, 2
 replicas), assumed the same at every scale; the replicas' own passes still cover every changed row.
 
+``--defaults`` models a run of one epoch as embkit's defaults cut it instead, from the cluster settings' own
+rules (:func:`embkit.cluster.settings.round_plan`, :func:`~embkit.cluster.settings.hot_rows`,
+:func:`~embkit.cluster.settings.round_parts`): one replica's long rounds, two replicas' rounds shrinking
+towards the end, and for 3 or more even rounds of ``ROUND_UNITS`` a replica with the frequent rows (the first
+rows of a Zipf vocabulary's expected counts, as the rule picks them) reconciled after every part but the last.
+A round of every row costs as above, with the actor calls' round trips that it takes (the client's call,
+and one step among two replicas, two among more); a reconciliation of the frequent rows costs the passes
+over those rows, their bytes on a worker's link and two round trips.  No client's link: a run without
+checkpoints or callbacks sends the client nothing during an epoch.  ``--shrinking`` models 3 replicas or more
+on the rounds of two (not the default: they lost quality on gcide without the frequent rows; CLUSTER.md).
+
+The measured inputs are taken from ``--bench``'s runs of 2 workers: a kernel thread's words/s (each
+replica's words over its kernel seconds and threads) and the replicas' passes per row (``--threads``
+is then the bench's threads unless given); with ``--defaults`` the rows of 1 worker are not needed.
+
 Usage::
 
     python -m eval.studies.cluster_scaling --bench bench.json [--sparse share.json] [--gbit 10] [--threads 8]
-                                           [--syncs 4 | --round-words 75000 | --round-total-words 75000]
+                                           [--syncs 4 | --round-words 75000 | --round-total-words 75000 |
+                                            --defaults [--shrinking]] [--latency 0.003]
 
 Prints markdown tables (throughput in words/s and the share of time in the kernels).
 """
 import argparse
+import functools
 import json
 import sys
 
 import numpy as np
 
 CORPORA = {                      # name: (tokens per epoch, vocabulary at min_count 5)
+    "gcide x 11": (53_075_330, 213_527),    # the benchmark's --repeat-corpus 11 (not Zipf: the check)
     "text8-sized": (17_005_207, 71_290),
     "10B tokens": (10_000_000_000, 830_000),
 }
@@ -90,12 +108,75 @@ def round_time(n, w, vocab, threads, speed, replica_cost, client_cost, gbit, top
     return w * n / total, compute / total, client_link
 
 
+def zipf_counts(v, tokens):
+    """Expected counts of a Zipf vocabulary of ``v`` words in ``tokens`` tokens, most frequent first."""
+    return zipf(v) * tokens
+
+
+def default_run(n, tokens, vocab, threads, speed, replica_cost, gbit, latency, shrinking=False):
+    """Words/s, share of time in the kernels, rounds and reconciliations of the frequent rows (and their
+    rows a table) of one epoch of ``tokens`` on ``n`` replicas, cut as embkit's defaults cut it
+    (``shrinking``: 3 replicas or more train the rounds of two, with the same parts)."""
+    from embkit.cluster import settings
+    from embkit.cluster.rounds import RoundPlan
+
+    units = [int(tokens // n)] * n
+    plan = settings.round_plan(None, units, 1, 2 * vocab)
+    if shrinking and n > 2:
+        plan = RoundPlan.shrinking(units[0], 1, settings.ROUND_UNITS, settings.ROUND_SHARE)
+    counts = zipf_counts(vocab, tokens)
+    hot = settings.hot_rows(plan, units, counts, True, True, n, 0) if n > 2 else None
+    p = zipf(vocab)
+    row_bytes = DIM * BYTES_PER_VALUE + 4
+    bandwidth = gbit * 1e9 / 8
+    steps = 0 if n == 1 else 1 if n == 2 else 2         # peer steps of a round's end (settings: the swap, owners)
+    compute = work = exchange = calls = 0.0
+    hot_syncs = 0
+    rows_of = functools.lru_cache(maxsize=None)(lambda w: (sum(rows_changed(p, w)), sum(union_rows(p, w, n))))
+    for index in range(plan.rounds(0)):
+        span = plan.span(0, index)
+        w = units[0] * (span.stop - span.start) / span.scale
+        one, union = rows_of(round(w))       # even rounds: the same rows, computed once
+        compute += w / (threads * speed)
+        work += union * replica_cost
+        exchange += ((one + union) * (n - 1) / n) * row_bytes / bandwidth
+        calls += latency * (1 + steps)
+        if hot is not None:
+            syncs = settings.round_parts(span, units[0]) - 1
+            hot_syncs += syncs
+            rows = sum(hot)
+            work += syncs * rows * replica_cost
+            exchange += syncs * 2 * rows * (n - 1) / n * row_bytes / bandwidth
+            calls += syncs * 2 * latency
+    total = compute + work + exchange + calls
+    return tokens / total, compute / total, plan.rounds(0), hot_syncs, (0 if hot is None else hot[0])
+
+
+def print_defaults(args, speed, replica_cost, threads):
+    """The tables of ``--defaults``."""
+    for name, (n_tokens, n_vocab) in CORPORA.items():
+        print("%s (%.3g tokens, %d words), one epoch at embkit's defaults%s, %d threads per worker, %g Gbit/s, "
+              "%.1f ms a round trip of actor calls:\n" % (
+                  name, n_tokens, n_vocab, " (3 workers or more: the rounds of two)" if args.shrinking else "",
+                  threads, args.gbit, 1e3 * args.latency))
+        print("| workers | rounds | reconciliations of the frequent rows (rows a table) | words/s | in kernels |")
+        print("|---:|---:|---:|---:|---:|")
+        for n in (1, 2, 4, 8, 16, 32, 64, 128):
+            speed_n, share, rounds, hot_syncs, hot = default_run(n, n_tokens, n_vocab, threads, speed,
+                                                                 replica_cost, args.gbit, args.latency,
+                                                                 args.shrinking)
+            print("| %d | %d | %s | %.3g | %.0f%% |" % (n, rounds, "%d (%d)" % (hot_syncs, hot) if hot else "-",
+                                                      speed_n, 100 * share))
+        print()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bench", required=True, help="JSON of eval.bench.cluster --json")
     ap.add_argument("--sparse", default=None, help="JSON of the same run with --exchange-share below 1")
     ap.add_argument("--gbit", type=float, default=10.0)
-    ap.add_argument("--threads", type=int, default=8, help="kernel threads of one worker")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="kernel threads of one worker (default 8; with --defaults, the bench's)")
     ap.add_argument("--syncs", type=int, default=4, help="reconciliations per epoch")
     ap.add_argument("--round-words", type=float, default=None,
                     help="instead of --syncs: words each replica trains per round (rounds short enough for "
@@ -103,13 +184,29 @@ def main(argv=None):
     ap.add_argument("--round-total-words", type=float, default=None,
                     help="instead of --syncs: words all the replicas train per round together (each its n-th; "
                          "rounds short enough for one-process quality with 8 workers)")
+    ap.add_argument("--defaults", action="store_true",
+                    help="instead of the rounds above: one epoch cut as embkit's defaults cut it (the rounds and "
+                         "the frequent rows' reconciliations)")
+    ap.add_argument("--shrinking", action="store_true",
+                    help="with --defaults: 3 workers or more train the rounds of two (shrinking towards the end)")
+    ap.add_argument("--latency", type=float, default=LATENCY, help="seconds of a round trip of actor calls")
     args = ap.parse_args(argv)
     with open(args.bench) as fh:
         rows = json.load(fh)
     one = [r for r in rows if r.get("workers") == 1]
     two = [r for r in rows if r.get("workers") == 2]
-    speed = float(np.mean([r["words"] / r["kernel_s"] for r in one]))
     replica_cost = float(np.mean([r["pass_s"] / (r["rounds"] * r["rows_per_round"]) for r in two]))
+    if args.defaults:
+        measured = int(two[0].get("threads") or 1)
+        threads = args.threads or measured
+        speed = float(np.mean([r["words"] / 2 / r["kernel_s"] / measured for r in two]))
+        print("measured (2 workers of %d threads): %.0f words/s per kernel thread, %.2g s of a replica's passes per "
+              "row\n" % (measured, speed, replica_cost))
+        print_defaults(args, speed, replica_cost, threads)
+        print("`python -m eval.studies.cluster_scaling %s`" % " ".join(argv or sys.argv[1:]))
+        return
+    speed = float(np.mean([r["words"] / r["kernel_s"] for r in one]))
+    args.threads = args.threads or 8
     client_cost = float(np.mean([r["apply_s"] / (r["rounds"] * r["rows_per_round"]) for r in two]))
     vocab = two[0]["vocabulary"]
     tokens = two[0]["words"] / 5          # in-vocabulary words of one epoch (5 epochs in the benchmark)

@@ -13,6 +13,7 @@ The model is the reconciled tables at the end: analogy (restrict_vocab 30000), W
 of runs of an alphabetical dictionary).  ``--hot-late`` adopts the frequent rows' merged steps one part late
 (each replica trains the next part on its own table and then takes the merged steps less its own delta, as
 a reconciliation off the critical path would); the reconciliations of every row stay synchronous.
+``--hot-from F`` reconciles the frequent rows within the rounds only after the share ``F`` of the run.
 
 The training of each replica's share of a round is :meth:`embkit.Word2Vec.train` on its sentences at the
 round's learning rate (linear over the run), so a replica's words cost what they cost in one process plus a
@@ -78,9 +79,11 @@ def _adopt_pending(reps, pending):
 
 
 def run(corpus, replicas, epochs, syncs, hot_syncs, hot, seed, alpha=0.05, min_alpha=0.0001, shuffle=None,
-        late=False):
+        late=False, hot_from=0.0):
     """Scores of the reconciled model after ``epochs`` (see the module docstring); ``shuffle``: the seed of a
-    shuffle of the lines, or None; ``late``: the frequent rows adopted one part late."""
+    shuffle of the lines, or None; ``late``: the frequent rows adopted one part late; ``hot_from``: the share
+    of the run after which the frequent rows are reconciled within the rounds (before it, at the rounds' ends
+    only)."""
     from embkit import Word2Vec
 
     with (gzip.open if corpus.endswith(".gz") else open)(corpus, "rt", encoding="utf-8") as f:
@@ -113,7 +116,7 @@ def run(corpus, replicas, epochs, syncs, hot_syncs, hot, seed, alpha=0.05, min_a
                 model.seed = seed * 1_000_003 + k * replicas + i
                 model.train(data, total_examples=len(data), epochs=1, start_alpha=a0, end_alpha=a1)
             full = (step + 1) % (steps // syncs) == 0
-            if full or (hot and (step + 1) % (steps // hot_syncs) == 0):
+            if full or (hot and (step + 1) % (steps // hot_syncs) == 0 and k >= hot_from * total):
                 _adopt_pending(reps, pending)
                 _reconcile(reps, base, momenta, rows if full else hot, replicas, pending if late and not full else None)
     seconds = time.perf_counter() - start
@@ -121,7 +124,7 @@ def run(corpus, replicas, epochs, syncs, hot_syncs, hot, seed, alpha=0.05, min_a
     model.seed = seed
     scores = evaluate(model.wv, 30000, "embkit")
     return {"replicas": replicas, "epochs": epochs, "syncs": syncs, "hot_syncs": hot_syncs, "hot": hot, "seed": seed,
-            "shuffle_lines": shuffle, "hot_late": late,
+            "shuffle_lines": shuffle, "hot_late": late, "hot_from": hot_from,
             "seconds": round(seconds, 1), **{k: scores[k] for k in ("analogy", "ws353", "simlex999")}}
 
 
@@ -136,6 +139,8 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, nargs="+", default=[1])
     ap.add_argument("--shuffle-lines", type=int, default=None, metavar="SEED", help="shuffle the lines first")
     ap.add_argument("--hot-late", action="store_true", help="adopt the frequent rows' steps one part late")
+    ap.add_argument("--hot-from", type=float, default=0.0, metavar="F",
+                    help="reconcile the frequent rows within the rounds only after this share of the run")
     ap.add_argument("--jsonl", default=None, help="append one line a run")
     args = ap.parse_args(argv)
     logging.getLogger("embkit").setLevel(logging.ERROR)     # a warning a call on the rising learning rate
@@ -143,7 +148,7 @@ def main(argv=None):
     for seed in args.seeds:
         for hot in args.hot:
             row = run(corpus, args.replicas, args.epochs, args.syncs, args.hot_syncs, hot, seed,
-                      shuffle=args.shuffle_lines, late=args.hot_late)
+                      shuffle=args.shuffle_lines, late=args.hot_late, hot_from=args.hot_from)
             row["command"] = "python -m eval.studies.hot_sync " + " ".join(argv or sys.argv[1:])
             row["date"] = time.strftime("%Y-%m-%d")
             print(json.dumps(row), flush=True)
