@@ -7,7 +7,6 @@ __all__ = ["Mailbox", "RoundAborted", "WAIT_POLL"]
 WAIT_POLL = 0.5
 
 
-
 class RoundAborted(RuntimeError):
     """The round was called off (a peer was lost, or the run closed): the replica is replaced."""
 
