@@ -32,8 +32,8 @@ def local_client(workers, threads=1, quiet=True):
     """A ``dask.distributed.Client`` of a new ``LocalCluster`` of ``workers`` worker processes with ``threads``
     threads each (no dashboard), closed on exit; ``quiet``: started under :data:`QUIET_DASK` (else Dask's
     configuration as it is)."""
+    distributed = distributed_module()     # an ImportError saying how to install it, before dask is asked for
     import dask
-    distributed = distributed_module()
     with contextlib.ExitStack() as stack:
         with dask.config.set(QUIET_DASK if quiet else {}):
             cluster = stack.enter_context(distributed.LocalCluster(
