@@ -41,14 +41,16 @@ def client():
         yield c
 
 
-def test_local_client_starts_workers_and_scheduler_under_quiet_dask(client):
+def test_local_client_starts_workers_and_scheduler_under_quiet_dask():
     # every worker process reads embkit's settings for Dask's timers, the scheduler (in this process) started
     # its tick under them, and the caller's configuration is its own again once the cluster has started
-    assert client.run(lambda: {k: dask.config.get(k) for k in QUIET_DASK}) == {w: QUIET_DASK for w in
-                                                                              client.nthreads()}
-    assert client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.periodic_callbacks["tick"].callback_time) \
-        == 1000
-    assert dask.config.get("distributed.admin.tick.interval") != "1s"
+    before = {k: dask.config.get(k, None) for k in QUIET_DASK}
+    with local_client(1) as one:
+        assert one.run(lambda: {k: dask.config.get(k) for k in QUIET_DASK}) == {w: QUIET_DASK for w in
+                                                                               one.nthreads()}
+        assert one.run_on_scheduler(lambda dask_scheduler: dask_scheduler.periodic_callbacks["tick"].callback_time) \
+            == 1000
+        assert {k: dask.config.get(k, None) for k in QUIET_DASK} == before
 
 
 def write_shards(directory, sentences, n, suffix=".txt"):
