@@ -9,7 +9,8 @@ from embkit.cluster.reconcile import DEFAULT_MODE, MODES
 from embkit.cluster.rounds import RoundPlan
 from embkit.core.checks import BOOL, POSITIVE_INT, check_param
 
-__all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "ROUND_SHARE", "LONE_ROUND_UNITS", "LONE_UNITS_PER_ROW",
+__all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "ROUND_SHARE", "SHRINKING_REPLICAS", "LONE_ROUND_UNITS",
+           "LONE_UNITS_PER_ROW",
            "RECONCILE", "EXCHANGE_SHARE", "STALENESS", "FREQUENT_ROWS", "WORKER_WAIT", "HOT_PART_UNITS",
            "HOT_OCCURRENCES", "HotRows", "distributed_module", "check_cluster_params", "check_client",
            "rounds_per_epoch", "round_plan", "run_staleness", "hot_rows", "round_parts"]
@@ -27,6 +28,9 @@ ROUND_UNITS = 75_000
 #: least :data:`ROUND_UNITS` units a replica): long rounds at the start, shrinking to ``ROUND_UNITS`` at the end
 #: (:meth:`embkit.cluster.rounds.RoundPlan.shrinking`)
 ROUND_SHARE = 1 / 16
+#: most replicas whose rounds shrink so when ``syncs_per_epoch`` is None; more train even rounds of
+#: :data:`ROUND_UNITS` (:func:`round_plan`)
+SHRINKING_REPLICAS = 2
 #: units a lone replica trains per round when ``syncs_per_epoch`` is None: with no other replica to drift
 #: from, its rounds only set how often the client receives the tables (what a lost worker or a checkpoint
 #: falls back to), so they are long enough that a round's fixed costs (finding the changed rows, the call,
@@ -133,7 +137,7 @@ def round_plan(syncs_per_epoch, units, epochs, rows=0):
     more, whose block momentum merge lost quality with long early rounds (CLUSTER.md), train rounds of
     :data:`ROUND_UNITS` throughout."""
     units = list(units)
-    if syncs_per_epoch is not None or len(units) != 2:
+    if syncs_per_epoch is not None or not 2 <= len(units) <= SHRINKING_REPLICAS:
         return RoundPlan.uniform(rounds_per_epoch(syncs_per_epoch, units, rows), epochs)
     return RoundPlan.shrinking(max(units), epochs, ROUND_UNITS, ROUND_SHARE)
 

@@ -23,7 +23,8 @@ Usage::
 
     python -m eval.bench.cluster [--corpus FILE] [--epochs 5] [--alpha 0.05] [--seeds 1 2 3] [--clusters 1 2]
                                  [--syncs N] [--reconcile momentum] [--exchange-share 1] [--staleness 0 1]
-                                 [--interleave] [--reuse-clusters] [--hot-part-units N] [--dask-defaults]
+                                 [--interleave] [--reuse-clusters] [--hot-part-units N] [--shrinking-replicas N]
+                                 [--dask-defaults]
                                  [--repeat-corpus K] [--no-quality] [--repeat 1] [--threads 1] [--grid NxT ...]
                                  [--json out.json]
 
@@ -31,7 +32,8 @@ Usage::
 then a cluster of N workers of T threads each (a machine's cores shared out in different ways).
 
 ``--hot-part-units N`` sets ``embkit.cluster.settings.HOT_PART_UNITS`` (the parts of a round of 3 replicas or
-more after which the frequent rows are reconciled; 0: none) for the run.
+more after which the frequent rows are reconciled; 0: none) for the run, ``--shrinking-replicas N``
+``embkit.cluster.settings.SHRINKING_REPLICAS`` (the most replicas whose default rounds shrink towards the end).
 
 Every cluster starts as embkit starts its own (:func:`embkit.cluster.local.local_client`, under
 ``embkit.cluster.local.QUIET_DASK``); ``--dask-defaults`` starts them under Dask's configuration as it is.
@@ -234,12 +236,16 @@ def main(argv=None):
                    help="start each cluster once and train every seed and repeat on it (a long-lived cluster)")
     p.add_argument("--hot-part-units", type=int, default=None, metavar="N",
                    help="units of the parts of a round after which the frequent rows are reconciled (0: none)")
+    p.add_argument("--shrinking-replicas", type=int, default=None, metavar="N",
+                   help="most replicas whose default rounds shrink towards the end (more: even rounds)")
     p.add_argument("--dask-defaults", action="store_true",
                    help="start the clusters under Dask's configuration as it is, not embkit's QUIET_DASK")
     p.add_argument("--json", default=None, metavar="FILE")
     args = p.parse_args(argv)
     if args.hot_part_units is not None:
         cluster_settings.HOT_PART_UNITS = args.hot_part_units or None
+    if args.shrinking_replicas is not None:
+        cluster_settings.SHRINKING_REPLICAS = args.shrinking_replicas
     pairs = [(0, args.threads)] + [(n, args.threads) for n in args.clusters]
     if args.grid:
         try:
