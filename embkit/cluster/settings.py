@@ -29,7 +29,8 @@ ROUND_UNITS = 75_000
 #: (:meth:`embkit.cluster.rounds.RoundPlan.shrinking`)
 ROUND_SHARE = 1 / 16
 #: most replicas whose rounds shrink so when ``syncs_per_epoch`` is None; more train even rounds of
-#: :data:`ROUND_UNITS` (:func:`round_plan`)
+#: :data:`ROUND_UNITS` (:func:`round_plan`): their block momentum merge lost quality with long early rounds, and
+#: with the frequent rows reconciled within them too on a larger corpus (CLUSTER.md, "Quality")
 SHRINKING_REPLICAS = 2
 #: units a lone replica trains per round when ``syncs_per_epoch`` is None: with no other replica to drift
 #: from, its rounds only set how often the client receives the tables (what a lost worker or a checkpoint

@@ -35,7 +35,7 @@ A round of every row costs as above, with the actor calls' round trips that it t
 and one step among two replicas, two among more); a reconciliation of the frequent rows costs the passes
 over those rows, their bytes on a worker's link and two round trips.  No client's link: a run without
 checkpoints or callbacks sends the client nothing during an epoch.  ``--shrinking`` models 3 replicas or more
-on the rounds of two (not the default: they lost quality on gcide without the frequent rows; CLUSTER.md).
+on the rounds of two (not the default: they lost quality with them; CLUSTER.md, "Quality").
 
 The measured inputs are taken from ``--bench``'s runs of 2 workers: a kernel thread's words/s (each
 replica's words over its kernel seconds and threads) and the replicas' passes per row (``--threads``
