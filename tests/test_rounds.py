@@ -93,5 +93,14 @@ def test_the_run_plan_shrinks_for_two_replicas_and_is_even_when_asked_alone_or_f
     shrinking = settings.round_plan(None, [units // 2, units], 2)
     assert shrinking == RoundPlan.shrinking(units, 2, settings.ROUND_UNITS, settings.ROUND_SHARE)
     assert shrinking.rounds(0) < shrinking.rounds(1)
-    # the block momentum merge of 3 replicas or more trains rounds of ROUND_UNITS throughout
+    # the block momentum merge of 3 replicas or more trains rounds of ROUND_UNITS throughout, unless told
     assert settings.round_plan(None, [units] * 3, 2) == RoundPlan.uniform(40, 2)
+
+
+def test_more_replicas_shrink_their_rounds_up_to_the_settings_bound(monkeypatch):
+    units = settings.ROUND_UNITS * 40
+    monkeypatch.setattr(settings, "SHRINKING_REPLICAS", 4)
+    assert settings.round_plan(None, [units] * 4, 2) == RoundPlan.shrinking(units, 2, settings.ROUND_UNITS,
+                                                                           settings.ROUND_SHARE)
+    assert settings.round_plan(None, [units] * 5, 2) == RoundPlan.uniform(40, 2)
+    assert settings.round_plan(None, [units], 2) == RoundPlan.uniform(settings.rounds_per_epoch(None, [units]), 2)
