@@ -16,10 +16,11 @@ The shards themselves live beside their readers (``embkit.text.shards``, ``embki
 """
 from embkit.cluster.settings import (CLUSTER_PARAMS, EXCHANGE_SHARE, FREQUENT_ROWS, LONE_ROUND_UNITS, RECONCILE,
                                      ROUND_SHARE, ROUND_UNITS, STALENESS, SYNCS_PER_EPOCH, check_client)
+from embkit.cluster.local import QUIET_DASK, local_client
 from embkit.cluster.stats import ClusterStats
 from embkit.cluster.trainable import ClusterTraining
 from embkit.cluster.worker import ShardReadError, worker_name
 
 __all__ = ["ClusterTraining", "ClusterStats", "ShardReadError", "worker_name", "check_client", "CLUSTER_PARAMS",
            "SYNCS_PER_EPOCH", "ROUND_UNITS", "ROUND_SHARE", "LONE_ROUND_UNITS", "RECONCILE", "EXCHANGE_SHARE",
-           "STALENESS", "FREQUENT_ROWS"]
+           "STALENESS", "FREQUENT_ROWS", "local_client", "QUIET_DASK"]
