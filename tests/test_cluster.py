@@ -656,8 +656,7 @@ def test_three_replicas_keep_the_block_momentum_through_a_checkpoint(planted_sha
     # 3 replicas merge with block momentum, each keeping the momentum of its own rows: a checkpoint
     # gathers it and a resumed run hands it back, so the resumed run ends as the uninterrupted one, bit for bit
     groups, _, pattern = planted_shards
-    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as three:
+    with local_client(3) as three:
         params = dict(corpus_file=pattern, client=three, sg=1, seed=2, reconcile="momentum", staleness=0, **SMALL)
         reference = Word2Vec(**params)
         assert reference.last_cluster_stats.replicas == 3
@@ -680,8 +679,7 @@ def test_three_replicas_reconcile_the_frequent_rows_within_their_rounds(planted_
     # and a resumed run ends as the uninterrupted one
     groups, _, pattern = planted_shards
     monkeypatch.setattr(cluster_mod, "HOT_PART_UNITS", 200)
-    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as three:
+    with local_client(3) as three:
         params = dict(corpus_file=pattern, client=three, sg=1, seed=2, **SMALL)
         fetched = Word2Vec(**params)
         stats = fetched.last_cluster_stats

@@ -103,4 +103,5 @@ def test_more_replicas_shrink_their_rounds_up_to_the_settings_bound(monkeypatch)
     assert settings.round_plan(None, [units] * 4, 2) == RoundPlan.shrinking(units, 2, settings.ROUND_UNITS,
                                                                            settings.ROUND_SHARE)
     assert settings.round_plan(None, [units] * 5, 2) == RoundPlan.uniform(40, 2)
+    assert settings.round_plan(None, [units] * 5, 2, shrinking=5) == settings.round_plan(None, [units] * 4, 2)
     assert settings.round_plan(None, [units], 2) == RoundPlan.uniform(settings.rounds_per_epoch(None, [units]), 2)

@@ -130,15 +130,17 @@ def run_staleness(staleness, replicas, relay):
     return int(staleness) if replicas == 2 and not relay else 0
 
 
-def round_plan(syncs_per_epoch, units, epochs, rows=0):
+def round_plan(syncs_per_epoch, units, epochs, rows=0, shrinking=None):
     """The :class:`~embkit.cluster.rounds.RoundPlan` of a run of replicas of ``units`` units an epoch each:
     ``syncs_per_epoch`` even rounds an epoch; when it is None, for two replicas rounds that shrink towards the
     end of the run (:data:`ROUND_SHARE` of what is left, at least :data:`ROUND_UNITS`, of the larger replica),
     else even rounds as :func:`rounds_per_epoch` gives them: a lone replica's are long, and 3 replicas or
     more, whose block momentum merge lost quality with long early rounds (CLUSTER.md), train rounds of
-    :data:`ROUND_UNITS` throughout."""
+    :data:`ROUND_UNITS` throughout.  ``shrinking``: the most replicas whose rounds shrink (None:
+    :data:`SHRINKING_REPLICAS`)."""
     units = list(units)
-    if syncs_per_epoch is not None or not 2 <= len(units) <= SHRINKING_REPLICAS:
+    shrinking = SHRINKING_REPLICAS if shrinking is None else shrinking
+    if syncs_per_epoch is not None or not 2 <= len(units) <= shrinking:
         return RoundPlan.uniform(rounds_per_epoch(syncs_per_epoch, units, rows), epochs)
     return RoundPlan.shrinking(max(units), epochs, ROUND_UNITS, ROUND_SHARE)
 

@@ -117,20 +117,24 @@ def _call_actor(actor, n_bytes, calls):
     return calls
 
 
+def process_tree_cpu():
+    """CPU seconds (user and system) used so far by this process and every process under it (a
+    ``LocalCluster``'s nannies and workers)."""
+    import psutil
+
+    me = psutil.Process()
+    return sum(sum(p.cpu_times()[:2]) for p in [me] + me.children(recursive=True))
+
+
 def cluster_costs(payloads_mb, round_trips, idle_seconds):
     """A two-worker LocalCluster's idle CPU per second, and ``{(kind, payload MB): (wall, CPU)}`` of one round:
     kind "tasks", a round trip of two tasks that get the payload (scattered to both) and return one each;
     kind "client to actors", the client calling an actor on each worker at once, the payload each way
     (embkit's exchange); kind "actor", both workers calling an actor (on the first of them) at once, the
     payload each way (a parameter server's or a peer's mailbox)."""
-    import psutil
-
     from embkit.cluster.local import local_client
 
-    def cpu():
-        me = psutil.Process()
-        return sum(sum(p.cpu_times()[:2]) for p in [me] + me.children(recursive=True))
-
+    cpu = process_tree_cpu
     with local_client(2) as client:
         workers = sorted(client.nthreads())
         client.gather([client.submit(_echo, None, 0, workers=[w], pure=False) for w in workers])

@@ -118,12 +118,9 @@ def default_run(n, tokens, vocab, threads, speed, replica_cost, gbit, latency, s
     rows a table) of one epoch of ``tokens`` on ``n`` replicas, cut as embkit's defaults cut it
     (``shrinking``: 3 replicas or more train the rounds of two, with the same parts)."""
     from embkit.cluster import settings
-    from embkit.cluster.rounds import RoundPlan
 
     units = [int(tokens // n)] * n
-    plan = settings.round_plan(None, units, 1, 2 * vocab)
-    if shrinking and n > 2:
-        plan = RoundPlan.shrinking(units[0], 1, settings.ROUND_UNITS, settings.ROUND_SHARE)
+    plan = settings.round_plan(None, units, 1, 2 * vocab, shrinking=n if shrinking else None)
     counts = zipf_counts(vocab, tokens)
     hot = settings.hot_rows(plan, units, counts, True, True, n, 0) if n > 2 else None
     p = zipf(vocab)

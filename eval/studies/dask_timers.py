@@ -17,25 +17,19 @@ import time
 
 import numpy as np
 
+from eval.studies.cluster_ceiling import process_tree_cpu
+
 
 def idle_cpu(workers, quiet, seconds):
     """CPU seconds per second of a new cluster of ``workers`` one-thread workers, measured over ``seconds``
     after it has settled."""
-    import psutil
-
     from embkit.cluster.local import local_client
 
     with local_client(workers, quiet=quiet):
         time.sleep(3)
-        me = psutil.Process()
-        processes = [me] + me.children(recursive=True)
-
-        def cpu():
-            return sum(sum(p.cpu_times()[:2]) for p in processes)
-
-        start = cpu()
+        start = process_tree_cpu()
         time.sleep(seconds)
-        return (cpu() - start) / seconds
+        return (process_tree_cpu() - start) / seconds
 
 
 def main(argv=None):
