@@ -192,6 +192,35 @@ def test_a_merge_given_the_table_applies_its_steps_as_apply_update_does(mode):
     assert np.array_equal(separate, fused)
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("mode", ["momentum", "sum", "average"])
+def test_two_replicas_adopting_in_the_merges_walk_adopt_what_adopt_update_gives(mode, threads):
+    # Replica._swap of a replica that sent every row it changed: the merge adds the steps to its base and
+    # copies each such row into its table; the same bits as merging, then adopting (rows only it sent, rows
+    # only its peer sent, rows both sent, and a peer that sent nothing)
+    rng = np.random.default_rng(5)
+    n, dim = 1200, 6
+    start = rng.standard_normal((n, dim)).astype(np.float32)
+    tables = [start + (rng.standard_normal((n, dim)) * 1e-2 * (rng.random((n, 1)) < f)).astype(np.float32)
+              for f in (0.6, 0.3)]
+    for peers in ([0, 1], [0, None]):
+        sent = [changed_rows(tables[g] if g is not None else start, start) for g in peers]
+        for me in range(2):
+            walked = merge(n, sent, mode, None, None, 2, threads)
+            table, base = (tables[peers[me]] if peers[me] is not None else start).copy(), start.copy()
+            adopt_update(walked, table, base, sent[me], False, me, threads)
+            fused_table, fused_base = (tables[peers[me]] if peers[me] is not None else start).copy(), start.copy()
+            fused = merge(n, sent, mode, fused_base, None, 2, threads, mirror=fused_table)
+            assert np.array_equal(fused.ids, walked.ids) and np.array_equal(fused.owner, walked.owner)
+            assert np.array_equal(fused.values.view(np.uint16), walked.values.view(np.uint16))
+            assert np.array_equal(fused_table, table) and np.array_equal(fused_base, base)
+            assert np.array_equal(fused_table[walked.ids], fused_base[walked.ids])
+    with pytest.raises(ValueError, match="a mirror needs a table"):
+        merge(n, sent, "sum", None, mirror=start.copy())
+    with pytest.raises(ValueError, match="cannot mirror"):
+        merge(n, sent, "momentum", start.copy(), np.zeros_like(start), 4, mirror=start.copy())
+
+
 def _rounds(mode, replicas, step_of, rounds, rows=3, dim=4):
     """The client's table after ``rounds`` reconciliations in which every replica's delta is
     ``step_of(table, replica)`` (float32 rows), through the real merge."""

@@ -330,7 +330,8 @@ cdef inline Py_ssize_t _lower_bound(const int32_t *ids, Py_ssize_t length, int32
 
 cdef Py_ssize_t _merge_range(Py_ssize_t n, const int32_t **id_ptr, const uint16_t **value_ptr, Py_ssize_t *at,
                              const Py_ssize_t *end, Py_ssize_t d, bint average, uint16_t *out_values,
-                             int32_t *out_ids, int32_t *owner, float *table, float *row, float *step) noexcept nogil:
+                             int32_t *out_ids, int32_t *owner, float *table, float *mirror, float *row,
+                             float *step) noexcept nogil:
     """Merge the deltas' rows ``at[k] .. end[k]`` of every delta ``k`` (``at`` advances), writing from the
     start of the outputs; with ``out_values`` NULL only count the rows.  Their number."""
     cdef Py_ssize_t c = 0, k, j
@@ -370,6 +371,8 @@ cdef Py_ssize_t _merge_range(Py_ssize_t n, const int32_t **id_ptr, const uint16_
             floats_from_halves(out_values + c * d, step, d, 1)
             for j in range(d):
                 table[low * d + j] += step[j]
+            if mirror != NULL:
+                memcpy(mirror + low * d, table + low * d, d * sizeof(float))
         out_ids[c] = low
         if owner != NULL:
             owner[c] = only if seen == 1 else -1
@@ -378,10 +381,12 @@ cdef Py_ssize_t _merge_range(Py_ssize_t n, const int32_t **id_ptr, const uint16_
 
 
 def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[:, ::1] out_values,
-               int32_t[::1] out_ids, float[:, ::1] table=None, int32_t[::1] owner=None, int threads=1):
+               int32_t[::1] out_ids, float[:, ::1] table=None, int32_t[::1] owner=None, int threads=1,
+               float[:, ::1] mirror=None):
     """One float16 step per row of any delta: the sum of the deltas' steps (added in the deltas' order,
     as :func:`accumulate` adds them), or with ``average`` the sum over the number of deltas holding the
-    row; with ``table``, also add each step (as float16 widened) to it; with ``owner``, the index of the
+    row; with ``table``, also add each step (as float16 widened) to it, and with ``mirror`` (a table of the
+    same shape) copy each such row of ``table`` into it afterwards; with ``owner``, the index of the
     only delta holding each row, or -1 (a row only one delta holds has that delta's step, bit for bit).
 
     ``ids`` and ``values`` hold one delta each (ids increasing, below ``n_rows``); the deltas are walked
@@ -398,6 +403,8 @@ def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[
     if table is not None and (table.shape[0] != n_rows or table.shape[1] != d):
         raise ValueError("merge_rows: the table has shape %s, the merge %s" % ((table.shape[0], table.shape[1]),
                                                                              (n_rows, d)))
+    if mirror is not None and (table is None or mirror.shape[0] != n_rows or mirror.shape[1] != d):
+        raise ValueError("merge_rows: a mirror needs a table of its shape")
     for k in range(n):
         one_ids, one_values = ids[k], values[k]
         if one_values.shape[0] != one_ids.shape[0] or (one_ids.shape[0] and one_values.shape[1] != d):
@@ -433,6 +440,7 @@ def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[
         free(id_ptr); free(value_ptr); free(cuts); free(offset)
         raise MemoryError()
     cdef float *table_ptr = &table[0, 0] if table is not None else NULL
+    cdef float *mirror_ptr = &mirror[0, 0] if mirror is not None else NULL
     cdef int32_t *owner_ptr = &owner[0] if owner is not None else NULL
     cdef Py_ssize_t *at = NULL
     cdef float *row = NULL
@@ -446,7 +454,7 @@ def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[
                 else:
                     memcpy(at, cuts + p * n, n * sizeof(Py_ssize_t))
                     offset[p + 1] = _merge_range(n, id_ptr, value_ptr, at, cuts + (p + 1) * n, d, average, NULL,
-                                                 NULL, NULL, NULL, NULL, NULL)
+                                                 NULL, NULL, NULL, NULL, NULL, NULL)
             free(at)
         for p in range(parts):
             failed = failed or written[p] < 0
@@ -464,7 +472,7 @@ def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[
                     written[p] = _merge_range(n, id_ptr, value_ptr, at, cuts + (p + 1) * n, d, average,
                                               &out_values[0, 0] + offset[p] * d, &out_ids[0] + offset[p],
                                               owner_ptr + offset[p] if owner_ptr != NULL else NULL, table_ptr,
-                                              row, step)
+                                              mirror_ptr, row, step)
             free(at)
             free(row)
             free(step)

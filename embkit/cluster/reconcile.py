@@ -164,7 +164,8 @@ def _buffer(scratch, name, shape, dtype, zero=False):
     return out
 
 
-def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas=None, threads=1, scratch=None):
+def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas=None, threads=1, scratch=None,
+          mirror=None):
     """One step per row that any replica changed (with ``"momentum"``: per row that moves).
 
     Parameters
@@ -188,6 +189,11 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
     scratch : dict, optional
         Kept by the caller for one table: the buffers are reused from one call to the next, and the result
         views them (valid until the next call with the same ``scratch``).
+    mirror : ndarray, optional
+        With ``table``, a merge that carries no momentum: each row the steps change in ``table`` is copied
+        into ``mirror`` in the same pass.  A replica that sent every row it changed adopts the merge so
+        (``table`` its base, ``mirror`` its table): what :func:`adopt_update` gives, bit for bit (a row only
+        it sent has its own step as the merged step), in one walk instead of two.
 
     Returns
     -------
@@ -205,7 +211,7 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
     if mode != "momentum" or rate == replicas:  # no momentum carries over (1 replica: its delta; 2: the sum)
         if not deltas:
             return RowDelta(np.zeros(0, np.int32), np.zeros((0, 0), WIRE_DTYPE))
-        if len(deltas) == 1:
+        if len(deltas) == 1 and mirror is None:
             if table is not None:
                 apply_update(deltas[0], table)
             return RowDelta(deltas[0].ids, deltas[0].values, np.full(len(deltas[0]), index[0], np.int32))
@@ -216,10 +222,12 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
         owner = _buffer(scratch, "owner", (room,), np.int32)
         count = _kernel.merge_rows([np.ascontiguousarray(d.ids, dtype=np.int32) for d in deltas],
                                    [_bits(d.values) for d in deltas], n_rows, mode == "average", values, ids, table,
-                                   owner, threads)
+                                   owner, threads, mirror)
         only = owner[:count] >= 0
         owner[:count][only] = np.asarray(index, np.int32)[owner[:count][only]]
         return _compact(values, ids, count, owner)
+    if mirror is not None:
+        raise ValueError("a merge with momentum cannot mirror its table (its momentum moves rows no delta holds)")
     dim = momentum.shape[1]
     total = _buffer(scratch, "total", (n_rows, dim), np.float32, zero=True)
     squares = _buffer(scratch, "squares", (n_rows,), np.float32, zero=True)

@@ -439,7 +439,9 @@ class Replica:
         """:meth:`_finish` of the :class:`_Exchange` ``x`` of two replicas: each has sent the other its whole
         delta and merges every row itself, in group order as the owner of each row would (the same steps, bit
         for bit): one message each way where the owners take two (a part, then the merged rows), for about the
-        same bytes; the seconds added to ``clock``."""
+        same bytes.  A replica that sent every row it changed adopts the merged rows in the merge's walk
+        (:func:`~embkit.cluster.reconcile.merge` with ``mirror``: no adopting seconds).  The seconds added to
+        ``clock``."""
         g = self.group
         peer = 1 - g
         waited = time.perf_counter()
@@ -449,12 +451,18 @@ class Replica:
         mine = []
         for t, (table, base) in enumerate(x.views):
             merging = time.perf_counter()
-            merged = merge(table.shape[0], [deltas[0][t], deltas[1][t]], self.run["mode"], None, None, 2,
-                           self.threads, self.merge_scratch[t])
-            adopting = time.perf_counter()
-            clock["merge_seconds"] += adopting - merging
-            adopt_update(merged, table, base, x.sent[t], x.partial, self.group, self.threads, x.trained)
-            clock["adopt_seconds"] += time.perf_counter() - adopting
+            pair = [deltas[0][t], deltas[1][t]]
+            if not x.partial:     # it sent every row it changed: base takes the steps, table copies base's rows
+                merged = merge(table.shape[0], pair, self.run["mode"], base, None, 2, self.threads,
+                               self.merge_scratch[t], mirror=table)
+                clock["merge_seconds"] += time.perf_counter() - merging
+            else:
+                merged = merge(table.shape[0], pair, self.run["mode"], None, None, 2, self.threads,
+                               self.merge_scratch[t])
+                adopting = time.perf_counter()
+                clock["merge_seconds"] += adopting - merging
+                adopt_update(merged, table, base, x.sent[t], x.partial, self.group, self.threads, x.trained)
+                clock["adopt_seconds"] += time.perf_counter() - adopting
             half = slice(0, len(merged) // 2) if g == 0 else slice(len(merged) // 2, None)
             mine.append(RowDelta(merged.ids[half], merged.values[half]))   # the client takes half from each
         if x.whole:
