@@ -10,9 +10,11 @@ part, float16 deltas) and adopted by every replica, and ``--hot-syncs`` times an
 rows of both tables only (the most frequent words; with negative sampling a word's output row has its index).
 The model is the reconciled tables at the end: analogy (restrict_vocab 30000), WS-353, SimLex-999.
 ``--shuffle-lines SEED`` shuffles the corpus's lines before it is cut (shards that sample the corpus instead
-of runs of an alphabetical dictionary).  ``--hot-late`` adopts the frequent rows' merged steps one part late
-(each replica trains the next part on its own table and then takes the merged steps less its own delta, as
+of runs of an alphabetical dictionary).  ``--hot-late [PARTS]`` adopts the frequent rows' merged steps one part (or PARTS parts)
+late (each replica trains on its own table meanwhile and then takes the merged steps less its own delta, as
 a reconciliation off the critical path would); the reconciliations of every row stay synchronous.
+``--hot-merge`` chooses the frequent rows' merge: the cluster's block momentum, the mean of the steps, or
+the block momentum's step with none kept (``consensus``).
 ``--hot-from F`` reconciles the frequent rows within the rounds only after the share ``F`` of the run.
 
 The training of each replica's share of a round is :meth:`embkit.Word2Vec.train` on its sentences at the
@@ -52,17 +54,46 @@ def _cut(shard, parts):
     return [shard[a:b] for a, b in zip([0] + list(at), list(at) + [len(shard)])]
 
 
-def _reconcile(reps, base, momenta, rows, replicas, pending=None):
+def _consensus(rows, deltas, head, replicas):
+    """The block momentum merge's step with no momentum kept (``mu`` 0, block rate 1): the independent share
+    of each row's summed step moves it, the agreed share by the replicas' mean.  A delay-stable merge: a row
+    every replica moved alike moves by one replica's step."""
+    from embkit._kernels import deltas as kernel
+
+    dim = head.shape[1]
+    total, squares = np.zeros((rows, dim), np.float32), np.zeros(rows, np.float32)
+    for d in deltas:
+        kernel.accumulate(total, squares, d.ids, d.values.view(np.uint16))
+    kernel.momentum_step(total, squares, replicas, 1.0 / replicas, 0.0, np.zeros((rows, dim), np.float32),
+                         np.empty((rows, dim), np.uint16), np.empty(rows, np.int32), head)
+
+
+def _reconcile(reps, base, momenta, rows, replicas, pending=None, merge_mode="momentum", refs=None):
     """Merge the first ``rows`` rows of both tables over the replicas into ``base``; every replica adopts them,
-    or with ``pending`` (a list) adopts them at the next call (:func:`_adopt_pending`)."""
+    or with ``pending`` (a list) adopts them later (:func:`_adopt_pending`).  ``merge_mode``: ``"momentum"``
+    (the cluster's), ``"average"`` or ``"consensus"`` (:func:`_consensus`).  ``refs`` (a dict, with
+    ``pending``): each replica's first rows as it found its last delta, ``(replica, table) ->`` array; a
+    replica's delta is what it moved since (with steps not adopted yet, its table is not ``base`` plus it).
+    """
     from embkit.cluster.reconcile import changed_rows, merge
 
     for t in range(2):
         head = base[t][:rows]
         if pending is not None:
-            before, own = head.copy(), [rep[t][:rows] - head for rep in reps]
-        deltas = [changed_rows(np.ascontiguousarray(rep[t][:rows]), head) for rep in reps]
-        merge(rows, deltas, "momentum", table=head, momentum=momenta[t][:rows], replicas=replicas)
+            before = head.copy()
+            own = [rep[t][:rows] - refs.get((i, t), head) for i, rep in enumerate(reps)]
+            deltas = [changed_rows(np.ascontiguousarray(rep[t][:rows]), refs.get((i, t), head))
+                      for i, rep in enumerate(reps)]
+            for i, rep in enumerate(reps):
+                refs[(i, t)] = rep[t][:rows].copy()
+        else:
+            deltas = [changed_rows(np.ascontiguousarray(rep[t][:rows]), head) for rep in reps]
+        if merge_mode == "consensus":
+            _consensus(rows, deltas, head, replicas)
+        elif merge_mode == "average":
+            merge(rows, deltas, "average", table=head)
+        else:
+            merge(rows, deltas, "momentum", table=head, momentum=momenta[t][:rows], replicas=replicas)
         if pending is None:
             for rep in reps:
                 rep[t][:rows] = head
@@ -70,20 +101,23 @@ def _reconcile(reps, base, momenta, rows, replicas, pending=None):
             pending.append((t, rows, head - before, own))
 
 
-def _adopt_pending(reps, pending):
-    """Each replica takes the merged steps of the last reconciliation less its own delta in it."""
+def _adopt_pending(reps, pending, refs):
+    """Each replica takes the merged steps of a reconciliation less its own delta in it (and so does its
+    reference, ``refs``: the adoption is not a step it made)."""
     for t, rows, step, own in pending:
-        for rep, mine in zip(reps, own):
+        for i, (rep, mine) in enumerate(zip(reps, own)):
             rep[t][:rows] += step - mine
+            refs[(i, t)] += step - mine
     pending.clear()
 
 
 def run(corpus, replicas, epochs, syncs, hot_syncs, hot, seed, alpha=0.05, min_alpha=0.0001, shuffle=None,
-        late=False, hot_from=0.0):
+        late=0, hot_from=0.0, hot_merge="momentum"):
     """Scores of the reconciled model after ``epochs`` (see the module docstring); ``shuffle``: the seed of a
-    shuffle of the lines, or None; ``late``: the frequent rows adopted one part late; ``hot_from``: the share
+    shuffle of the lines, or None; ``late``: the parts late the frequent rows are adopted (0: at once, before
+    the next part; the round's end adopts every one); ``hot_from``: the share
     of the run after which the frequent rows are reconciled within the rounds (before it, at the rounds' ends
-    only)."""
+    only); ``hot_merge``: the merge of the frequent rows within the rounds (:func:`_reconcile`)."""
     from embkit import Word2Vec
 
     with (gzip.open if corpus.endswith(".gz") else open)(corpus, "rt", encoding="utf-8") as f:
@@ -104,7 +138,8 @@ def run(corpus, replicas, epochs, syncs, hot_syncs, hot, seed, alpha=0.05, min_a
     parts = [_cut(shard, steps) for shard in _shards(sentences, replicas)]
     start = time.perf_counter()
     total = epochs * steps
-    pending = []
+    pending = []        # the frequent rows' reconciliations not adopted yet, oldest first (each a list)
+    refs = {}           # with them: each replica's frequent rows as it found its last delta
     for epoch in range(epochs):
         for step in range(steps):
             k = epoch * steps + step
@@ -117,14 +152,20 @@ def run(corpus, replicas, epochs, syncs, hot_syncs, hot, seed, alpha=0.05, min_a
                 model.train(data, total_examples=len(data), epochs=1, start_alpha=a0, end_alpha=a1)
             full = (step + 1) % (steps // syncs) == 0
             if full or (hot and (step + 1) % (steps // hot_syncs) == 0 and k >= hot_from * total):
-                _adopt_pending(reps, pending)
-                _reconcile(reps, base, momenta, rows if full else hot, replicas, pending if late and not full else None)
+                while pending and (full or len(pending) >= late):
+                    _adopt_pending(reps, pending.pop(0), refs)
+                if full:
+                    refs.clear()        # every replica adopts the reconciled tables
+                elif late:
+                    pending.append([])
+                _reconcile(reps, base, momenta, rows if full else hot, replicas, pending[-1] if late and not full else None,
+                           "momentum" if full else hot_merge, refs)
     seconds = time.perf_counter() - start
     model.W_in, model.W_out = base
     model.seed = seed
     scores = evaluate(model.wv, 30000, "embkit")
     return {"replicas": replicas, "epochs": epochs, "syncs": syncs, "hot_syncs": hot_syncs, "hot": hot, "seed": seed,
-            "shuffle_lines": shuffle, "hot_late": late, "hot_from": hot_from,
+            "shuffle_lines": shuffle, "hot_late": late, "hot_from": hot_from, "hot_merge": hot_merge,
             "seconds": round(seconds, 1), **{k: scores[k] for k in ("analogy", "ws353", "simlex999")}}
 
 
@@ -138,9 +179,12 @@ def main(argv=None):
     ap.add_argument("--hot", type=int, nargs="+", default=[1000], help="rows reconciled the more often (0: none)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[1])
     ap.add_argument("--shuffle-lines", type=int, default=None, metavar="SEED", help="shuffle the lines first")
-    ap.add_argument("--hot-late", action="store_true", help="adopt the frequent rows' steps one part late")
+    ap.add_argument("--hot-late", type=int, nargs="?", const=1, default=0, metavar="PARTS",
+                    help="adopt the frequent rows' steps PARTS parts late (1 when not given)")
     ap.add_argument("--hot-from", type=float, default=0.0, metavar="F",
                     help="reconcile the frequent rows within the rounds only after this share of the run")
+    ap.add_argument("--hot-merge", choices=("momentum", "consensus", "average"), default="momentum",
+                    help="merge of the frequent rows within the rounds (consensus: block momentum's step, none kept)")
     ap.add_argument("--jsonl", default=None, help="append one line a run")
     args = ap.parse_args(argv)
     logging.getLogger("embkit").setLevel(logging.ERROR)     # a warning a call on the rising learning rate
@@ -148,7 +192,7 @@ def main(argv=None):
     for seed in args.seeds:
         for hot in args.hot:
             row = run(corpus, args.replicas, args.epochs, args.syncs, args.hot_syncs, hot, seed,
-                      shuffle=args.shuffle_lines, late=args.hot_late, hot_from=args.hot_from)
+                      shuffle=args.shuffle_lines, late=args.hot_late, hot_from=args.hot_from, hot_merge=args.hot_merge)
             row["command"] = "python -m eval.studies.hot_sync " + " ".join(argv or sys.argv[1:])
             row["date"] = time.strftime("%Y-%m-%d")
             print(json.dumps(row), flush=True)
