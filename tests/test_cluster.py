@@ -675,8 +675,8 @@ def test_three_replicas_keep_the_block_momentum_through_a_checkpoint(planted_sha
 def test_three_replicas_reconcile_the_frequent_rows_within_their_rounds(planted_shards, tmp_path, purity,
                                                                        monkeypatch):
     # rounds of 3 replicas or more are cut into parts, after each of which the frequent words' rows are
-    # reconciled (adopted a part late): the client's relayed rows (the parts' first) give the tables the
-    # replicas hold, bit for bit, and a resumed run ends as the uninterrupted one
+    # reconciled: the client's relayed rows (the parts' first) give the tables the replicas hold, bit for bit,
+    # and a resumed run ends as the uninterrupted one
     groups, _, pattern = planted_shards
     monkeypatch.setattr(cluster_mod, "HOT_PART_UNITS", 200)
     with local_client(3) as three:
@@ -697,14 +697,6 @@ def test_three_replicas_reconcile_the_frequent_rows_within_their_rounds(planted_
         for model in (resumed, relayed):
             np.testing.assert_array_equal(model.W_in, fetched.W_in)
             np.testing.assert_array_equal(model.W_out, fetched.W_out)
-        # adopted before the next part with the rounds' block momentum (the replicas waiting for each other
-        # after every part) instead of a part late by consensus: as many reconciliations, another model
-        monkeypatch.setattr(cluster_mod, "LATE_FREQUENT_ROWS", False)
-        waiting = Word2Vec(**params)
-        monkeypatch.setattr(cluster_mod, "LATE_FREQUENT_ROWS", True)
-        assert waiting.last_cluster_stats.hot_syncs == stats.hot_syncs
-        assert not np.array_equal(waiting.W_out, fetched.W_out)
-        assert purity(waiting.wv, groups)[0] >= 0.8
         # without them the rounds reconcile every row at their ends only; a checkpoint keeps the choice
         whole = Word2Vec(**dict(params, frequent_rows=False))
         assert whole.last_cluster_stats.hot_syncs == 0

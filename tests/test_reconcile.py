@@ -295,35 +295,6 @@ def test_block_momentum_moves_a_row_by_the_independent_share_of_its_steps_at_onc
     np.testing.assert_allclose(table[2], w * summed + momentum[2], rtol=1e-3)
 
 
-def test_the_consensus_merge_moves_agreed_steps_by_their_mean_and_keeps_nothing():
-    # the frequent rows' merge adopted a part late: orthogonal steps add up, steps that agree move the row
-    # by their mean (never farther than one replica's step: stable with a part's delay), halfway between a
-    # part of each; a row one replica moved takes its step; no momentum carries over to the next merge
-    replicas, dim = 4, 8
-    base = np.zeros((4, dim), np.float32)
-    apart = [base.copy() for _ in range(replicas)]
-    for k in range(replicas):
-        apart[k][0, k] = 0.25
-        apart[k][1] = 0.25
-        apart[k][2, k] = apart[k][2, 7] = 0.25
-    apart[0][3] = 0.125
-    deltas = [changed_rows(t, base) for t in apart]
-    table = base.copy()
-    merged = merge(4, deltas, "consensus", table=table, replicas=replicas)
-    np.testing.assert_array_equal(merged.ids, [0, 1, 2, 3])
-    np.testing.assert_array_equal(table[0], [0.25] * 4 + [0] * 4)
-    np.testing.assert_allclose(table[1], 0.25 * np.ones(dim))
-    w = 0.2     # as in the block momentum test: r = 0.4
-    summed = np.array([0.25] * 4 + [0] * 3 + [1.0], np.float32)
-    np.testing.assert_allclose(table[2], (w + (1 - w) / replicas) * summed, rtol=1e-3)
-    np.testing.assert_array_equal(table[3], 0.125)
-    again = merge(4, deltas, "consensus", table=table, replicas=replicas)
-    np.testing.assert_array_equal(again.values.view(np.uint16), merged.values.view(np.uint16))
-    assert not len(merge(4, [], "consensus", replicas=replicas))
-    with pytest.raises(ValueError, match="consensus.*number of replicas"):
-        merge(4, deltas, "consensus")
-
-
 def test_block_momentum_of_two_replicas_is_their_sum():
     rng = np.random.default_rng(5)
     base = rng.standard_normal((20, 6)).astype(np.float32)

@@ -38,7 +38,6 @@ import uuid
 
 import numpy as np
 
-from embkit.cluster import settings
 from embkit.cluster.mailbox import RoundAborted
 from embkit.cluster.plan import group_shards
 from embkit.cluster.reconcile import BLOCK_RATE, RowDelta, apply_update
@@ -377,7 +376,7 @@ class _Run:
         span = self.plan.span(epoch, r)
         hot = None
         if self.hot is not None and not staleness:
-            hot = HotRows(self.hot, round_parts(span, max(self.units.values())), settings.LATE_FREQUENT_ROWS)
+            hot = HotRows(self.hot, round_parts(span, max(self.units.values())))
         calls = {g: self.ask(g, "train_round", span, self.relay, staleness, hot) for g in range(n)}
         results = {}
         try:

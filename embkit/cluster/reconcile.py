@@ -45,20 +45,13 @@ a row it did not change):
   rows): never overshoots, but a row every replica trained moves by one replica's step, so a word of
   middling frequency learns at about ``1/n`` of the one-process rate.
 
-CLUSTER.md compares them.  A fourth, ``"consensus"``, is not a run's choice: the merge of the frequent rows
-within a round when the replicas adopt it a part late (:class:`~embkit.cluster.settings.HotRows`): the
-``"momentum"`` step with no momentum kept (``w S + (1 - w) S / n``: a row every replica moved alike moves by
-their mean step, one they moved independently by the sum).  Block momentum adopted a part late lost the
-model; this step, which never moves a row farther than one replica's step where they agree, does not
-(CLUSTER.md).
+CLUSTER.md compares them.
 """
 import numpy as np
 
 from embkit._kernels import deltas as _kernel
 
 MODES = ("momentum", "sum", "average")
-#: the frequent rows' merge within a round adopted a part late (module docstring)
-CONSENSUS = "consensus"
 #: the merge of a model that does not choose one (see the module docstring and CLUSTER.md)
 DEFAULT_MODE = "momentum"
 #: block learning rate of ``"momentum"``: with it a row every replica moved all the way to its target within
@@ -181,8 +174,8 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
         Rows of the table.
     deltas : list of RowDelta
         One per replica that returned one.
-    mode : {"momentum", "sum", "average", "consensus"}
-        See the module docstring; ``"consensus"`` needs the number of replicas.
+    mode : {"momentum", "sum", "average"}
+        See the module docstring.
     table : ndarray, optional
         A reconciled table: the steps are added to it in the same pass (as :func:`apply_update` would).
     momentum : ndarray, optional
@@ -207,18 +200,15 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
     RowDelta
         The merged steps, for :func:`apply_update` and :func:`adopt_update`.
     """
-    if mode not in MODES + (CONSENSUS,):
+    if mode not in MODES:
         raise ValueError("mode must be one of %s, got %r" % (", ".join(MODES), mode))
     rate = min(BLOCK_RATE, replicas or 1)
     if mode == "momentum" and (not replicas or (rate < replicas and momentum is None)):
         raise ValueError('mode="momentum" needs the number of replicas, and with more than %g the momentum'
                          % BLOCK_RATE)
-    if mode == CONSENSUS and not replicas:
-        raise ValueError('mode="consensus" needs the number of replicas')
     index = [k for k, d in enumerate(deltas) if len(d)]
     deltas = [deltas[k] for k in index]
-    if mode in ("sum", "average") or (mode == "momentum" and rate == replicas):
-        # no momentum carries over (1 replica: its delta; 2: the sum)
+    if mode != "momentum" or rate == replicas:  # no momentum carries over (1 replica: its delta; 2: the sum)
         if not deltas:
             return RowDelta(np.zeros(0, np.int32), np.zeros((0, 0), WIRE_DTYPE))
         if len(deltas) == 1 and mirror is None:
@@ -238,22 +228,15 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
         return _compact(values, ids, count, owner)
     if mirror is not None:
         raise ValueError("a merge with momentum cannot mirror its table (its momentum moves rows no delta holds)")
-    if mode == CONSENSUS:       # the momentum step with nothing kept: block rate 1, momentum 0
-        if not deltas:
-            return RowDelta(np.zeros(0, np.int32), np.zeros((0, 0), WIRE_DTYPE))
-        dim = deltas[0].values.shape[1]
-        scale, mu = 1.0 / replicas, 0.0
-        momentum = _buffer(scratch, "held", (n_rows, dim), np.float32, zero=True)
-    else:
-        dim = momentum.shape[1]
-        scale, mu = rate / replicas, 1.0 - rate / replicas
+    dim = momentum.shape[1]
     total = _buffer(scratch, "total", (n_rows, dim), np.float32, zero=True)
     squares = _buffer(scratch, "squares", (n_rows,), np.float32, zero=True)
     for d in deltas:
         _kernel.accumulate(total, squares, np.ascontiguousarray(d.ids, dtype=np.int32), _bits(d.values))
     values = _buffer(scratch, "values", (n_rows, dim), np.uint16)
     ids = _buffer(scratch, "ids", (n_rows,), np.int32)
-    count = _kernel.momentum_step(total, squares, replicas, scale, mu, momentum, values, ids, table)
+    count = _kernel.momentum_step(total, squares, replicas, rate / replicas, 1.0 - rate / replicas, momentum, values,
+                                  ids, table)
     return _compact(values, ids, count)
 
 

@@ -40,14 +40,13 @@ global progress of the run.
 """
 import resource
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
 
 from embkit.cluster.mailbox import WAIT_POLL, Mailbox, RoundAborted
-from embkit.cluster.reconcile import (BLOCK_RATE, CONSENSUS, RowDelta, adopt_parts, adopt_update, changed_rows,
-                                      local_rows, merge, owned_rows, split, table_rows)
+from embkit.cluster.reconcile import (BLOCK_RATE, RowDelta, adopt_parts, adopt_update, changed_rows, local_rows, merge,
+                                      owned_rows, split, table_rows)
 from embkit.cluster.tables import TableRecipe, drawn_tables
 from embkit.cluster.worker import ShardReadError, wanted, worker_name
 from embkit.core.heap import kept_buffers
@@ -105,10 +104,6 @@ class Replica:
         self.turn = 0       # the set of scratch buffers of the next round's changed rows
         self.hot_scratch = (({}, {}), ({}, {}))     # the same for the frequent rows within a round
         self.hot_turn = 0
-        self.hot_pending = None     # a late reconciliation of the frequent rows, adopted when the next part ends
-        self.late_scratch = (({}, {}), ({}, {}))    # its merges of this replica's rows, two sets in turn
-        self.late_turn = 0
-        self.merger = None          # the thread of those merges (started at the first)
         self.pending = None     # with staleness 1, the exchange of the last round, adopted after the next
         self.merge_scratch = ({}, {})      # the same for the merges of each table
         self.reconciled = run.get("tables_key")     # (epoch, round) of the last reconciliation adopted
@@ -183,8 +178,7 @@ class Replica:
 
         ``hot`` (a :class:`~embkit.cluster.settings.HotRows`, with ``staleness`` 0): the round trains in
         ``hot.parts`` parts, and after each but the last the replicas reconcile the frequent rows (the first
-        ``hot.rows`` of each table) the same way (:meth:`_hot_sync`), or with ``hot.late`` adopt them when
-        the next part ends (:meth:`_hot_post`).
+        ``hot.rows`` of each table) the same way (:meth:`_hot_sync`).
 
         With ``staleness`` 1 the round's rows are only sent: the next round trains at once, and adopts this
         round's merged rows when it ends, before it finds its own (the peers' steps of a round reach a
@@ -208,16 +202,11 @@ class Replica:
         result.update(find_seconds=0.0, merge_seconds=0.0, adopt_seconds=0.0, wait_seconds=0.0, reconciled=0,
                       hot_syncs=0, rows=0, bytes_up=0, bytes_down=0, merged=[] if relay else None)
         for k in range(1, parts):
-            if hot.late:
-                self._hot_post(span, hot.rows, k, relay, result)
-            else:
-                self._hot_sync(span, hot.rows, relay, result)
+            self._hot_sync(span, hot.rows, relay, result)
             part = self.train(span.part(k, parts), result["chunks"])
             for name in ("loss", "examples", "units", "raw_units", "trained", "seconds", "cpu_seconds"):
                 result[name] += part[name]
             result.update(progress=part["progress"], chunks=part["chunks"])
-        if self.hot_pending is not None:    # the frequent rows of the part before the last, under the last
-            self._hot_adopt(result)
         if self.pending is not None:    # the last round's rows, adopted under what this round trained
             pending, self.pending = self.pending, None
             self._add(result, self._finish(*pending))
@@ -272,79 +261,6 @@ class Replica:
         key = ("hot", span.epoch, span.index, result["hot_syncs"])
         exchange = self._finish(key, sent, self._send(key, sent), False, relay, views=views)
         if exchange["merged"] is not None:  # views of buffers the round's next merge reuses before it returns
-            exchange["merged"] = tuple(tuple(None if a is None else np.array(a) for a in wire)
-                                       for wire in exchange["merged"])
-        self._add(result, exchange, whole=False)
-
-    def _hot_post(self, span, rows, k, relay, result):
-        """The frequent rows' reconciliation after part ``k`` of the round ``span``, off the critical path: adopt
-        the one of the part before (:meth:`_hot_adopt`), find the rows this part moved (the first ``rows`` of
-        each table) and send each owner its part; the owners merge their rows on their merging threads as soon
-        as every part has come (:meth:`_merge_late`, the consensus merge), while the replicas train the next
-        part, at whose end they adopt the merged rows less their own (as a stale round is adopted).  The
-        entries go to the round's ``result``."""
-        if self.hot_pending is not None:
-            self._hot_adopt(result)
-        clock = time.perf_counter()
-        scratch = self.hot_scratch[self.hot_turn]      # in turn: the pending delta stays intact
-        self.hot_turn = 1 - self.hot_turn
-        views = self._views(rows)
-        sent = self._changed(views, scratch, stamp=True)
-        result["find_seconds"] += time.perf_counter() - clock
-        key = ("hot", span.epoch, span.index, k)
-        posted = self._send(key, sent)
-        self.mail.put(("part",) + key, self.group, tuple(part[self.group] for part in posted["parts"]))
-        if self.merger is None:
-            self.merger = ThreadPoolExecutor(1, thread_name_prefix="embkit-merge")
-        merges = self.late_scratch[self.late_turn]
-        self.late_turn = 1 - self.late_turn
-        posted["merging"] = self.merger.submit(self._merge_late, key, tuple(b.shape[0] for _, b in views), merges)
-        self.hot_pending = _Exchange(key, sent, posted, True, True, relay, views, False)
-
-    def _merge_late(self, key, n_rows, scratch):
-        """On the merging thread: this replica's rows of the late reconciliation ``key`` (each table's first
-        ``n_rows``) merged from every replica's part once all have come, sent to every peer and kept in its own
-        mailbox; ``(bytes sent, merge seconds)``.  An error calls the replica's round off."""
-        try:
-            g, n = self.group, self.replicas
-            got = self.mail.take(("part",) + key, range(n))
-            clock = time.perf_counter()
-            merged = tuple(self._merge(t, [got[k][t] for k in range(n)], n_rows[t], CONSENSUS, scratch[t])
-                           for t in range(2))
-            seconds = time.perf_counter() - clock
-            posts = [self._post(q, ("merged",) + key, merged) for q in range(n) if q != g]
-            self.mail.put(("merged",) + key, g, merged)
-            self._delivered(key, posts)
-            return sum(m.nbytes for m in merged) * (n - 1), seconds
-        except BaseException:
-            self.mail.abort()       # the training thread waits for these rows: it stops
-            raise
-
-    def _hot_adopt(self, result):
-        """Adopt the pending late reconciliation of the frequent rows (:meth:`_hot_post`): every owner's merged
-        rows less this replica's own steps in them, under what it trained since; the entries added to the
-        round's ``result``."""
-        x, self.hot_pending = self.hot_pending, None
-        n, merging = self.replicas, x.posted["merging"]
-        waited = time.perf_counter()
-        try:
-            got = self.mail.take(("merged",) + x.key, range(n))
-        except RoundAborted:
-            failed = merging.exception() if merging.done() else None
-            if failed is not None and not isinstance(failed, RoundAborted):
-                raise failed
-            raise
-        down, merge_seconds = merging.result()
-        self._delivered(x.key, x.posted["posts"])
-        adopting = time.perf_counter()
-        parts = x.posted["parts"]
-        for t, (table, base) in enumerate(x.views):
-            adopt_parts([got[p][t] for p in range(n)], table, base, [parts[t][p] for p in range(n)], True,
-                        self.group, self.threads, True)
-        exchange = self._result(list(got[self.group]), x.relay, x.posted["up"], down)
-        exchange.update(merge_seconds=merge_seconds, adopt_seconds=time.perf_counter() - adopting,
-                        wait_seconds=adopting - waited)
-        if exchange["merged"] is not None:  # views of the merging thread's buffers, used again two parts on
             exchange["merged"] = tuple(tuple(None if a is None else np.array(a) for a in wire)
                                        for wire in exchange["merged"])
         self._add(result, exchange, whole=False)
@@ -554,21 +470,19 @@ class Replica:
         self._delivered(x.key, x.posted["posts"])
         return self._result(mine, x.relay, x.posted["up"], 0)
 
-    def _merge(self, t, deltas, n_rows, mode=None, scratch=None):
+    def _merge(self, t, deltas, n_rows):
         """The merged steps of this replica's rows of table ``t`` from every replica's part (in group order;
         a row's ``owner`` is the group of the only replica that sent it), of its first ``n_rows`` rows (the
-        momentum of this replica's rows among them); ``mode``: the run's merge unless given (the consensus
-        merge keeps no momentum), in the buffers ``scratch`` (else the table's merge buffers)."""
+        momentum of this replica's rows among them)."""
         g, n = self.group, self.replicas
-        mode = self.run["mode"] if mode is None else mode
-        scratch = self.merge_scratch[t] if scratch is None else scratch
         rows = owned_rows(n_rows, n, g)
-        momentum = None if mode == CONSENSUS else self.momentum[t]
+        momentum = self.momentum[t]
         momentum = None if momentum is None else momentum[:rows]   # this replica's rows of the first n_rows
         if n == 1:      # every row is its own: no renumbering
-            return merge(n_rows, deltas, mode, None, momentum, 1, self.threads, scratch)
+            return merge(n_rows, deltas, self.run["mode"], None, momentum, 1, self.threads, self.merge_scratch[t])
         local = [local_rows(d, n) for d in deltas]
-        return table_rows(merge(rows, local, mode, None, momentum, n, self.threads, scratch), n, g)
+        return table_rows(merge(rows, local, self.run["mode"], None, momentum, n, self.threads,
+                                self.merge_scratch[t]), n, g)
 
     def _post(self, peer, key, payload):
         """Send ``payload`` to the mailbox of replica ``peer`` (the call's future)."""
@@ -592,8 +506,6 @@ class Replica:
 
     def close(self):
         self.mail.abort()
-        if self.merger is not None:
-            self.merger.shutdown(wait=False, cancel_futures=True)
         for shard in self.shards:
             getattr(shard, "close", lambda: None)()
         self.pipe.abort()

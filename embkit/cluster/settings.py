@@ -12,7 +12,6 @@ from embkit.core.checks import BOOL, POSITIVE_INT, check_param
 __all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "ROUND_SHARE", "SHRINKING_REPLICAS", "LONE_ROUND_UNITS",
            "LONE_UNITS_PER_ROW",
            "RECONCILE", "EXCHANGE_SHARE", "STALENESS", "FREQUENT_ROWS", "WORKER_WAIT", "HOT_PART_UNITS",
-           "LATE_FREQUENT_ROWS",
            "HOT_OCCURRENCES", "HotRows", "distributed_module", "check_cluster_params", "check_client",
            "rounds_per_epoch", "round_plan", "run_staleness", "hot_rows", "round_parts"]
 
@@ -74,21 +73,11 @@ HOT_PART_UNITS = 12_500
 HOT_OCCURRENCES = 1.0
 
 
-#: whether the frequent rows' reconciliations within a round are adopted a part late (a replica trains the next
-#: part while they are merged and sent, and takes the merged steps less its own when that part ends), merged
-#: by :data:`~embkit.cluster.reconcile.CONSENSUS`; else each is adopted before the next part trains, with the
-#: rounds' block momentum (a replica waits for every peer after each part).  Block momentum adopted late lost
-#: the model; the consensus step kept one process's quality in the study of CLUSTER.md ("Quality")
-LATE_FREQUENT_ROWS = True
-
-
 class HotRows(NamedTuple):
     """A round's frequent rows: the first ``rows[0]`` rows of ``W_in`` and ``rows[1]`` of ``W_out`` are
-    reconciled after each of the round's ``parts`` parts but the last (whose end reconciles every row);
-    ``late``: adopted a part late (:data:`LATE_FREQUENT_ROWS`)."""
+    reconciled after each of the round's ``parts`` parts but the last (whose end reconciles every row)."""
     rows: tuple
     parts: int
-    late: bool = False
 
 
 def distributed_module():

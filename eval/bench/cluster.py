@@ -33,9 +33,7 @@ then a cluster of N workers of T threads each (a machine's cores shared out in d
 
 ``--hot-part-units N`` sets ``embkit.cluster.settings.HOT_PART_UNITS`` (the parts of a round of 3 replicas or
 more after which the frequent rows are reconciled; 0: none) for the run, ``--shrinking-replicas N``
-``embkit.cluster.settings.SHRINKING_REPLICAS`` (the most replicas whose default rounds shrink towards the end),
-``--frequent-rows-now`` ``embkit.cluster.settings.LATE_FREQUENT_ROWS`` to False (each reconciliation of the
-frequent rows adopted before the next part, with the rounds' block momentum).
+``embkit.cluster.settings.SHRINKING_REPLICAS`` (the most replicas whose default rounds shrink towards the end).
 
 Every cluster starts as embkit starts its own (:func:`embkit.cluster.local.local_client`, under
 ``embkit.cluster.local.QUIET_DASK``); ``--dask-defaults`` starts them under Dask's configuration as it is.
@@ -152,7 +150,6 @@ def run_one(args, label, seed, corpus, threads, client=None, n_workers=0, stalen
                    kernel_s=stats.train_seconds, kernel_cpu_s=stats.train_cpu_seconds, pass_s=stats.pass_seconds,
                    find_s=stats.find_seconds, merge_s=stats.merge_seconds, adopt_s=stats.adopt_seconds,
                    wait_s=stats.wait_seconds, call_s=stats.call_seconds,
-                   frequent_rows_late=bool(stats.hot_syncs and cluster_settings.LATE_FREQUENT_ROWS),
                    vocabulary=len(model.vocab))
     nan = float("nan")
     row.update(analogy=nan, ws353=nan, simlex999=nan)
@@ -241,8 +238,6 @@ def main(argv=None):
                    help="units of the parts of a round after which the frequent rows are reconciled (0: none)")
     p.add_argument("--shrinking-replicas", type=int, default=None, metavar="N",
                    help="most replicas whose default rounds shrink towards the end (more: even rounds)")
-    p.add_argument("--frequent-rows-now", action="store_true",
-                   help="adopt the frequent rows' reconciliations before the next part (not a part late)")
     p.add_argument("--dask-defaults", action="store_true",
                    help="start the clusters under Dask's configuration as it is, not embkit's QUIET_DASK")
     p.add_argument("--json", default=None, metavar="FILE")
@@ -251,8 +246,6 @@ def main(argv=None):
         cluster_settings.HOT_PART_UNITS = args.hot_part_units or None
     if args.shrinking_replicas is not None:
         cluster_settings.SHRINKING_REPLICAS = args.shrinking_replicas
-    if args.frequent_rows_now:
-        cluster_settings.LATE_FREQUENT_ROWS = False
     pairs = [(0, args.threads)] + [(n, args.threads) for n in args.clusters]
     if args.grid:
         try:
