@@ -10,9 +10,10 @@ part, float16 deltas) and adopted by every replica, and ``--hot-syncs`` times an
 rows of both tables only (the most frequent words; with negative sampling a word's output row has its index).
 The model is the reconciled tables at the end: analogy (restrict_vocab 30000), WS-353, SimLex-999.
 ``--shuffle-lines SEED`` shuffles the corpus's lines before it is cut (shards that sample the corpus instead
-of runs of an alphabetical dictionary).  ``--hot-late [PARTS]`` adopts the frequent rows' merged steps one part (or PARTS parts)
-late (each replica trains on its own table meanwhile and then takes the merged steps less its own delta, as
-a reconciliation off the critical path would); the reconciliations of every row stay synchronous.
+of runs of an alphabetical dictionary).  ``--hot-late [PARTS]`` adopts the frequent rows' merged steps one
+part (or PARTS parts) late (each replica trains on its own table meanwhile and then takes the merged steps
+less its own delta, as a reconciliation off the critical path would); the reconciliations of every row stay
+synchronous.
 ``--hot-merge`` chooses the frequent rows' merge: the cluster's block momentum, the mean of the steps, or
 the block momentum's step with none kept (``consensus``).
 ``--hot-from F`` reconciles the frequent rows within the rounds only after the share ``F`` of the run.
@@ -158,8 +159,8 @@ def run(corpus, replicas, epochs, syncs, hot_syncs, hot, seed, alpha=0.05, min_a
                     refs.clear()        # every replica adopts the reconciled tables
                 elif late:
                     pending.append([])
-                _reconcile(reps, base, momenta, rows if full else hot, replicas, pending[-1] if late and not full else None,
-                           "momentum" if full else hot_merge, refs)
+                _reconcile(reps, base, momenta, rows if full else hot, replicas,
+                           pending[-1] if late and not full else None, "momentum" if full else hot_merge, refs)
     seconds = time.perf_counter() - start
     model.W_in, model.W_out = base
     model.seed = seed
