@@ -451,16 +451,12 @@ class Replica:
         mine = []
         for t, (table, base) in enumerate(x.views):
             merging = time.perf_counter()
-            pair = [deltas[0][t], deltas[1][t]]
-            if not x.partial:     # it sent every row it changed: base takes the steps, table copies base's rows
-                merged = merge(table.shape[0], pair, self.run["mode"], base, None, 2, self.threads,
-                               self.merge_scratch[t], mirror=table)
-                clock["merge_seconds"] += time.perf_counter() - merging
-            else:
-                merged = merge(table.shape[0], pair, self.run["mode"], None, None, 2, self.threads,
-                               self.merge_scratch[t])
-                adopting = time.perf_counter()
-                clock["merge_seconds"] += adopting - merging
+            walk = not x.partial    # it sent every row it changed: base takes the steps, table copies its rows
+            merged = merge(table.shape[0], [deltas[0][t], deltas[1][t]], self.run["mode"], base if walk else None,
+                           None, 2, self.threads, self.merge_scratch[t], mirror=table if walk else None)
+            adopting = time.perf_counter()
+            clock["merge_seconds"] += adopting - merging
+            if not walk:
                 adopt_update(merged, table, base, x.sent[t], x.partial, self.group, self.threads, x.trained)
                 clock["adopt_seconds"] += time.perf_counter() - adopting
             half = slice(0, len(merged) // 2) if g == 0 else slice(len(merged) // 2, None)
