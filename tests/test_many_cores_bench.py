@@ -42,3 +42,16 @@ def test_the_eight_worker_steps_run_with_and_without_the_frequent_rows(tmp_path)
     assert on[on.index("--grid") + 1] == "8x2" and on[on.index("--repeat-corpus") + 1] == "11"
     assert "--hot-part-units" not in on and off[off.index("--hot-part-units") + 1] == "0"
     assert on[on.index("--json") + 1] != off[off.index("--json") + 1]
+
+
+def test_the_blas_step_times_both_phases_after_a_product_and_after_the_threads_settle(tmp_path):
+    corpus = tmp_path / "words.txt"
+    corpus.write_text("".join("w%d w%d the a\n" % (i % 50, i % 7) for i in range(3000)), encoding="utf-8")
+    out = tmp_path / "out"
+    assert many_cores.main(["--corpus", str(corpus), "--out", str(out), "--cores", "2", "--steps", "10",
+                            "--small", "1000"]) == 0
+    saved = json.load(open(out / "blas-spin.json"))
+    assert saved["threads"] == 2 and saved["epochs"] == 1
+    assert set(saved["runs"]) == {"right after a product", "after the threads settle"}
+    for runs in saved["runs"].values():
+        assert len(runs) == 2 and all(r["vocab_s"] > 0 and r["train_s"] > 0 for r in runs)

@@ -21,7 +21,9 @@ answers the first questions):
 7. ``drivers``: every kernel driver at 1 thread and at the cores;
 8. ``cluster8``: eight Dask workers of an eighth of the cores each against one process of as many threads, on
    gcide repeated 11 times, the frequent rows reconciled within the rounds (the default of 3 workers or more),
-   then (9, ``cluster8-whole``) without them (skipped without ``distributed``).
+   then (9, ``cluster8-whole``) without them (skipped without ``distributed``);
+10. ``blas_spin``: ``build_vocab`` and one epoch at the cores right after a threaded BLAS product and after
+    its threads have settled.
 
 ``--small LINES`` trains on the first LINES lines of the corpus with one seed (a dry run on a small machine).
 Nothing is asserted: timings depend on the machine.
@@ -94,6 +96,8 @@ def steps(corpus, out, cores, small=False):
         (8, "cluster8", eighth + ["--json", os.path.join(out, "cluster8.json")], "distributed"),
         (9, "cluster8-whole", eighth + ["--hot-part-units", "0", "--json", os.path.join(out, "cluster8-whole.json")],
          "distributed"),
+        (10, "blas_spin", ["-m", "eval.bench.blas_spin", "--corpus", corpus, "--threads", top, "--repeats",
+                           "2" if small else "6", "--json", os.path.join(out, "blas-spin.json")], None),
     ]
 
 
@@ -114,7 +118,7 @@ def main(argv=None):
     p.add_argument("--corpus", default=default_corpus(), help="training text (plain, .gz, .bz2 or .xz)")
     p.add_argument("--out", required=True, help="folder for every step's results and the log")
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="the top thread count")
-    p.add_argument("--steps", type=int, nargs="+", default=None, help="run these steps only (1-9)")
+    p.add_argument("--steps", type=int, nargs="+", default=None, help="run these steps only (1-10)")
     p.add_argument("--small", type=int, default=None, metavar="LINES", help="a dry run on the corpus's first LINES")
     args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)

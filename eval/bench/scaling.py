@@ -4,7 +4,10 @@ For every trainer and every thread count (1, 2, 4, ... up to the machine's cores
 run of skip-gram on the same plain-text copy of the corpus (defaults: gcide, dim 100, window 5, 5 negatives,
 sample 1e-3, min_count 5, 2 epochs), each trainer in its own child process that runs its thread counts in
 turn and prints a JSON line per run, which the parent copies to ``--jsonl`` as it comes (a run cut short
-keeps what it measured).  Measured per run:
+keeps what it measured).  Before its timed runs the child builds the vocabulary once untimed (embkit and
+gensim), so every timed ``build_vocab`` finds the process as warm as the next one: else the first thread
+count alone pays a new process's first touch of its memory, and its speedups are overstated
+(``eval.bench.repeats --fresh`` times new processes).  Measured per run:
 
     vocab s       embkit ``build_vocab``; gensim ``build_vocab(corpus_file=...)``; fastText has none apart
     train s       embkit ``last_report.seconds``; gensim ``train(corpus_file=...)``; fastText the whole
@@ -108,6 +111,22 @@ def run_fasttext(args, threads, seed, extra, epochs=None):
 RUNNERS = {"embkit": run_embkit, "gensim": run_gensim, "fasttext": run_fasttext}
 
 
+def warm_embkit(args, threads):
+    from embkit import Word2Vec
+
+    Word2Vec(**_settings(args, threads, 1)).build_vocab(corpus_file=args.corpus)
+
+
+def warm_gensim(args, threads):
+    from gensim.models import Word2Vec
+
+    Word2Vec(hs=0, **_settings(args, threads, 1)).build_vocab(corpus_file=args.corpus)
+
+
+#: an untimed build_vocab before a child's timed runs (fastText has no vocabulary apart from its training)
+WARM_UPS = {"embkit": warm_embkit, "gensim": warm_gensim}
+
+
 def import_embkit_from(folder):
     """Import the ``embkit`` package found in ``folder`` (a variant's ``path``) in place of this checkout's."""
     spec = importlib.machinery.PathFinder.find_spec("embkit", [folder])
@@ -154,6 +173,8 @@ def child(args):
     for name, value in args.constants.items():          # @module.NAME=value: a module constant of the run
         set_module_constant(name, value)
     runner = RUNNERS[args.child]
+    if args.child in WARM_UPS:
+        WARM_UPS[args.child](args, args.threads[0])
     jobs = [(t, 1, t in args.quality_threads) for t in args.threads]
     jobs += [(t, seed, True) for t in args.quality_threads if t in args.threads
              for seed in range(2, args.quality_seeds + 1)]

@@ -223,8 +223,15 @@ def fasttext_vectors(model):
     return kv
 
 
+#: seconds to wait after an evaluation: OpenBLAS's idle threads spin (yielding) for 2**28 cycles by default
+#: (``OPENBLAS_THREAD_TIMEOUT``), about 0.1 s, after each threaded product before they sleep, and a run timed
+#: right after the evaluation's products would share the cores with them (BENCHMARKS.md, "2 cores")
+BLAS_SETTLE_S = 0.5
+
+
 def evaluate(kv, restrict_vocab, analogy_impl):
-    """Analogy accuracy, WS-353 and SimLex-999 Spearman: the same code whatever the trainer."""
+    """Analogy accuracy, WS-353 and SimLex-999 Spearman: the same code whatever the trainer.  Returns after
+    the BLAS threads its products woke have gone idle (:data:`BLAS_SETTLE_S`)."""
     from embkit.evaluation import bundled_data, evaluate_analogies, evaluate_similarity
 
     scores = {name: evaluate_similarity(kv, name).spearman for name in ("ws353", "simlex999")}
@@ -240,6 +247,7 @@ def evaluate(kv, restrict_vocab, analogy_impl):
         scores["analogy"] = result.accuracy
         scores["analogy_attempted"] = result.total.attempted
     scores["analogy_seconds"] = time.perf_counter() - start
+    time.sleep(BLAS_SETTLE_S)
     return scores
 
 
