@@ -102,7 +102,12 @@ def round_trip_ns(rounds=200000, limit_s=0.5):
     return float(done.stdout)
 
 
-def placement(before, after, near_ns, far_ns):
+#: probes under this many nanoseconds: the cores share a cache; over :data:`FAR_NS`: they do not
+NEAR_NS = 150.0
+FAR_NS = 250.0
+
+
+def placement(before, after, near_ns=NEAR_NS, far_ns=FAR_NS):
     """``near``, ``far`` or ``mixed`` for a run between probes of ``before`` and ``after`` nanoseconds."""
     if before is None or after is None:
         return "mixed"
@@ -137,7 +142,7 @@ def train_in_process(corpus, epochs, threads, extra=None, constants=None):
     return out
 
 
-def run(corpus, repeats, threads, epochs, variants=(), near_ns=150.0, far_ns=250.0, outs=(sys.stdout,)):
+def run(corpus, repeats, threads, epochs, variants=(), near_ns=NEAR_NS, far_ns=FAR_NS, outs=(sys.stdout,)):
     """One JSON line per training run, to every file of ``outs``; the rows."""
     rows = []
     jobs = [("1 thread", 1, {}, {})] + [(name or "as is", threads, extra, constants)
@@ -183,8 +188,8 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--near-ns", type=float, default=150.0, help="probes under this: the cores share a cache")
-    p.add_argument("--far-ns", type=float, default=250.0, help="probes over this: they do not")
+    p.add_argument("--near-ns", type=float, default=NEAR_NS, help="probes under this: the cores share a cache")
+    p.add_argument("--far-ns", type=float, default=FAR_NS, help="probes over this: they do not")
     p.add_argument("--variant", type=parse_variant, action="append", default=[], metavar="NAME:key=value,...")
     p.add_argument("--jsonl", default=None, help="append each run's JSON line here as it ends")
     p.add_argument("--from-jsonl", default=None, metavar="FILE", help="run nothing: summarise the runs in FILE")

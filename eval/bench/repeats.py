@@ -7,8 +7,11 @@ then the medians and the speedups against the first thread count.  Pin it to cor
 how it scales on that many cores.  ``--variant NAME:@module.NAME=value`` adds runs with a module constant
 changed (``eval.bench.scaling``'s syntax; only ``@`` keys), interleaved with the others.  ``--fresh`` runs
 each in a new process: its first ``build_vocab`` pays for the heap and threads a process starts without (a
-user's run), where the repetitions in one process reuse them.  Nothing is asserted: timings depend on the
-machine.
+user's run), where the repetitions in one process reuse them.  ``--probe`` times the round trip of a cache line
+between two threads right before and right after every run (:func:`eval.bench.placement.round_trip_ns`) and
+gives the runs of more than one thread by where the machine had put its cores (``near``, ``far``,
+``mixed``: :func:`eval.bench.placement.placement`), against the fewest threads' runs of any placement.
+Nothing is asserted: timings depend on the machine.
 
 Usage::
 
@@ -23,6 +26,7 @@ import sys
 import time
 
 from embkit import Word2Vec
+from eval.bench.placement import placement, round_trip_ns
 from eval.bench.scaling import module_constants, parse_variant
 from eval.paths import REPO_ROOT, shared_data
 
@@ -48,33 +52,42 @@ def _fresh_run(corpus, threads, epochs, constants):
     return tuple(json.loads(out.strip().splitlines()[-1]))
 
 
-def run(corpus, threads, repeats, epochs, variants=(), out=sys.stdout, fresh=False):
-    """``{(variant, threads): [(vocab_s, train_s), ...]}`` of the interleaved runs (the variant ``""`` is the
-    code as it is; ``variants`` are ``(name, constants)``), each in a new process with ``fresh``; a JSON line
-    per run to ``out``."""
+def run(corpus, threads, repeats, epochs, variants=(), out=sys.stdout, fresh=False, probe=False):
+    """``{(variant, threads, placement): [(vocab_s, train_s), ...]}`` of the interleaved runs (the variant ``""``
+    is the code as it is; ``variants`` are ``(name, constants)``; the placement ``"any"`` unless ``probe`` and
+    more than the fewest threads), each in a new process with ``fresh``; a JSON line per run to ``out``."""
     times = {}
     for rep in range(repeats):
         for name, constants in [("", {})] + list(variants):
             for t in threads:
+                before = round_trip_ns() if probe else None
                 vocab, train = (_fresh_run if fresh else one_run)(corpus, t, epochs, constants)
-                times.setdefault((name, t), []).append((vocab, train))
-                print(json.dumps({"repeat": rep, "variant": name, "threads": t, "vocab_s": round(vocab, 4),
-                                  "train_s": round(train, 4)}), file=out, flush=True)
+                after = round_trip_ns() if probe else None
+                where = placement(before, after) if probe and t > min(threads) else "any"
+                times.setdefault((name, t, where), []).append((vocab, train))
+                row = {"repeat": rep, "variant": name, "threads": t, "vocab_s": round(vocab, 4),
+                       "train_s": round(train, 4)}
+                if probe:
+                    row.update(probe_before_ns=before, probe_after_ns=after, placement=where)
+                print(json.dumps(row), file=out, flush=True)
     return times
 
 
 def summary(times):
-    """Markdown lines: the median seconds of every variant and thread count, and the speedup against the
-    code as it is at the fewest threads."""
-    first = min(t for name, t in times if name == "")
-    base_v = statistics.median(v for v, _ in times[("", first)])
-    base_t = statistics.median(t for _, t in times[("", first)])
-    lines = ["| variant | threads | build_vocab s (median) | speedup | training s (median) | speedup |",
-             "|---|---:|---:|---:|---:|---:|"]
-    for (name, t), runs in sorted(times.items()):
+    """Markdown lines: the median seconds of every variant, thread count and placement, and the speedup
+    against the code as it is at the fewest threads."""
+    first = min(t for name, t, _ in times if name == "")
+    base = [r for (name, t, _), runs in times.items() if name == "" and t == first for r in runs]
+    base_v = statistics.median(v for v, _ in base)
+    base_t = statistics.median(t for _, t in base)
+    lines = ["| variant | threads | placement | runs | build_vocab s (median) | speedup | training s (median) "
+             "| speedup |", "|---|---:|---|---:|---:|---:|---:|---:|"]
+    order = {"any": 0, "near": 1, "far": 2, "mixed": 3}
+    for (name, t, where), runs in sorted(times.items(), key=lambda kv: (kv[0][0], kv[0][1], order[kv[0][2]])):
         v = statistics.median(r[0] for r in runs)
         tr = statistics.median(r[1] for r in runs)
-        lines.append("| %s | %d | %.3f | %.2fx | %.3f | %.2fx |" % (name or "as is", t, v, base_v / v, tr, base_t / tr))
+        lines.append("| %s | %d | %s | %d | %.3f | %.2fx | %.3f | %.2fx |" % (
+            name or "as is", t, where, len(runs), v, base_v / v, tr, base_t / tr))
     return lines
 
 
@@ -87,6 +100,8 @@ def main(argv=None):
     p.add_argument("--variant", type=parse_variant, action="append", default=[], metavar="NAME:@module.NAME=value")
     p.add_argument("--fresh", action="store_true",
                    help="every run in a new process (cold heap and threads, as a user's one build_vocab)")
+    p.add_argument("--probe", action="store_true",
+                   help="class the runs by where the cores were (a cache line's round trip before and after each)")
     args = p.parse_args(argv)
     corpus = args.corpus or shared_data("corpora", "gcide.txt.gz")
     variants = []
@@ -94,7 +109,8 @@ def main(argv=None):
         if kwargs or path:
             p.error("--variant %s: only module constants (@package.module.NAME=value) are varied here" % name)
         variants.append((name, constants))
-    times = run(corpus, sorted(set(args.threads)), args.repeats, args.epochs, variants, fresh=args.fresh)
+    times = run(corpus, sorted(set(args.threads)), args.repeats, args.epochs, variants, fresh=args.fresh,
+                probe=args.probe)
     print("\n".join(summary(times)))
     print("\n`python -m eval.bench.repeats %s`" % " ".join(argv if argv is not None else sys.argv[1:]))
 
