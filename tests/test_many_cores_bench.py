@@ -23,12 +23,18 @@ def test_the_scaling_steps_are_commands_the_scaling_benchmark_takes(tmp_path):
             assert [v[4] for v in args.variant if v[0] == "none"] == [[4, 16]]
 
 
-def test_a_step_runs_on_the_first_lines_of_the_corpus_into_the_folder(tmp_path):
+def run_step(tmp_path, step):
+    """The folder of one step run on the first 1000 lines of a small corpus, on 2 cores."""
     corpus = tmp_path / "words.txt"
     corpus.write_text("".join("w%d w%d the a\n" % (i % 50, i % 7) for i in range(3000)), encoding="utf-8")
     out = tmp_path / "out"
-    assert many_cores.main(["--corpus", str(corpus), "--out", str(out), "--cores", "2", "--steps", "5",
+    assert many_cores.main(["--corpus", str(corpus), "--out", str(out), "--cores", "2", "--steps", str(step),
                             "--small", "1000"]) == 0
+    return out
+
+
+def test_a_step_runs_on_the_first_lines_of_the_corpus_into_the_folder(tmp_path):
+    out = run_step(tmp_path, 5)
     assert (out / "corpus-1000.txt").read_text(encoding="utf-8").count("\n") == 1000
     saved = json.load(open(out / "scan-threads.json"))
     assert {r["workers"] for r in saved["runs"]} == {1, 2}
@@ -45,11 +51,7 @@ def test_the_eight_worker_steps_run_with_and_without_the_frequent_rows(tmp_path)
 
 
 def test_the_blas_step_times_both_phases_after_a_product_and_after_the_threads_settle(tmp_path):
-    corpus = tmp_path / "words.txt"
-    corpus.write_text("".join("w%d w%d the a\n" % (i % 50, i % 7) for i in range(3000)), encoding="utf-8")
-    out = tmp_path / "out"
-    assert many_cores.main(["--corpus", str(corpus), "--out", str(out), "--cores", "2", "--steps", "10",
-                            "--small", "1000"]) == 0
+    out = run_step(tmp_path, 10)
     saved = json.load(open(out / "blas-spin.json"))
     assert saved["threads"] == 2 and saved["epochs"] == 1
     assert set(saved["runs"]) == {"right after a product", "after the threads settle"}
