@@ -105,6 +105,8 @@ def round_trip_ns(rounds=200000, limit_s=0.5):
 #: probes under this many nanoseconds: the cores share a cache; over :data:`FAR_NS`: they do not
 NEAR_NS = 150.0
 FAR_NS = 250.0
+#: the order in which summaries list the placements (``any``: runs not classed, as one thread's)
+PLACEMENT_ORDER = {"any": 0, "near": 1, "far": 2, "mixed": 3}
 
 
 def placement(before, after, near_ns=NEAR_NS, far_ns=FAR_NS):
@@ -172,9 +174,8 @@ def summary(rows):
     for r in rows:
         key = (r["variant"], r["threads"], "any" if r["threads"] == 1 else r["placement"])
         groups.setdefault(key, []).append(r["words_per_s"])
-    order = {"any": 0, "near": 1, "far": 2, "mixed": 3}
-    for (variant, threads, where), speeds in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0],
-                                                                                    order[kv[0][2]])):
+    for (variant, threads, where), speeds in sorted(groups.items(), key=lambda kv: (
+            kv[0][1], kv[0][0], PLACEMENT_ORDER[kv[0][2]])):
         median = statistics.median(speeds)
         lines.append("| %s | %d | %s | %d | %.2fM | %.2f-%.2fM | %s |" % (
             variant, threads, where, len(speeds), median / 1e6, min(speeds) / 1e6, max(speeds) / 1e6,

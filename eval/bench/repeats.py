@@ -26,7 +26,7 @@ import sys
 import time
 
 from embkit import Word2Vec
-from eval.bench.placement import placement, round_trip_ns
+from eval.bench.placement import PLACEMENT_ORDER, placement, round_trip_ns
 from eval.bench.scaling import module_constants, parse_variant
 from eval.paths import REPO_ROOT, shared_data
 
@@ -82,8 +82,8 @@ def summary(times):
     base_t = statistics.median(t for _, t in base)
     lines = ["| variant | threads | placement | runs | build_vocab s (median) | speedup | training s (median) "
              "| speedup |", "|---|---:|---|---:|---:|---:|---:|---:|"]
-    order = {"any": 0, "near": 1, "far": 2, "mixed": 3}
-    for (name, t, where), runs in sorted(times.items(), key=lambda kv: (kv[0][0], kv[0][1], order[kv[0][2]])):
+    for (name, t, where), runs in sorted(times.items(), key=lambda kv: (kv[0][0], kv[0][1],
+                                                                       PLACEMENT_ORDER[kv[0][2]])):
         v = statistics.median(r[0] for r in runs)
         tr = statistics.median(r[1] for r in runs)
         lines.append("| %s | %d | %s | %d | %.3f | %.2fx | %.3f | %.2fx |" % (
