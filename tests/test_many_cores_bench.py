@@ -54,6 +54,7 @@ def test_the_blas_step_times_both_phases_after_a_product_and_after_the_threads_s
     out = run_step(tmp_path, 10)
     saved = json.load(open(out / "blas-spin.json"))
     assert saved["threads"] == 2 and saved["epochs"] == 1
+    assert all(lib["num_threads"] == 2 for lib in saved["blas"])     # BLAS gets the threads, whatever the env
     assert set(saved["runs"]) == {"right after a product", "after the threads settle"}
     for runs in saved["runs"].values():
         assert len(runs) == 2 and all(r["vocab_s"] > 0 and r["train_s"] > 0 for r in runs)

@@ -6,9 +6,10 @@ time shares the cores with them.  This benchmark times embkit's ``build_vocab`` 
 training at ``--threads``, each right after a product of two 600 x 600 float32 matrices (the kind an
 analogy evaluation runs, as between two ``train`` calls or in an epoch-end callback), and each after the
 same product followed by :data:`eval.bench.word2vec.BLAS_SETTLE_S` seconds of sleep, alternating,
-``--repeats`` times in one process (a first run, untimed, warms it).  Medians and every run are
-printed, with the BLAS libraries and their threads (threadpoolctl).  Nothing is asserted: timings depend on
-the machine.
+``--repeats`` times in one process (a first run, untimed, warms it).  BLAS gets ``--threads`` threads
+(threadpoolctl) whatever the environment says (``OPENBLAS_NUM_THREADS=1`` would leave nothing to measure).
+Medians and every run are printed, with the BLAS libraries and their threads.  Nothing is asserted: timings
+depend on the machine.
 
 Usage::
 
@@ -47,19 +48,9 @@ def one_run(corpus, threads, epochs, before):
     return vocab, model.last_report.seconds
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--corpus", default=None, help="plain-text corpus (default: the shared gcide corpus)")
-    p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    p.add_argument("--epochs", type=int, default=1, help="epochs of each timed training (0: build_vocab only)")
-    p.add_argument("--repeats", type=int, default=6)
-    p.add_argument("--json", default=None, help="write every run and the medians here")
-    args = p.parse_args(argv)
-    corpus = args.corpus or shared_data("corpora", "gcide.txt.gz")
-    from threadpoolctl import threadpool_info
-
-    blas = [{k: lib.get(k) for k in ("internal_api", "version", "num_threads")} for lib in threadpool_info()
-            if lib.get("user_api") == "blas"]
+def measure(corpus, threads, epochs, repeats):
+    """``{case: [{"vocab_s", "train_s"}, ...]}``: the two cases of :data:`CASES` alternated ``repeats`` times
+    after an untimed run, a JSON line per run on standard output."""
     a = np.random.default_rng(0).random((600, 600), dtype=np.float32)
 
     def product():
@@ -69,14 +60,32 @@ def main(argv=None):
         a @ a
         time.sleep(BLAS_SETTLE_S)
 
-    one_run(corpus, args.threads, 0, settled_product)
+    one_run(corpus, threads, 0, settled_product)
     runs = {case: [] for case in CASES}
-    for rep in range(args.repeats):
+    for rep in range(repeats):
         for case, before in zip(CASES, (product, settled_product)):
-            vocab, train = one_run(corpus, args.threads, args.epochs, before)
+            vocab, train = one_run(corpus, threads, epochs, before)
             runs[case].append({"vocab_s": vocab, "train_s": train})
             print(json.dumps({"repeat": rep, "case": case, "vocab_s": round(vocab, 4),
                               "train_s": None if train is None else round(train, 4)}), flush=True)
+    return runs
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--corpus", default=None, help="plain-text corpus (default: the shared gcide corpus)")
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--epochs", type=int, default=1, help="epochs of each timed training (0: build_vocab only)")
+    p.add_argument("--repeats", type=int, default=6)
+    p.add_argument("--json", default=None, help="write every run and the medians here")
+    args = p.parse_args(argv)
+    corpus = args.corpus or shared_data("corpora", "gcide.txt.gz")
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    with threadpool_limits(limits=args.threads, user_api="blas"):
+        blas = [{k: lib.get(k) for k in ("internal_api", "version", "num_threads")} for lib in threadpool_info()
+                if lib.get("user_api") == "blas"]
+        runs = measure(corpus, args.threads, args.epochs, args.repeats)
     command = "python -m eval.bench.blas_spin %s" % " ".join(argv if argv is not None else sys.argv[1:])
     lines = ["| %d threads | build_vocab s (median) | train s (median, %d epoch%s) |" % (
         args.threads, args.epochs, "" if args.epochs == 1 else "s"), "|---|---:|---:|"]
