@@ -202,6 +202,21 @@ cdef inline bint same_padded_bytes(const char *a, const char *b, int32_t n) noex
     return ((x ^ y) & ((<uint64_t>1 << (8 * (n - k))) - 1)) == 0
 
 
+cdef Cell *new_cells(int64_t cells) noexcept nogil:
+    """``cells`` empty cells, or NULL when out of memory, every page of them written once.  The probes read a
+    cell before they write it, and a fresh page read first is the shared page of zeros, which the write then
+    replaces, flushing the page from every core that runs the process's other threads (8x the cost of a
+    write on the 2-core VM; BENCHMARKS.md, "2 cores").  (``malloc`` and ``memset`` would not do: the compiler
+    makes them ``calloc``.)"""
+    cdef Cell *table = <Cell *> calloc(cells, sizeof(Cell))
+    cdef volatile char *page = <volatile char *> table
+    cdef int64_t at, size = cells * <int64_t>sizeof(Cell)
+    if table != NULL:
+        for at in range(0, size, 4096):
+            page[at] = 0
+    return table
+
+
 cdef int ws_init(WordSet *s, int32_t words) noexcept nogil:
     """An empty set with room for ``words`` words; -1 when out of memory."""
     memset(s, 0, sizeof(WordSet))
@@ -212,7 +227,7 @@ cdef int ws_init(WordSet *s, int32_t words) noexcept nogil:
         s.n_cells *= 2
     s.cap = words
     s.arena_cap = 8 * <int64_t>words
-    s.cell = <Cell *> calloc(s.n_cells, sizeof(Cell))
+    s.cell = new_cells(s.n_cells)
     s.entry = <Entry *> malloc(s.cap * sizeof(Entry))
     s.arena = <char *> malloc(s.arena_cap + ARENA_PAD)
     if s.cell == NULL or s.entry == NULL or s.arena == NULL:
@@ -228,7 +243,7 @@ cdef void ws_free(WordSet *s) noexcept nogil:
 
 cdef int ws_rehash(WordSet *s, int64_t cells) noexcept nogil:
     """Put the words into ``cells`` new cells (by their stored hashes); -1 when out of memory."""
-    cdef Cell *table = <Cell *> calloc(cells, sizeof(Cell))
+    cdef Cell *table = new_cells(cells)
     if table == NULL:
         return -1
     cdef int64_t i
