@@ -1,5 +1,6 @@
-# Shared C-level helpers: vector math, sigmoid tables and the per-thread random number generator.
+# Shared C-level helpers: vector math, sigmoid tables, the per-thread random number generator and zeroed memory.
 from libc.stdint cimport uint64_t, uint32_t, int32_t, int64_t
+from libc.stdlib cimport calloc
 
 cdef extern from "vecmath.h" nogil:
     float emb_dot(const float *a, const float *b, int n)
@@ -41,3 +42,18 @@ cdef inline uint32_t rng_below(uint64_t *state, uint32_t n) noexcept nogil:
 
 
 cdef uint64_t mix_seed(uint64_t a, uint64_t b) noexcept nogil
+
+
+cdef inline void *zeroed(size_t n, size_t size) noexcept nogil:
+    """``calloc(n, size)`` with every page of it written once, or NULL.  Memory read before it is written (a
+    hash table's probes, an accumulator) would otherwise map each fresh page to the kernel's page of zeros,
+    and the first write would replace it, flushing the page from every core that runs the process's other
+    threads (8x the cost of a write on the 2-core VM; BENCHMARKS.md, "2 cores").  (``malloc`` and ``memset``
+    would not do: compilers make them ``calloc``.)"""
+    cdef char *p = <char *> calloc(n, size)
+    cdef volatile char *page = <volatile char *> p
+    cdef size_t at
+    if p != NULL:
+        for at in range(0, n * size, 4096):
+            page[at] = 0
+    return p

@@ -15,10 +15,10 @@ import numpy as np
 from cython.parallel cimport prange
 from libc.math cimport sqrt
 from libc.stdint cimport uint8_t, uint64_t, int32_t, int64_t
-from libc.stdlib cimport calloc, malloc, free
+from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
-from embkit._kernels.common cimport emb_axpy, emb_dot, emb_scale_copy, rng_below
+from embkit._kernels.common cimport emb_axpy, emb_dot, emb_scale_copy, rng_below, zeroed
 from embkit._kernels.drive cimport (ChunkJob, Driver, RunConfig, SliceResult, SliceSteps, chunk_job,
                                     check_ids, check_offsets, Negatives, linear_lr, steps_begin, steps_end, hot_tick,
                                     draw_negatives)
@@ -370,8 +370,8 @@ def top_k_sparse_products(const int64_t[::1] a_indptr not None, const int32_t[::
     cdef float x
     cdef int filled, failed = 0
     for t in prange(threads, nogil=True, schedule="static", num_threads=threads):
-        acc = <float *> calloc(n_columns, sizeof(float))
-        seen = <uint8_t *> calloc(n_columns, sizeof(uint8_t))
+        acc = <float *> zeroed(n_columns, sizeof(float))        # read before written: see zeroed
+        seen = <uint8_t *> zeroed(n_columns, sizeof(uint8_t))
         touched = <int32_t *> malloc(n_columns * sizeof(int32_t))
         if acc == NULL or seen == NULL or touched == NULL:
             failed += 1

@@ -23,6 +23,8 @@ from libc.stdint cimport uint8_t, uint32_t, uint64_t, int32_t, int64_t
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memcpy, memcmp, memmove, memset
 
+from embkit._kernels.common cimport zeroed
+
 
 # ----------------------------------------------------------------------------------------- white space
 cdef uint8_t ASCII_SPACE[128]
@@ -202,21 +204,6 @@ cdef inline bint same_padded_bytes(const char *a, const char *b, int32_t n) noex
     return ((x ^ y) & ((<uint64_t>1 << (8 * (n - k))) - 1)) == 0
 
 
-cdef Cell *new_cells(int64_t cells) noexcept nogil:
-    """``cells`` empty cells, or NULL when out of memory, every page of them written once.  The probes read a
-    cell before they write it, and a fresh page read first is the shared page of zeros, which the write then
-    replaces, flushing the page from every core that runs the process's other threads (8x the cost of a
-    write on the 2-core VM; BENCHMARKS.md, "2 cores").  (``malloc`` and ``memset`` would not do: the compiler
-    makes them ``calloc``.)"""
-    cdef Cell *table = <Cell *> calloc(cells, sizeof(Cell))
-    cdef volatile char *page = <volatile char *> table
-    cdef int64_t at, size = cells * <int64_t>sizeof(Cell)
-    if table != NULL:
-        for at in range(0, size, 4096):
-            page[at] = 0
-    return table
-
-
 cdef int ws_init(WordSet *s, int32_t words) noexcept nogil:
     """An empty set with room for ``words`` words; -1 when out of memory."""
     memset(s, 0, sizeof(WordSet))
@@ -227,7 +214,7 @@ cdef int ws_init(WordSet *s, int32_t words) noexcept nogil:
         s.n_cells *= 2
     s.cap = words
     s.arena_cap = 8 * <int64_t>words
-    s.cell = new_cells(s.n_cells)
+    s.cell = <Cell *> zeroed(s.n_cells, sizeof(Cell))     # probes read a cell first: see zeroed
     s.entry = <Entry *> malloc(s.cap * sizeof(Entry))
     s.arena = <char *> malloc(s.arena_cap + ARENA_PAD)
     if s.cell == NULL or s.entry == NULL or s.arena == NULL:
@@ -243,7 +230,7 @@ cdef void ws_free(WordSet *s) noexcept nogil:
 
 cdef int ws_rehash(WordSet *s, int64_t cells) noexcept nogil:
     """Put the words into ``cells`` new cells (by their stored hashes); -1 when out of memory."""
-    cdef Cell *table = new_cells(cells)
+    cdef Cell *table = <Cell *> zeroed(cells, sizeof(Cell))
     if table == NULL:
         return -1
     cdef int64_t i
