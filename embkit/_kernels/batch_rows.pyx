@@ -16,7 +16,7 @@ from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport calloc, malloc, free
 from scipy.linalg.cython_blas cimport sgemm
 
-from embkit._kernels.common cimport emb_axpy, emb_logistic_row
+from embkit._kernels.common cimport emb_axpy, emb_logistic_row, zeroed
 
 
 cdef Py_ssize_t _check_batch(const int64_t[::1] indptr, const int32_t[::1] indices, Py_ssize_t n_data,
@@ -120,7 +120,7 @@ def adam_used_rows(const int64_t[::1] indptr not None, const int32_t[::1] indice
                     slots[f] = <int32_t> n_used
                     used[n_used] = f
                     n_used += 1
-        G = <float *> calloc(max(1, n_used * d), sizeof(float))
+        G = <float *> zeroed(max(1, n_used * d), sizeof(float))     # summed into before written: see zeroed
         if G != NULL:
             for b in range(n_rows):
                 for k in range(indptr[rows[b]], indptr[rows[b] + 1]):
