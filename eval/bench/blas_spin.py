@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 
+from eval.bench.contention import SETTINGS
 from eval.bench.word2vec import BLAS_SETTLE_S
 from eval.paths import shared_data
 
@@ -31,12 +32,11 @@ CASES = ("right after a product", "after the threads settle")
 
 
 def one_run(corpus, threads, epochs, before):
-    """``(build_vocab s, train s)`` of one fresh model (skip-gram d100 w5 neg5 sample 1e-3 min_count 5),
+    """``(build_vocab s, train s)`` of one fresh model (:data:`eval.bench.contention.SETTINGS`),
     ``before()`` called right before each of the two."""
     from embkit import Word2Vec
 
-    model = Word2Vec(sg=1, vector_size=100, window=5, negative=5, sample=1e-3, min_count=5, workers=threads,
-                     epochs=max(epochs, 1), seed=1)
+    model = Word2Vec(**dict(SETTINGS, workers=threads, epochs=max(epochs, 1), seed=1))
     before()
     start = time.perf_counter()
     model.build_vocab(corpus_file=corpus)

@@ -61,14 +61,26 @@ def _settings(args, threads, seed):
                 sample=args.sample, min_count=args.min_count, epochs=args.epochs, workers=threads, seed=seed)
 
 
-def run_embkit(args, threads, seed, extra, epochs=None):
+def embkit_model(args, threads, seed, extra=None, epochs=None):
+    """The untrained embkit model of a run."""
     from embkit import Word2Vec
 
     kwargs = _settings(args, threads, seed)
     if epochs is not None:
         kwargs["epochs"] = epochs
-    kwargs.update(extra)
-    model = Word2Vec(**kwargs)
+    kwargs.update(extra or {})
+    return Word2Vec(**kwargs)
+
+
+def gensim_model(args, threads, seed):
+    """The untrained gensim model of a run (negative sampling only, as embkit's)."""
+    from gensim.models import Word2Vec
+
+    return Word2Vec(hs=0, **_settings(args, threads, seed))
+
+
+def run_embkit(args, threads, seed, extra, epochs=None):
+    model = embkit_model(args, threads, seed, extra, epochs)
     start = time.perf_counter()
     model.build_vocab(corpus_file=args.corpus)
     vocab = time.perf_counter() - start
@@ -80,11 +92,7 @@ def run_embkit(args, threads, seed, extra, epochs=None):
 
 
 def run_gensim(args, threads, seed, extra, epochs=None):
-    from gensim.models import Word2Vec
-
-    kwargs = _settings(args, threads, seed)
-    kwargs["hs"] = 0
-    model = Word2Vec(**kwargs)
+    model = gensim_model(args, threads, seed)
     start = time.perf_counter()
     model.build_vocab(corpus_file=args.corpus)
     vocab = time.perf_counter() - start
@@ -111,20 +119,9 @@ def run_fasttext(args, threads, seed, extra, epochs=None):
 RUNNERS = {"embkit": run_embkit, "gensim": run_gensim, "fasttext": run_fasttext}
 
 
-def warm_embkit(args, threads):
-    from embkit import Word2Vec
-
-    Word2Vec(**_settings(args, threads, 1)).build_vocab(corpus_file=args.corpus)
-
-
-def warm_gensim(args, threads):
-    from gensim.models import Word2Vec
-
-    Word2Vec(hs=0, **_settings(args, threads, 1)).build_vocab(corpus_file=args.corpus)
-
-
 #: an untimed build_vocab before a child's timed runs (fastText has no vocabulary apart from its training)
-WARM_UPS = {"embkit": warm_embkit, "gensim": warm_gensim}
+WARM_UPS = {"embkit": lambda args, threads: embkit_model(args, threads, 1).build_vocab(corpus_file=args.corpus),
+            "gensim": lambda args, threads: gensim_model(args, threads, 1).build_vocab(corpus_file=args.corpus)}
 
 
 def import_embkit_from(folder):
