@@ -19,8 +19,15 @@ def test_the_scaling_steps_are_commands_the_scaling_benchmark_takes(tmp_path):
         assert args.corpus == "words.txt" and args.jsonl.startswith(str(tmp_path))
         if name == "embkit":
             assert args.threads == [1, 4, 8, 16] and args.quality_threads == [1, 16] and args.quality_seeds == 3
-            assert {v[0] for v in args.variant} == {"none", "inputs", "inputs128", "inputs-half", "pend256"}
+            assert {v[0] for v in args.variant} == {"none", "outputs", "inputs", "inputs-half"}
             assert [v[4] for v in args.variant if v[0] == "none"] == [[4, 16]]
+            assert [v[4] for v in args.variant if v[0] == "inputs"] == [[4, 8]]     # below where they are on
+
+
+def test_the_variants_fit_the_cores():
+    names = [v.split(":")[0] for v in many_cores.embkit_variants(2)[1::2]]
+    assert names == ["none", "outputs", "inputs-half"]                 # no count below the cores to copy at
+    assert "none:hot_rows=0,threads=2+4" in many_cores.embkit_variants(2)
 
 
 def run_step(tmp_path, step):

@@ -311,6 +311,23 @@ def test_several_threads_keep_the_hot_rows_a_model_gives_them(workers):
     assert hot_rows(None) == 0 and hot_rows(5) == 5
 
 
+def test_many_threads_copy_the_input_rows_too_unless_told(monkeypatch):
+    from embkit.core import hot_rows
+    counts = np.arange(1000, 0, -1)
+    many = hot_rows.WORD_HOT_INPUTS_FROM_HOLDERS
+    assert hot_rows.word_hot_rows(None, counts, 100, many)["inputs"]
+    assert not hot_rows.word_hot_rows(None, counts, 100, many - 1)["inputs"]
+    monkeypatch.setattr(hot_rows, "WORD_HOT_INPUTS", False)
+    assert not hot_rows.word_hot_rows(None, counts, 100, many)["inputs"]
+    monkeypatch.setattr(hot_rows, "WORD_HOT_INPUTS", True)
+    assert hot_rows.word_hot_rows(None, counts, 100, 4)["inputs"]
+    monkeypatch.setattr(hot_rows, "WORD_HOT_INPUTS", None)
+    model = _model(workers=many, epochs=1)                  # the trainer takes the copies of both tables
+    model.build_vocab(_sentences())
+    model.train()
+    assert np.isfinite(model.last_report.epoch_loss[0])
+
+
 def test_one_thread_holds_its_copies_as_several_would_with_banks(monkeypatch):
     # the study of many threads' copies on one core: copies on one thread, their own limits, reproducible
     from embkit.core import hot_rows

@@ -6,7 +6,7 @@ trainer's ``hot_rows(ids, every, scale, limit, ...)`` gives every thread its own
 change to the table after ``limit`` steps on the copy, every ``every`` examples and at the end of a slice.
 
 - Word windows (:func:`word_hot_rows`; by default for skip-gram): the output rows of the most frequent words
-  (and their input rows with :data:`WORD_HOT_INPUTS`), the changes summed (as the threads' steps on the
+  (and from 16 threads on their input rows, :data:`WORD_HOT_INPUTS`), the changes summed (as the threads' steps on the
   table would add up) and written back after a few steps, so that the steps all threads hold back on a row
   stay bounded (:data:`HOT_PENDING_STEPS`, :data:`HOT_PENDING_INPUT_STEPS`).  :data:`WORD_HOT_BANKS` lets one
   thread hold its copies as many threads would, to study their quality on few cores.
@@ -19,8 +19,8 @@ import numpy as np
 from embkit.core.registry import most_frequent
 
 __all__ = ["HOT_MERGE_EVERY", "HOT_ROW_BYTES", "WORD_HOT_ROW_BYTES", "WORD_FLUSH_EVERY", "HOT_PENDING_STEPS",
-           "WORD_HOT_INPUTS", "HOT_PENDING_INPUT_STEPS", "WORD_HOT_BANKS", "HOT_INPUT_SCALE", "WORD_HOT_FROM_HOLDERS",
-           "class_hot_rows", "word_hot_rows"]
+           "WORD_HOT_INPUTS", "WORD_HOT_INPUTS_FROM_HOLDERS", "HOT_PENDING_INPUT_STEPS", "WORD_HOT_BANKS",
+           "HOT_INPUT_SCALE", "WORD_HOT_FROM_HOLDERS", "class_hot_rows", "copies_inputs", "word_hot_rows"]
 
 #: examples (rows, pairs) a thread trains between adding the mean of its changes of its hot label rows
 HOT_MERGE_EVERY = 1024
@@ -38,11 +38,15 @@ WORD_FLUSH_EVERY = 65536
 #: as stale steps on the row; sixteen threads holding 32 steps each lost the model, 8 each kept its quality
 #: (BENCHMARKS.md)
 HOT_PENDING_STEPS = 128
-#: whether a word-window trainer's threads copy the hot words' input rows as well as their output rows.  On 16
-#: cores, written back after 8 steps, they trained 1.16-1.26x the output rows' copies alone but cost 2-2.5
-#: analogy points; the bound :data:`HOT_PENDING_INPUT_STEPS` keeps the quality (measured on 16 cores and with
-#: :data:`WORD_HOT_BANKS`), and its speed there is not measured yet (BENCHMARKS.md, "Hot rows")
-WORD_HOT_INPUTS = False
+#: whether a word-window trainer's threads copy the hot words' input rows as well as their output rows: True,
+#: False, or None (from :data:`WORD_HOT_INPUTS_FROM_HOLDERS` holders of copies on).  Under the bound
+#: :data:`HOT_PENDING_INPUT_STEPS` they kept the quality of the output rows' copies alone as 16 and 64 threads
+#: (16 cores, and :data:`WORD_HOT_BANKS` on one core) and trained 1.12-1.15x them at 16 threads on 16 cores;
+#: written back after 8 steps, as the output rows are, they cost 2-2.5 analogy points (BENCHMARKS.md, "Hot rows")
+WORD_HOT_INPUTS = None
+#: fewest holders of copies from which the input rows are copied too when :data:`WORD_HOT_INPUTS` is None:
+#: where their gain was measured (fewer threads than the cores of the machines measured on are not)
+WORD_HOT_INPUTS_FROM_HOLDERS = 16
 #: fewest holders of copies (threads, or sets of copies with :data:`WORD_HOT_BANKS`) from which a skip-gram
 #: trainer copies the hot rows when the model leaves their number to it; with fewer, the threads share the
 #: tables.  On two cores the copies' own cost (7-8 % of a thread) outweighed what they saved where the two
@@ -81,10 +85,15 @@ def class_hot_rows(setting, counts, W_out, workers):
     return most_frequent(order, min(int(wanted), rows))
 
 
+def copies_inputs(holders):
+    """Whether ``holders`` holders of copies of the hot words' rows copy their input rows too."""
+    return holders >= WORD_HOT_INPUTS_FROM_HOLDERS if WORD_HOT_INPUTS is None else bool(WORD_HOT_INPUTS)
+
+
 def word_hot_rows(setting, counts, dim, workers, skip_gram=True):
     """The keyword arguments of a word-window trainer's ``hot_rows``.
 
-    The output rows (and with :data:`WORD_HOT_INPUTS` the input rows) of the most frequent of the words of
+    The output rows (and as :data:`WORD_HOT_INPUTS` says the input rows) of the most frequent of the words of
     ``counts`` (``setting`` of them; None: as many as :data:`WORD_HOT_ROW_BYTES` holds a thread at ``dim``
     floats a row for skip-gram from :data:`WORD_HOT_FROM_HOLDERS` workers on, none for CBOW, whose analogy
     accuracy the copies lowered; none with one worker holding one set), each thread's change summed into the
@@ -100,5 +109,5 @@ def word_hot_rows(setting, counts, dim, workers, skip_gram=True):
         wanted = WORD_HOT_ROW_BYTES // (2 * dim * 4) if setting is None else setting
         ids = most_frequent(counts, min(int(wanted), len(counts)))
     return dict(ids=ids, every=WORD_FLUSH_EVERY, limit=max(1, HOT_PENDING_STEPS // holders),
-                inputs=WORD_HOT_INPUTS, limit_in=max(1, HOT_PENDING_INPUT_STEPS // holders),
+                inputs=copies_inputs(holders), limit_in=max(1, HOT_PENDING_INPUT_STEPS // holders),
                 banks=WORD_HOT_BANKS, scale_in=HOT_INPUT_SCALE)

@@ -5,10 +5,9 @@ in its own process, its JSON lines or JSON written into ``--out`` as it ends, so
 answers the first questions):
 
 1. ``scaling``: embkit's training at 1 to the machine's cores (threads 1, 4, 8, ... and the cores), quality
-   over 3 seeds at 1 thread and at the cores, and the hot rows' variants at the cores: the shared tables
-   (``hot_rows=0``, also at 4 threads), the input rows copied too (``inputs``), the same under the bound of the
-   output rows (``inputs128``) and with half their change written back (``inputs-half``), and 16 steps a copy
-   of the output rows at 16 threads (``pend256``);
+   over 3 seeds at 1 thread and at the cores, and the hot rows' variants (:func:`embkit_variants`): the shared
+   tables (``none``), the output rows' copies alone (``outputs``), the input rows' copies where they are off
+   by default (``inputs``) and half of the input rows' change under the output rows' bound (``inputs-half``);
 2. ``scaling`` for gensim at the same thread counts (quality at the cores);
 3. ``contention``: one-thread processes against one process of as many threads, with and without copies;
 4. ``cluster``: two Dask workers of half the cores each against one process of half the cores, on gcide
@@ -39,6 +38,7 @@ import subprocess
 import sys
 import time
 
+from embkit.core.hot_rows import WORD_HOT_FROM_HOLDERS, WORD_HOT_INPUTS_FROM_HOLDERS
 from eval.bench.word2vec import OPENERS, default_corpus
 
 HOT = "@embkit.core.hot_rows."
@@ -51,6 +51,22 @@ def thread_counts(cores):
         counts.append(t)
         t *= 2
     return sorted(set(counts + [cores]))
+
+
+def embkit_variants(cores):
+    """``--variant`` arguments of step 1: the shared tables (at 4 threads and the cores), the output rows'
+    copies alone at the cores, the input rows' copies too at the counts below ``WORD_HOT_INPUTS_FROM_HOLDERS``
+    where they are off, and half the input rows' change under the output rows' bound at the cores."""
+    top = str(cores)
+    below = [str(t) for t in thread_counts(cores)
+             if WORD_HOT_FROM_HOLDERS <= t < WORD_HOT_INPUTS_FROM_HOLDERS and t != cores]
+    variants = ["none:hot_rows=0,threads=%s" % "+".join(sorted({"4", top}, key=int)),
+                "outputs:%sWORD_HOT_INPUTS=False,threads=%s" % (HOT, top),
+                "inputs-half:%sWORD_HOT_INPUTS=True,%sHOT_PENDING_INPUT_STEPS=128,%sHOT_INPUT_SCALE=0.5,threads=%s"
+                % (HOT, HOT, HOT, top)]
+    if below:
+        variants.append("inputs:%sWORD_HOT_INPUTS=True,threads=%s" % (HOT, "+".join(below)))
+    return [a for v in variants for a in ("--variant", v)]
 
 
 def steps(corpus, out, cores, small=False):
@@ -66,17 +82,8 @@ def steps(corpus, out, cores, small=False):
               "--repeat-corpus", "1" if small else "11", "--epochs", "1", "--seeds", "1", "--no-quality"]
     return [
         (1, "embkit", scaling + ["--threads"] + threads + ["--trainers", "embkit", "--quality-seeds", str(seeds),
-                                                           "--quality-threads", "1", top,
-                                                           "--variant", "none:hot_rows=0,threads=4+" + top,
-                                                           "--variant", "inputs:%sWORD_HOT_INPUTS=True,threads=%s"
-                                                           % (HOT, top),
-                                                           "--variant", "inputs128:%sWORD_HOT_INPUTS=True,"
-                                                           "%sHOT_PENDING_INPUT_STEPS=128,threads=%s" % (HOT, HOT, top),
-                                                           "--variant", "inputs-half:%sWORD_HOT_INPUTS=True,"
-                                                           "%sHOT_PENDING_INPUT_STEPS=128,%sHOT_INPUT_SCALE=0.5,"
-                                                           "threads=%s" % (HOT, HOT, HOT, top),
-                                                           "--variant", "pend256:%sHOT_PENDING_STEPS=256,threads=%s"
-                                                           % (HOT, top)] + jsonl, None),
+                                                           "--quality-threads", "1", top] + embkit_variants(cores)
+         + jsonl, None),
         (2, "gensim", scaling + ["--threads"] + threads + ["--trainers", "gensim", "--quality-threads", top] + jsonl,
          "gensim"),
         (3, "contention", ["-m", "eval.bench.contention", "--corpus", corpus, "--counts", "1", top,
