@@ -41,7 +41,7 @@ HOT_PENDING_STEPS = 128
 #: whether a word-window trainer's threads copy the hot words' input rows as well as their output rows: True,
 #: False, or None (from :data:`WORD_HOT_INPUTS_FROM_HOLDERS` holders of copies on).  Under the bound
 #: :data:`HOT_PENDING_INPUT_STEPS` they kept the quality of the output rows' copies alone as 16 and 64 threads
-#: (16 cores, and :data:`WORD_HOT_BANKS` on one core) and trained 1.12-1.15x them at 16 threads on 16 cores;
+#: (16 cores, and :data:`WORD_HOT_BANKS` on one core) and trained 1.10-1.17x them at 16 threads on 16 cores;
 #: written back after 8 steps, as the output rows are, they cost 2-2.5 analogy points (BENCHMARKS.md, "Hot rows")
 WORD_HOT_INPUTS = None
 #: fewest holders of copies from which the input rows are copied too when :data:`WORD_HOT_INPUTS` is None:
