@@ -142,6 +142,31 @@ def test_seeded_single_thread_runs_are_identical(planted_split):
     assert not np.array_equal(a.context_vectors, c.context_vectors)
 
 
+def test_threads_copy_the_most_counted_items_when_asked(planted_split, monkeypatch):
+    from embkit.core.hot_rows import HOT_PENDING_STEPS, pair_hot_rows
+    from embkit.items import item_embedding
+    counts = np.array([5, 50, 1, 20, 7])
+    assert list(pair_hot_rows(2, counts, 4)["ids"]) == [1, 3] and pair_hot_rows(2, counts, 4)["limit"] == \
+        HOT_PENDING_STEPS // 4
+    assert len(pair_hot_rows(99, counts, 2)["ids"]) == 5
+    assert pair_hot_rows(2, counts, 1)["ids"] is None and pair_hot_rows(0, counts, 4)["ids"] is None
+    assert pair_hot_rows(None, counts, 4)["ids"] is None                   # the default: the threads share
+    taken = []
+
+    def spy(setting, counts, workers):
+        taken.append(pair_hot_rows(setting, counts, workers)["ids"])
+        return pair_hot_rows(setting, counts, workers)
+    monkeypatch.setattr(item_embedding, "pair_hot_rows", spy)
+    train, _ = planted_split
+    model = ItemEmbedding(vector_size=16, epochs=5, workers=3, seed=1, hot_rows=12, progress=False).fit(train)
+    assert taken and len(taken[0]) == 12
+    assert set(taken[0]) == set(np.argsort(-model.counts, kind="stable")[:12])
+    assert _group_precision(model) >= 0.85                                  # the copies keep the model
+    one = [ItemEmbedding(vector_size=8, epochs=2, workers=1, seed=4, hot_rows=h, progress=False).fit(train)
+           for h in (None, 12)]
+    assert np.array_equal(one[0].target_vectors, one[1].target_vectors)    # one worker keeps no copies
+
+
 def test_report_counts_pairs_per_epoch(planted_split):
     train, _ = planted_split
     model = ItemEmbedding(vector_size=8, epochs=3, progress=False, chunk_pairs=1000).fit(train)
@@ -266,7 +291,7 @@ def test_unknown_items_and_out_of_range_pairs(planted_split):
 @pytest.mark.parametrize("kwargs, message", [
     (dict(vector_size=0), "vector_size"), (dict(alpha=-1.0), "alpha"), (dict(loss="nope"), "unknown loss"),
     (dict(sampler="nope"), "unknown sampler"), (dict(loss="full_softmax", sampler="uniform"), "no negatives"),
-    (dict(negative=0), "negative"), (dict(epochs=0), "epochs"),
+    (dict(negative=0), "negative"), (dict(epochs=0), "epochs"), (dict(hot_rows=-1), "hot_rows"),
 ])
 def test_bad_parameters_name_themselves(kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -65,3 +65,12 @@ def test_the_blas_step_times_both_phases_after_a_product_and_after_the_threads_s
     assert set(saved["runs"]) == {"right after a product", "after the threads settle"}
     for runs in saved["runs"].values():
         assert len(runs) == 2 and all(r["vocab_s"] > 0 and r["train_s"] > 0 for r in runs)
+
+
+def test_the_items_step_times_the_item_copies_beside_the_shared_tables(tmp_path, shared_data, monkeypatch):
+    monkeypatch.setenv("EMBKIT_SHARED_DATA", shared_data)
+    out = run_step(tmp_path, 11)
+    saved = json.load(open(out / "drivers-items-hot.json"))
+    assert {(r["workload"], r["variant"], r["threads"]) for r in saved["runs"]} == \
+        {("items", v, t) for v in ("", "hot1k", "hotall") for t in (1, 2)}
+    assert all(r["train_s"] > 0 for r in saved["runs"])

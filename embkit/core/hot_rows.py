@@ -13,6 +13,8 @@ change to the table after ``limit`` steps on the copy, every ``every`` examples 
 - A table of labels (:func:`class_hot_rows`, the sampled XC solver): small, and every example writes many of its
   rows, so every row is hot that fits :data:`HOT_ROW_BYTES` a thread; the threads' mean is added every
   :data:`HOT_MERGE_EVERY` examples.
+- Item pairs (:func:`pair_hot_rows`; only when asked): the output rows of the most counted items, written
+  back as the word windows' are.
 """
 import numpy as np
 
@@ -20,7 +22,8 @@ from embkit.core.registry import most_frequent
 
 __all__ = ["HOT_MERGE_EVERY", "HOT_ROW_BYTES", "WORD_HOT_ROW_BYTES", "WORD_FLUSH_EVERY", "HOT_PENDING_STEPS",
            "WORD_HOT_INPUTS", "WORD_HOT_INPUTS_FROM_HOLDERS", "HOT_PENDING_INPUT_STEPS", "WORD_HOT_BANKS",
-           "HOT_INPUT_SCALE", "WORD_HOT_FROM_HOLDERS", "class_hot_rows", "copies_inputs", "word_hot_rows"]
+           "HOT_INPUT_SCALE", "WORD_HOT_FROM_HOLDERS", "PAIR_FLUSH_EVERY", "class_hot_rows", "copies_inputs",
+           "word_hot_rows", "pair_hot_rows"]
 
 #: examples (rows, pairs) a thread trains between adding the mean of its changes of its hot label rows
 HOT_MERGE_EVERY = 1024
@@ -67,6 +70,9 @@ WORD_HOT_BANKS = 1
 #: the quality as 16 threads on one core, but cost half a point to a point of analogy at 2 to 16 threads
 #: (BENCHMARKS.md, "Hot rows")
 HOT_INPUT_SCALE = 1.0
+#: pairs a thread of the item pairs trainer trains between two write-backs of all its copies (a copy also goes
+#: back after its steps' limit, :data:`HOT_PENDING_STEPS`); a slice's end writes them back too
+PAIR_FLUSH_EVERY = 65536
 
 
 def class_hot_rows(setting, counts, W_out, workers):
@@ -111,3 +117,14 @@ def word_hot_rows(setting, counts, dim, workers, skip_gram=True):
     return dict(ids=ids, every=WORD_FLUSH_EVERY, limit=max(1, HOT_PENDING_STEPS // holders),
                 inputs=copies_inputs(holders), limit_in=max(1, HOT_PENDING_INPUT_STEPS // holders),
                 banks=WORD_HOT_BANKS, scale_in=HOT_INPUT_SCALE)
+
+
+def pair_hot_rows(setting, counts, workers):
+    """The keyword arguments of the item pairs trainer's ``hot_rows``: the output rows of the ``setting`` most
+    counted items of ``counts`` (None or 0: none, the threads share the tables; more than there are items:
+    all), each thread's change summed into the table after ``HOT_PENDING_STEPS // workers`` steps on a row
+    and every :data:`PAIR_FLUSH_EVERY` pairs.  One worker keeps no copies."""
+    ids = None
+    if workers > 1 and setting and len(counts):
+        ids = most_frequent(counts, min(int(setting), len(counts)))
+    return dict(ids=ids, every=PAIR_FLUSH_EVERY, limit=max(1, HOT_PENDING_STEPS // workers))

@@ -28,7 +28,8 @@ from embkit._kernels.samplers import AliasSampler
 from embkit.core.base import EmbeddingModel
 from embkit.cluster import EXCHANGE_SHARE, FREQUENT_ROWS, RECONCILE, STALENESS, SYNCS_PER_EPOCH, ClusterTraining
 from embkit.core.checkpoint import fingerprint
-from embkit.core.checks import NON_NEGATIVE_REAL, POSITIVE_INT, check_param, optional
+from embkit.core.hot_rows import pair_hot_rows
+from embkit.core.checks import NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, check_param, optional
 from embkit.core.batched_softmax import check_batch_size
 from embkit.core.sparse_checks import MAX_ROWS, check_sparse
 from embkit.core.validation import KEEPS, BestEpoch, check_keep
@@ -165,6 +166,13 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         Extra parameters of the loss and sampler (e.g. ``{"T": 3, "degeneracy": "popularity"}``).
     chunk_pairs : int
         Pairs per kernel call (adaptive samplers refresh between calls).
+    hot_rows : int, optional
+        Each training thread keeps its own copies of the output rows of the ``hot_rows`` most counted items
+        (the rows most negatives write, which threads otherwise keep taking from each other's caches) and
+        adds its change to the table after ``128 // workers`` steps on a row, every 65,536 pairs and at the
+        end of each slice (:func:`embkit.core.hot_rows.pair_hot_rows`).  None or 0 (the default): every step
+        writes the tables (on two cores the copies did not pay; BENCHMARKS.md).  One worker keeps no
+        copies, nor do the losses and samplers that reach the output rows otherwise (as ``Word2Vec``'s).
     batch_size : int, optional
         ``loss="full_softmax"`` only: train the exact softmax in mini-batches of this many pairs with BLAS
         products (:mod:`embkit.items.pair_batches`), which reads each item row once per batch instead of once
@@ -220,7 +228,7 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
     def __init__(self, vector_size=100, loss="sampled_softmax", sampler=None, negative=5, alpha=0.025,
                  min_alpha=None, epochs=30, workers=2, seed=1, loss_params=None, sampler_params=None,
                  chunk_pairs=1 << 16, batch_size=None, recency=0.6, count_weight=None, count_norm="cosine",
-                 callbacks=(),
+                 hot_rows=None, callbacks=(),
                  checkpoint_dir=None, checkpoint_every=600, progress=True, client=None, syncs_per_epoch=SYNCS_PER_EPOCH,
                  reconcile=RECONCILE, exchange_share=EXCHANGE_SHARE, staleness=STALENESS,
                  frequent_rows=FREQUENT_ROWS):
@@ -229,6 +237,7 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         self.recency = recency
         self.count_weight = count_weight
         self.count_norm = count_norm
+        self.hot_rows = hot_rows
         self.blend_weight = 0.0
         self.blend_history = {}
         self.pair_counts = None
@@ -264,6 +273,7 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         check_param("count_weight", self.count_weight, *optional(NON_NEGATIVE_REAL))
         check_param("count_norm", self.count_norm, lambda v: v in COUNT_NORMS,
                     "one of " + ", ".join(map(repr, COUNT_NORMS)), str)
+        check_param("hot_rows", self.hot_rows, *optional(NON_NEGATIVE_INT))
 
     # ------------------------------------------------------------------ training
     def _kernel_trainer(self, loss, sampler, alpha, min_alpha, total):
@@ -271,8 +281,10 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         if self.batch_size is not None:
             return PairBatches(self.W_in, self.W_out, contexts, targets, weights, self.batch_size, alpha,
                                min_alpha, total, self.seed)
-        return PairTrainer(self.W_in, self.W_out, contexts, targets, entries, loss, sampler, self.negative, alpha,
-                           min_alpha, total, self.seed)
+        trainer = PairTrainer(self.W_in, self.W_out, contexts, targets, entries, loss, sampler, self.negative,
+                              alpha, min_alpha, total, self.seed)
+        trainer.hot_rows(**pair_hot_rows(self.hot_rows, self.counts, self.workers))
+        return trainer
 
     def fit(self, pairs, validation=None, metric=None, patience=None, items=None, n_negatives=100, keep=DEFAULT_KEEP):
         """Train on a co-occurrence matrix; optionally track a validation split and stop early.

@@ -22,7 +22,9 @@ answers the first questions):
    gcide repeated 11 times, the frequent rows reconciled within the rounds (the default of 3 workers or more),
    then (9, ``cluster8-whole``) without them (skipped without ``distributed``);
 10. ``blas_spin``: ``build_vocab`` and one epoch at the cores right after a threaded BLAS product and after
-    its threads have settled.
+    its threads have settled;
+11. ``items-hot``: ``ItemEmbedding``'s pairs at 1 thread and at the cores with the threads' copies of the
+    1,024 most counted items' output rows and of every item's (``hot_rows``, off by default).
 
 ``--small LINES`` trains on the first LINES lines of the corpus with one seed (a dry run on a small machine).
 Nothing is asserted: timings depend on the machine.
@@ -105,6 +107,10 @@ def steps(corpus, out, cores, small=False):
          "distributed"),
         (10, "blas_spin", ["-m", "eval.bench.blas_spin", "--corpus", corpus, "--threads", top, "--repeats",
                            "2" if small else "6", "--json", os.path.join(out, "blas-spin.json")], None),
+        (11, "items-hot", ["-m", "eval.bench.drivers", "--threads", "1", top, "--repeats", "1" if small else "3",
+                           "--workloads", "items", "--variant", "hot1k:hot_rows=1024",
+                           "--variant", "hotall:hot_rows=1000000", "--json", os.path.join(out, "drivers-items-hot.json")],
+         None),
     ]
 
 
@@ -125,7 +131,7 @@ def main(argv=None):
     p.add_argument("--corpus", default=default_corpus(), help="training text (plain, .gz, .bz2 or .xz)")
     p.add_argument("--out", required=True, help="folder for every step's results and the log")
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="the top thread count")
-    p.add_argument("--steps", type=int, nargs="+", default=None, help="run these steps only (1-10)")
+    p.add_argument("--steps", type=int, nargs="+", default=None, help="run these steps only (1-11)")
     p.add_argument("--small", type=int, default=None, metavar="LINES", help="a dry run on the corpus's first LINES")
     args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
