@@ -6,10 +6,11 @@ trainer's ``hot_rows(ids, every, scale, limit, ...)`` gives every thread its own
 change to the table after ``limit`` steps on the copy, every ``every`` examples and at the end of a slice.
 
 - Word windows (:func:`word_hot_rows`; by default for skip-gram): the output rows of the most frequent words
-  (and from 16 threads on their input rows, :data:`WORD_HOT_INPUTS`), the changes summed (as the threads' steps on the
-  table would add up) and written back after a few steps, so that the steps all threads hold back on a row
-  stay bounded (:data:`HOT_PENDING_STEPS`, :data:`HOT_PENDING_INPUT_STEPS`).  :data:`WORD_HOT_BANKS` lets one
-  thread hold its copies as many threads would, to study their quality on few cores.
+  (and from 16 threads on their input rows, :data:`WORD_HOT_INPUTS`), the changes summed (as the threads'
+  steps on the table would add up) and written back after a few steps, so that the steps all threads hold
+  back on a row stay bounded (:data:`HOT_PENDING_STEPS`, :data:`HOT_PENDING_INPUT_STEPS`).
+  :data:`WORD_HOT_BANKS` lets one thread hold its copies as many threads would, to study their quality on
+  few cores.
 - A table of labels (:func:`class_hot_rows`, the sampled XC solver): small, and every example writes many of its
   rows, so every row is hot that fits :data:`HOT_ROW_BYTES` a thread; the threads' mean is added every
   :data:`HOT_MERGE_EVERY` examples.

@@ -28,8 +28,8 @@ from embkit._kernels.samplers import AliasSampler
 from embkit.core.base import EmbeddingModel
 from embkit.cluster import EXCHANGE_SHARE, FREQUENT_ROWS, RECONCILE, STALENESS, SYNCS_PER_EPOCH, ClusterTraining
 from embkit.core.checkpoint import fingerprint
-from embkit.core.hot_rows import pair_hot_rows
 from embkit.core.checks import NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, check_param, optional
+from embkit.core.hot_rows import pair_hot_rows
 from embkit.core.batched_softmax import check_batch_size
 from embkit.core.sparse_checks import MAX_ROWS, check_sparse
 from embkit.core.validation import KEEPS, BestEpoch, check_keep

@@ -109,8 +109,8 @@ def steps(corpus, out, cores, small=False):
                            "2" if small else "6", "--json", os.path.join(out, "blas-spin.json")], None),
         (11, "items-hot", ["-m", "eval.bench.drivers", "--threads", "1", top, "--repeats", "1" if small else "3",
                            "--workloads", "items", "--variant", "hot1k:hot_rows=1024",
-                           "--variant", "hotall:hot_rows=1000000", "--json", os.path.join(out, "drivers-items-hot.json")],
-         None),
+                           "--variant", "hotall:hot_rows=1000000",
+                           "--json", os.path.join(out, "drivers-items-hot.json")], None),
     ]
 
 
