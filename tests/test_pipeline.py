@@ -317,6 +317,7 @@ def test_many_threads_copy_the_input_rows_too_unless_told(monkeypatch):
     many = hot_rows.WORD_HOT_INPUTS_FROM_HOLDERS
     assert hot_rows.word_hot_rows(None, counts, 100, many)["inputs"]
     assert not hot_rows.word_hot_rows(None, counts, 100, many - 1)["inputs"]
+    assert not hot_rows.word_hot_rows(512, counts, 100, many, skip_gram=False)["inputs"]   # CBOW: not measured
     monkeypatch.setattr(hot_rows, "WORD_HOT_INPUTS", False)
     assert not hot_rows.word_hot_rows(None, counts, 100, many)["inputs"]
     monkeypatch.setattr(hot_rows, "WORD_HOT_INPUTS", True)

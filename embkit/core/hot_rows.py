@@ -43,7 +43,8 @@ WORD_FLUSH_EVERY = 65536
 #: (BENCHMARKS.md)
 HOT_PENDING_STEPS = 128
 #: whether a word-window trainer's threads copy the hot words' input rows as well as their output rows: True,
-#: False, or None (from :data:`WORD_HOT_INPUTS_FROM_HOLDERS` holders of copies on).  Under the bound
+#: False, or None (skip-gram from :data:`WORD_HOT_INPUTS_FROM_HOLDERS` holders of copies on; not CBOW's, not
+#: measured).  Under the bound
 #: :data:`HOT_PENDING_INPUT_STEPS` they kept the quality of the output rows' copies alone as 16 and 64 threads
 #: (16 cores, and :data:`WORD_HOT_BANKS` on one core) and trained 1.10-1.17x them at 16 threads on 16 cores;
 #: written back after 8 steps, as the output rows are, they cost 2-2.5 analogy points (BENCHMARKS.md, "Hot rows")
@@ -92,9 +93,12 @@ def class_hot_rows(setting, counts, W_out, workers):
     return most_frequent(order, min(int(wanted), rows))
 
 
-def copies_inputs(holders):
-    """Whether ``holders`` holders of copies of the hot words' rows copy their input rows too."""
-    return holders >= WORD_HOT_INPUTS_FROM_HOLDERS if WORD_HOT_INPUTS is None else bool(WORD_HOT_INPUTS)
+def copies_inputs(holders, skip_gram=True):
+    """Whether ``holders`` holders of copies of the hot words' rows copy their input rows too (by default
+    skip-gram's only, where they were measured)."""
+    if WORD_HOT_INPUTS is None:
+        return skip_gram and holders >= WORD_HOT_INPUTS_FROM_HOLDERS
+    return bool(WORD_HOT_INPUTS)
 
 
 def word_hot_rows(setting, counts, dim, workers, skip_gram=True):
@@ -116,7 +120,7 @@ def word_hot_rows(setting, counts, dim, workers, skip_gram=True):
         wanted = WORD_HOT_ROW_BYTES // (2 * dim * 4) if setting is None else setting
         ids = most_frequent(counts, min(int(wanted), len(counts)))
     return dict(ids=ids, every=WORD_FLUSH_EVERY, limit=max(1, HOT_PENDING_STEPS // holders),
-                inputs=copies_inputs(holders), limit_in=max(1, HOT_PENDING_INPUT_STEPS // holders),
+                inputs=copies_inputs(holders, skip_gram), limit_in=max(1, HOT_PENDING_INPUT_STEPS // holders),
                 banks=WORD_HOT_BANKS, scale_in=HOT_INPUT_SCALE)
 
 
