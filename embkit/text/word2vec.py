@@ -129,13 +129,14 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         Each training thread keeps its own copies of the output rows of the ``hot_rows`` most frequent
         words (the rows most steps write, which threads otherwise keep taking from each other's caches) and
         adds its change to the table after ``128 // workers`` steps on a row, every 65,536 centre words and
-        at the end of each slice (:mod:`embkit.core.hot_rows`); from 16 workers on, of those words' input
-        rows too, each written back after ``64 // workers`` steps.  None (default): for skip-gram from 4
-        workers on as many words as 400 KiB of copies a table holds (512 at 100 dimensions), none with fewer
-        workers (two threads on two cores were faster sharing the tables) or for CBOW (its analogy accuracy
-        was lower with them, BENCHMARKS.md); 0: every step writes the table.  One worker keeps no copies;
-        nor does a loss that reaches its output rows otherwise (``hs``, the full softmax) or a sampler that scores the table at every draw (``topk``, ``boltzmann``: its draws would
-        not see the thread's own steps).
+        at the end of each slice (:mod:`embkit.core.hot_rows`); skip-gram's threads, from 16 workers on, of
+        those words' input rows too, each written back after ``64 // workers`` steps.  None (default): for
+        skip-gram from 4 workers on as many words as 400 KiB of copies a table holds (512 at 100 dimensions),
+        none with fewer workers (two threads on two cores were faster sharing the tables) or for CBOW (its
+        analogy accuracy was lower with them, BENCHMARKS.md); 0: every step writes the table.  One worker
+        keeps no copies; nor does a loss that reaches its output rows otherwise (``hs``, the full softmax) or
+        a sampler that scores the table at every draw (``topk``, ``boltzmann``: its draws would not see the
+        thread's own steps).
     batch_size : int, optional
         Skip-gram with ``loss="full_softmax"`` only: train the exact softmax in mini-batches of this many
         (context, centre) pairs with BLAS products (:mod:`embkit.text.window_batches`), which reads each
