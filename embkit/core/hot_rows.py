@@ -56,7 +56,7 @@ WORD_HOT_INPUTS_FROM_HOLDERS = 16
 #: trainer copies the hot rows when the model leaves their number to it; with fewer, the threads share the
 #: tables.  On two cores the copies' own cost (7-8 % of a thread) outweighed what they saved where the two
 #: cores share a cache (two threads 1.83-1.88x one thread against 1.93-1.95x sharing, four sittings) and
-#: gained 4 % where they do not; on 16 cores they gained 1.05x at 4 threads and 1.08-1.19x at 16
+#: gained 4 % where they do not; on 16 cores they gained 1.04-1.15x at 4 threads and 1.08-1.29x at 16
 #: (BENCHMARKS.md, "Hot rows" and "2 cores")
 WORD_HOT_FROM_HOLDERS = 4
 #: the same bound for the copies of input rows: a frequent word's input row takes a step at nearly every
