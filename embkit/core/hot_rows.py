@@ -23,8 +23,8 @@ from embkit.core.registry import most_frequent
 
 __all__ = ["HOT_MERGE_EVERY", "HOT_ROW_BYTES", "WORD_HOT_ROW_BYTES", "WORD_FLUSH_EVERY", "HOT_PENDING_STEPS",
            "WORD_HOT_INPUTS", "WORD_HOT_INPUTS_FROM_HOLDERS", "HOT_PENDING_INPUT_STEPS", "WORD_HOT_BANKS",
-           "HOT_INPUT_SCALE", "WORD_HOT_FROM_HOLDERS", "PAIR_FLUSH_EVERY", "class_hot_rows", "copies_inputs",
-           "word_hot_rows", "pair_hot_rows"]
+           "HOT_INPUT_SCALE", "WORD_HOT_FROM_HOLDERS", "PAIR_FLUSH_EVERY", "class_hot_rows", "steps_a_copy",
+           "copies_inputs", "word_hot_rows", "pair_hot_rows"]
 
 #: examples (rows, pairs) a thread trains between adding the mean of its changes of its hot label rows
 HOT_MERGE_EVERY = 1024
@@ -93,6 +93,12 @@ def class_hot_rows(setting, counts, W_out, workers):
     return most_frequent(order, min(int(wanted), rows))
 
 
+def steps_a_copy(pending, holders):
+    """Steps on one row a holder's copy takes before going back, so that ``holders`` hold at most ``pending``
+    steps of the row back between them (at least one)."""
+    return max(1, pending // holders)
+
+
 def copies_inputs(holders, skip_gram=True):
     """Whether ``holders`` holders of copies of the hot words' rows copy their input rows too (by default
     skip-gram's only, where they were measured)."""
@@ -119,8 +125,8 @@ def word_hot_rows(setting, counts, dim, workers, skip_gram=True):
     if holders > 1 and setting != 0 and len(counts):
         wanted = WORD_HOT_ROW_BYTES // (2 * dim * 4) if setting is None else setting
         ids = most_frequent(counts, min(int(wanted), len(counts)))
-    return dict(ids=ids, every=WORD_FLUSH_EVERY, limit=max(1, HOT_PENDING_STEPS // holders),
-                inputs=copies_inputs(holders, skip_gram), limit_in=max(1, HOT_PENDING_INPUT_STEPS // holders),
+    return dict(ids=ids, every=WORD_FLUSH_EVERY, limit=steps_a_copy(HOT_PENDING_STEPS, holders),
+                inputs=copies_inputs(holders, skip_gram), limit_in=steps_a_copy(HOT_PENDING_INPUT_STEPS, holders),
                 banks=WORD_HOT_BANKS, scale_in=HOT_INPUT_SCALE)
 
 
@@ -132,4 +138,4 @@ def pair_hot_rows(setting, counts, workers):
     ids = None
     if workers > 1 and setting and len(counts):
         ids = most_frequent(counts, min(int(setting), len(counts)))
-    return dict(ids=ids, every=PAIR_FLUSH_EVERY, limit=max(1, HOT_PENDING_STEPS // workers))
+    return dict(ids=ids, every=PAIR_FLUSH_EVERY, limit=steps_a_copy(HOT_PENDING_STEPS, workers))
