@@ -126,6 +126,45 @@ def test_a_replica_trains_a_round_of_many_shards_as_chunks_its_threads_share(tmp
         replica.close()
 
 
+class _ThreadsAsked:
+    """A replica's pipeline that notes the threads each chunk is given (and trains it as the pipeline does)."""
+
+    def __init__(self, pipe):
+        self.pipe, self.threads = pipe, []
+
+    def prepare(self, args, before, seed, threads):
+        self.threads.append(threads)
+        return self.pipe.prepare(args, before, seed, threads)
+
+    def __getattr__(self, name):
+        return getattr(self.pipe, name)
+
+
+def test_every_thread_of_a_replica_trains_a_share_of_a_round_shorter_than_its_batch_words(tmp_path, planted):
+    # the frequent rows' parts and the last rounds are shorter than batch_words a thread: a replica's threads
+    # still share them (one thread training them alone left the others idle), down to a floor of the
+    # round's units over the threads
+    from embkit.cluster.replica import units_per_thread
+    assert units_per_thread(10000, 12500, 2) == 6250 and units_per_thread(10000, 75000, 8) == 9375
+    assert units_per_thread(10000, 10 ** 6, 8) == 10000 and units_per_thread(None, 10, 4) is None
+    assert units_per_thread(10000, 3, 8) == 1
+    _, sentences = planted
+    paths = write_shards(tmp_path, sentences, 2)
+    model = Word2Vec(**dict(SMALL, workers=2, batch_words=10 ** 6)).build_vocab(sentences)
+    run = {"epochs": 1, "alpha": 0.05, "min_alpha": 0.0001, "mode": "momentum", "replicas": 1}
+    replica = open_replica((model.replica_spec(), (model.W_in, model.W_out), None),
+                           [TextShard(p, os.path.getsize(p)) for p in paths], run)
+    try:
+        replica.pipe = asked = _ThreadsAsked(replica.pipe)
+        span = RoundPlan.uniform(4, 1).span(0, 1)
+        result = replica.train(span)
+        assert result["units"] == sum(stop - start for start, stop in map(span.units, replica.units)) > 0
+        assert asked.threads == [2]        # the round's slices of both shards, joined into one chunk
+    finally:
+        replica.pipe = asked.pipe
+        replica.close()
+
+
 def test_replica_refreshes_an_adaptive_sampler_after_a_reconciliation(tmp_path, planted):
     # in-process (the actor's task and methods called directly, one replica): an LSH sampler rebuilds its
     # tables from the reconciled W_out after a round

@@ -52,7 +52,7 @@ from embkit.cluster.worker import ShardReadError, wanted, worker_name
 from embkit.core.heap import kept_buffers
 from embkit.core.training import ChunkSteps, check_finite, open_pipeline
 
-__all__ = ["Replica", "open_replica"]
+__all__ = ["Replica", "open_replica", "units_per_thread"]
 
 
 class Replica:
@@ -283,8 +283,8 @@ class Replica:
 
     def round_chunks(self, span):
         """The chunks of the round ``span`` of every shard, those that can be joined (``join``) joined up to
-        the model's ``chunk_tokens``: a round holds a slice of each shard, and only a chunk of
-        ``workers * batch_words`` units or more is shared among the worker's threads."""
+        the model's ``chunk_tokens``: a round holds a slice of each shard, and a chunk is shared among the
+        worker's threads only where each takes enough of it (:func:`units_per_thread`)."""
         limit = getattr(self.model, "chunk_tokens", None)
         pending, size = [], 0
         for shard, units in zip(self.shards, self.units):
@@ -338,8 +338,10 @@ class Replica:
                 count += 1
                 yield chunk
 
+        shares = units_per_thread(getattr(model, "batch_words", None),
+                                  sum(stop - start for start, stop in map(span.units, self.units)), self.pipe.n_threads)
         steps = ChunkSteps(self.pipe, self.trainer, marked(self.round_chunks(span)), first, done,
-                           total_units, seed_of, check, getattr(model, "batch_words", None))
+                           total_units, seed_of, check, shares)
         loss = 0.0
         examples = units = raw = trained = 0
         try:
@@ -518,6 +520,16 @@ class _Exchange(NamedTuple):
     relay: bool         # the merged rows go back to the client
     views: tuple        # ``(table, base)`` of each table reconciled
     whole: bool         # the whole tables (a round's end), not views of their first rows
+
+
+def units_per_thread(batch_words, units, threads):
+    """The fewest units a thread takes of a chunk of a round, or of a part of one, of ``units`` units on
+    ``threads`` threads (:func:`~embkit.core.training.threads_for`'s ``min_chunk_per_thread``): the model's
+    ``batch_words``, or less where the round holds fewer than that for every thread (the frequent rows'
+    parts, a run's last rounds), so that every thread trains a share of it.  None: no floor."""
+    if not batch_words:
+        return batch_words
+    return max(1, min(int(batch_words), int(units) // max(1, int(threads))))
 
 
 def _own_handle(actor):
