@@ -49,12 +49,14 @@ def test_a_step_runs_on_the_first_lines_of_the_corpus_into_the_folder(tmp_path):
     assert "step 5 (scan) ended (exit status 0)" in (out / "log.txt").read_text(encoding="utf-8")
 
 
-def test_the_eight_worker_steps_run_with_and_without_the_frequent_rows(tmp_path):
+def test_the_eight_worker_steps_run_with_and_without_the_frequent_rows_and_four_workers_with_them(tmp_path):
     argv = {name: a for _, name, a, _ in many_cores.steps("words.txt", str(tmp_path), 16)}
     on, off = argv["cluster8"], argv["cluster8-whole"]
     assert on[on.index("--grid") + 1] == "8x2" and on[on.index("--repeat-corpus") + 1] == "11"
     assert "--hot-part-units" not in on and off[off.index("--hot-part-units") + 1] == "0"
     assert on[on.index("--json") + 1] != off[off.index("--json") + 1]
+    four = argv["cluster4"]
+    assert four[four.index("--grid") + 1] == "4x4" and "--hot-part-units" not in four
 
 
 def test_the_blas_step_times_both_phases_after_a_product_and_after_the_threads_settle(tmp_path):

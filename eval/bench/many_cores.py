@@ -24,7 +24,10 @@ answers the first questions):
 10. ``blas_spin``: ``build_vocab`` and one epoch at the cores right after a threaded BLAS product and after
     its threads have settled;
 11. ``items-hot``: ``ItemEmbedding``'s pairs at 1 thread and at the cores with the threads' copies of the
-    1,024 most counted items' output rows and of every item's (``hot_rows``, off by default).
+    1,024 most counted items' output rows and of every item's (``hot_rows``, off by default);
+12. ``cluster4``: four Dask workers of a quarter of the cores each against one process of as many threads, on
+    gcide repeated 11 times, the frequent rows reconciled within the rounds (skipped without
+    ``distributed``).
 
 ``--small LINES`` trains on the first LINES lines of the corpus with one seed (a dry run on a small machine).
 Nothing is asserted: timings depend on the machine.
@@ -79,9 +82,12 @@ def steps(corpus, out, cores, small=False):
     top = str(cores)
     scaling = ["-m", "eval.bench.scaling", "--corpus", corpus]
     jsonl = ["--jsonl", os.path.join(out, "scaling.jsonl")]
-    half = max(1, cores // 2)
-    eighth = ["-m", "eval.bench.cluster", "--corpus", corpus, "--grid", "8x%d" % max(1, cores // 8),
-              "--repeat-corpus", "1" if small else "11", "--epochs", "1", "--seeds", "1", "--no-quality"]
+
+    def grid(workers):
+        return ["-m", "eval.bench.cluster", "--corpus", corpus, "--grid", "%dx%d" % (workers, max(1, cores // workers)),
+                "--repeat-corpus", "1" if small else "11", "--epochs", "1", "--seeds", "1", "--no-quality"]
+    eighth = grid(8)
+
     return [
         (1, "embkit", scaling + ["--threads"] + threads + ["--trainers", "embkit", "--quality-seeds", str(seeds),
                                                            "--quality-threads", "1", top] + embkit_variants(cores)
@@ -90,9 +96,7 @@ def steps(corpus, out, cores, small=False):
          "gensim"),
         (3, "contention", ["-m", "eval.bench.contention", "--corpus", corpus, "--counts", "1", top,
                            "--variant", "none:hot_rows=0", "--jsonl", os.path.join(out, "contention.jsonl")], None),
-        (4, "cluster", ["-m", "eval.bench.cluster", "--corpus", corpus, "--grid", "2x%d" % half,
-                        "--repeat-corpus", "1" if small else "11", "--epochs", "1", "--seeds", "1",
-                        "--no-quality", "--staleness", "0", "1", "--json", os.path.join(out, "cluster.json")],
+        (4, "cluster", grid(2) + ["--staleness", "0", "1", "--json", os.path.join(out, "cluster.json")],
          "distributed"),
         (5, "scan", ["-m", "eval.bench.scan_threads", "--corpus", corpus, "--workers"] + threads +
          ["--repeats", "3", "--variant", "uncapped:@embkit.text.scan.SCAN_MAX_WORKERS=1000000",
@@ -111,6 +115,7 @@ def steps(corpus, out, cores, small=False):
                            "--workloads", "items", "--variant", "hot1k:hot_rows=1024",
                            "--variant", "hotall:hot_rows=1000000",
                            "--json", os.path.join(out, "drivers-items-hot.json")], None),
+        (12, "cluster4", grid(4) + ["--json", os.path.join(out, "cluster4.json")], "distributed"),
     ]
 
 
@@ -131,7 +136,7 @@ def main(argv=None):
     p.add_argument("--corpus", default=default_corpus(), help="training text (plain, .gz, .bz2 or .xz)")
     p.add_argument("--out", required=True, help="folder for every step's results and the log")
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="the top thread count")
-    p.add_argument("--steps", type=int, nargs="+", default=None, help="run these steps only (1-11)")
+    p.add_argument("--steps", type=int, nargs="+", default=None, help="run these steps only (1-12)")
     p.add_argument("--small", type=int, default=None, metavar="LINES", help="a dry run on the corpus's first LINES")
     args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
