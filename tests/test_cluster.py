@@ -27,7 +27,7 @@ from embkit.core.interrupts import TrainingInterrupted  # noqa: E402
 from embkit.cluster.reconcile import MODES, RowDelta  # noqa: E402
 from embkit.cluster import ShardReadError  # noqa: E402
 from embkit.cluster.local import QUIET_DASK, local_client  # noqa: E402
-from embkit.cluster.replica import Replica, open_replica  # noqa: E402
+from embkit.cluster.replica import Replica, open_replica, units_per_thread  # noqa: E402
 from embkit.cluster.rounds import RoundPlan  # noqa: E402
 from embkit.text import shards as shards_mod  # noqa: E402
 from embkit.text.shards import TextShard, resolve_files  # noqa: E402
@@ -144,7 +144,6 @@ def test_every_thread_of_a_replica_trains_a_share_of_a_round_shorter_than_its_ba
     # the frequent rows' parts and the last rounds are shorter than batch_words a thread: a replica's threads
     # still share them (one thread training them alone left the others idle), down to a floor of the
     # round's units over the threads
-    from embkit.cluster.replica import units_per_thread
     assert units_per_thread(10000, 12500, 2) == 6250 and units_per_thread(10000, 75000, 8) == 9375
     assert units_per_thread(10000, 10 ** 6, 8) == 10000 and units_per_thread(None, 10, 4) is None
     assert units_per_thread(10000, 3, 8) == 1

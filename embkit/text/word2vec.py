@@ -101,7 +101,8 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         1 orders the vocabulary by descending count (else first-seen order).
     batch_words : int
         Fewest words one training thread takes at a time: a chunk smaller than ``workers * batch_words``
-        runs on fewer threads (so tiny corpora train deterministically, as in gensim).
+        runs on fewer threads (so tiny corpora train deterministically, as in gensim).  On a cluster a
+        replica's threads share even a shorter round, each taking the round's words over the threads.
     compute_loss : bool
         Accepted for gensim's API; embkit always accumulates the loss (float64, per epoch), see
         :meth:`get_latest_training_loss` and ``loss_history``.
