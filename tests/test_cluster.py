@@ -1,5 +1,6 @@
 """Training on a real Dask LocalCluster (2 worker processes): vocabulary, training with every loss and
 sampler, a worker lost mid-epoch, bad input, and the command line.  Skipped without the [cluster] extra."""
+import contextlib
 import gzip
 import logging
 import os
@@ -516,7 +517,7 @@ def test_a_part_reads_every_input_row_when_the_run_keeps_rows_back(run_share, fo
     # reconciliation; with exchange_share below 1 a row kept back from an earlier reconciliation differs from
     # its base untouched (row 2 here), and must be found too (every W_out row is read either way)
     replica = Replica.__new__(Replica)
-    replica.run, replica.threads, replica.marked = {"share": run_share}, 1, True
+    replica.run, replica.threads, replica.marked, replica.bits = {"share": run_share}, 1, True, 16
     replica.touched = np.zeros(8, dtype=np.uint8)
     replica.touched[4] = 1
     tables = [np.zeros((8, 4), dtype=np.float32) for _ in range(2)]
@@ -587,6 +588,32 @@ def test_sending_half_of_each_rounds_step_learns_with_fewer_bytes(client, plante
     resumed = Word2Vec.resume(str(tmp_path), client=client)
     assert resumed.exchange_share == 0.5
     assert resumed.last_report.words == runs[0.5].last_report.words
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_eight_bits_a_value_learn_with_half_the_bytes_up_and_replicas_that_agree(client, planted_shards, purity,
+                                                                              tmp_path, workers, monkeypatch):
+    # each replica rounds its rows to 8 bits a value before it merges them: the client's relayed rows (every
+    # round's, with checkpoints) give the tables a replica holds at the end, bit for bit; two replicas send
+    # each other their whole rounds, three their parts (and the frequent rows' parts) at 8 bits
+    groups, _, pattern = planted_shards
+    monkeypatch.setattr(cluster_mod, "HOT_PART_UNITS", 200)
+    with (local_client(3) if workers == 3 else contextlib.nullcontext(client)) as c:
+        params = dict(corpus_file=pattern, client=c, sg=1, seed=2, **SMALL)
+        runs = {bits: Word2Vec(exchange_bits=bits, **params) for bits in (16, 8)}
+        up = {bits: m.last_cluster_stats.bytes_up for bits, m in runs.items()}
+        assert 0.45 * up[16] < up[8] < 0.6 * up[16]
+        assert purity(runs[8].wv, groups)[0] >= 0.8 and runs[8].last_report.words == runs[16].last_report.words
+        assert not np.array_equal(runs[8].W_out, runs[16].W_out)
+        assert (runs[8].last_cluster_stats.hot_syncs > 0) == (workers == 3)
+        relayed = Word2Vec(exchange_bits=8, checkpoint_dir=str(tmp_path), **params)
+        assert relayed.last_cluster_stats.fetches == 0
+        np.testing.assert_array_equal(relayed.W_in, runs[8].W_in)
+        np.testing.assert_array_equal(relayed.W_out, runs[8].W_out)
+        # a checkpointed run keeps its bits, and a resumed run refuses others
+        with pytest.raises(CheckpointError, match="exchange_bits"):
+            Word2Vec.resume(str(tmp_path), client=c, exchange_bits=16)
+        assert Word2Vec.resume(str(tmp_path), client=c).exchange_bits == 8
 
 
 @pytest.mark.parametrize("wait_gone", [False, True], ids=["dies during a round", "gone before the call"])
@@ -815,6 +842,9 @@ def test_bad_cluster_parameters_are_named(client):
         Word2Vec(client=client, reconcile="mean")
     with pytest.raises(ValueError, match=r"exchange_share must be a number in \(0, 1\]"):
         Word2Vec(client=client, exchange_share=0)
+    for bad in (4, 32, True, 8.5, "8"):
+        with pytest.raises(ValueError, match="exchange_bits must be 16 or 8"):
+            Word2Vec(client=client, exchange_bits=bad)
     for bad in (2, True, 0.5):
         with pytest.raises(ValueError, match="staleness must be 0 or 1"):
             Word2Vec(client=client, staleness=bad)
@@ -833,7 +863,7 @@ def test_cli_trains_on_the_scheduler(client, planted_shards, tmp_path, capsys):
     out = str(tmp_path / "vectors.txt")
     code = main(["train", "--corpus", pattern, "--scheduler", client.scheduler.address, "--workers", "1",
                  "--epochs", "2", "--min-count", "1", "--vector-size", "16", "-q", "--no-eval", "-o", out,
-                 "--output-format", "word2vec"])
+                 "--output-format", "word2vec", "--exchange-bits", "8"])
     assert code == 0
     printed = capsys.readouterr().out
     assert "training:   2 epochs" in printed

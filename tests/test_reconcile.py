@@ -5,7 +5,7 @@ import pytest
 
 from embkit._kernels import deltas
 from embkit.cluster.reconcile import (WIRE_DTYPE, RowDelta, adopt_parts, adopt_update, apply_update, changed_rows,
-                                      local_rows, merge, owned_rows, split, table_rows)
+                                      local_rows, merge, owned_rows, packed_wire, round_to_wire, split, table_rows)
 
 
 def _awkward_floats():
@@ -529,6 +529,62 @@ def test_a_delta_travels_as_a_plain_tuple_of_its_arrays():
     back = RowDelta.from_wire(wire)
     assert back.ids is delta.ids and back.values is delta.values and back.owner is delta.owner
     assert RowDelta.from_wire(RowDelta(delta.ids, delta.values).wire).owner is None
+
+
+def _steps_of_every_scale(rows=2000, dim=37):
+    """float16 steps whose rows span float16's range, with rows of zeros, of subnormals and of one value."""
+    rng = np.random.default_rng(5)
+    steps = rng.standard_normal((rows, dim)) * 2.0 ** rng.uniform(-30, 12, (rows, 1))
+    steps[0] = 0
+    steps[1, ::2] = 0
+    steps[2] = 2.0 ** -24 * rng.integers(-300, 300, dim)      # float16 subnormals
+    steps[3] = 0
+    steps[3, 5] = -3.0
+    steps[4] = 65504
+    return np.clip(steps, -65504, 65504).astype(WIRE_DTYPE)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_eight_bits_a_value_round_each_row_to_a_power_of_two_grid_and_travel_exactly(threads):
+    steps = _steps_of_every_scale()
+    delta = RowDelta(np.arange(len(steps), dtype=np.int32), steps.copy())
+    round_to_wire(delta, 8, threads)
+    before, after = steps.astype(np.float64), delta.values.astype(np.float64)
+    top = np.abs(before).max(axis=1)
+    # within half a step of the row's grid, the grid's step under 2/127 of the row's largest value, and a row
+    # of zeros stays zeros; float16's largest value is not rounded up past it (to infinity) but down a step
+    error = np.abs(after - before).max(axis=1)
+    assert np.all(np.delete(error <= top / 127 + 2.0 ** -25, 4)) and error[4] == 65504 - 64512
+    assert np.array_equal(after[0], before[0]) and after[3, 5] == -3.0 and np.all(after[4] == 64512)
+    assert np.all(np.sign(after) * np.sign(before) >= 0)
+    # at most 127 multiples of one power of two a row
+    for row in after[np.abs(after).max(axis=1) > 0]:
+        k = max(np.ceil(np.log2(np.abs(row).max() / 127)), -24)
+        multiples = row / 2.0 ** k
+        assert np.array_equal(multiples, np.round(multiples)) and np.abs(multiples).max() <= 127
+    # rounding again changes nothing, and the packed wire gives back the rounded steps bit for bit
+    again = RowDelta(delta.ids, delta.values.copy())
+    round_to_wire(again, 8, 1)
+    assert np.array_equal(again.values.view(np.uint16), delta.values.view(np.uint16))
+    wire = packed_wire(delta, 8, threads)
+    ids, (q, exps), owner = wire
+    assert q.dtype == np.int8 and exps.dtype == np.int8 and q.shape == steps.shape and owner is None
+    back = RowDelta.from_wire(wire)
+    assert np.array_equal(back.values.view(np.uint16), delta.values.view(np.uint16)) and back.ids is ids
+    assert delta.wire_nbytes(8) == ids.nbytes + q.nbytes + exps.nbytes < 0.55 * delta.wire_nbytes(16)
+    # 16 bits: the steps as they are, the plain wire
+    same = RowDelta(delta.ids, steps.copy())
+    round_to_wire(same, 16)
+    assert np.array_equal(same.values.view(np.uint16), steps.view(np.uint16)) and packed_wire(same, 16)[1] is \
+        same.values
+    with pytest.raises(ValueError, match="bits must be one of"):
+        round_to_wire(same, 4)
+
+
+def test_unpacking_refuses_an_exponent_outside_float16s_range():
+    with pytest.raises(ValueError, match="row 1 has the exponent 16"):
+        RowDelta.from_wire((np.arange(2, dtype=np.int32), (np.ones((2, 3), np.int8), np.array([0, 16], np.int8)),
+                            None))
 
 
 @pytest.mark.parametrize("mode, replicas", [("sum", 2), ("average", 3), ("momentum", 3)])

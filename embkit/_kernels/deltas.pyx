@@ -12,7 +12,8 @@ bit, for any number of threads.
 """
 import numpy as np
 
-from libc.stdint cimport int32_t, uint16_t, uint32_t, uint64_t
+from libc.math cimport fabsf, frexpf, ldexpf, lrintf
+from libc.stdint cimport int8_t, int32_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort
 from libc.string cimport memcpy, memmove
 from cython.parallel cimport parallel, prange
@@ -782,3 +783,144 @@ def adopt_parts(float[:, ::1] table, float[:, ::1] base, list ids, list values, 
     if misplaced:
         raise ValueError("adopt_parts: a part holds a row of another part (part p of n holds the rows i with "
                          "i % n == p); the rows taken until then are adopted")
+
+
+# --- 8 bits a value on the wire -------------------------------------------------------------------------------
+
+#: the exponent of a row of zeros, and the least of any row: float16's grid below 2 ** -14 is 2 ** -24
+DEF EIGHT_LEAST_EXP = -24
+
+
+cdef inline int _eight_exponent(const float *row, Py_ssize_t d) noexcept nogil:
+    """The least ``k`` (not below ``EIGHT_LEAST_EXP``) with ``max |row| <= 127 * 2 ** k``."""
+    cdef float top = 0.0, a
+    cdef int e, k
+    cdef Py_ssize_t j
+    for j in range(d):
+        a = fabsf(row[j])
+        if a > top:
+            top = a
+    if top == 0.0:
+        return EIGHT_LEAST_EXP
+    frexpf(top, &e)             # top = f * 2 ** e, f in [0.5, 1): 127 * 2 ** (e - 7) is 0.99 * 2 ** e
+    k = e - 7
+    if ldexpf(127.0, k) < top:
+        k += 1
+    return k if k > EIGHT_LEAST_EXP else EIGHT_LEAST_EXP
+
+
+cdef inline void _eight_row(float *row, Py_ssize_t d, int k, int8_t *q) noexcept nogil:
+    """Round ``row`` (float32) to the multiples of ``2 ** k`` in place, their multipliers in ``q`` (each in
+    [-127, 127]); a multiple past float16's largest value (65504) is taken one nearer zero."""
+    cdef float down = ldexpf(1.0, -k), up = ldexpf(1.0, k)
+    cdef long m
+    cdef Py_ssize_t j
+    for j in range(d):
+        m = lrintf(row[j] * down)
+        if m > 127:
+            m = 127
+        elif m < -127:
+            m = -127
+        if m * up > 65504.0:
+            m -= 1
+        elif m * up < -65504.0:
+            m += 1
+        q[j] = <int8_t>m
+        row[j] = <float>q[j] * up
+
+
+cdef void _eight_range(uint16_t *values, Py_ssize_t d, int8_t *q, int8_t *exps, Py_ssize_t start,
+                       Py_ssize_t stop, bint write_back, float *row, int8_t *own_q) noexcept nogil:
+    """Rows ``[start, stop)`` of the ``d`` columns at ``values``: their multipliers into ``q`` (or the scratch
+    ``own_q``) and exponents into ``exps`` (unless NULL), and with ``write_back`` the rounded rows over
+    ``values``."""
+    cdef Py_ssize_t i
+    cdef int k
+    for i in range(start, stop):
+        floats_from_halves(values + i * d, row, d, 1)
+        k = _eight_exponent(row, d)
+        _eight_row(row, d, k, own_q if q == NULL else q + i * d)
+        if exps != NULL:
+            exps[i] = <int8_t>k
+        if write_back:
+            halves_from_floats(row, values + i * d, d, 1)
+
+
+cdef object _eight_pass(uint16_t *values, Py_ssize_t n, Py_ssize_t d, int8_t *q, int8_t *exps, bint write_back,
+                        int threads):
+    """:func:`_eight_range` of every row, on ``threads`` OpenMP threads (each row on one)."""
+    cdef Py_ssize_t p, parts
+    cdef float *row
+    cdef int8_t *own_q
+    cdef bint failed = False
+    if n == 0 or d == 0:
+        return
+    if threads <= 1:
+        row = <float *>malloc(d * sizeof(float))
+        own_q = <int8_t *>malloc(d)
+        if row == NULL or own_q == NULL:
+            free(row)
+            free(own_q)
+            raise MemoryError()
+        with nogil:
+            _eight_range(values, d, q, exps, 0, n, write_back, row, own_q)
+        free(row)
+        free(own_q)
+        return
+    parts = min(n, PARTS_PER_THREAD * threads)
+    with nogil, parallel(num_threads=threads):
+        row = <float *>malloc(d * sizeof(float))
+        own_q = <int8_t *>malloc(d)
+        for p in prange(parts, schedule="dynamic"):
+            if row == NULL or own_q == NULL:
+                failed = True
+            else:
+                _eight_range(values, d, q, exps, n * p // parts, n * (p + 1) // parts, write_back, row, own_q)
+        free(row)
+        free(own_q)
+    if failed:
+        raise MemoryError()
+
+
+def round_eight(uint16_t[:, ::1] values, int threads=1):
+    """Round each row of the float16 steps ``values`` (bits) in place to 8 bits a value: to the multiples of
+    ``2 ** k`` of magnitude at most ``127 * 2 ** k``, with ``k`` the least for the row's largest value (not
+    below -24, float16's finest grid), an error under 1/127 of that value.  Exact in float16; rounding a
+    rounded row again leaves its values as they are, so :func:`pack_eight` of a rounded row gives back its
+    values bit for bit through :func:`unpack_eight`.  The result is the same for any number of ``threads``."""
+    if values.shape[0] and values.shape[1]:
+        _eight_pass(&values[0, 0], values.shape[0], values.shape[1], NULL, NULL, True, threads)
+
+
+def pack_eight(const uint16_t[:, ::1] values, int8_t[:, ::1] q, int8_t[::1] exps, int threads=1):
+    """The 8 bits a value of :func:`round_eight` of ``values`` (float16 bits, left as they are): the
+    multipliers in ``q`` (a row each) and each row's exponent ``k`` in ``exps``."""
+    cdef Py_ssize_t n = values.shape[0], d = values.shape[1]
+    if q.shape[0] != n or (n and q.shape[1] != d) or exps.shape[0] != n:
+        raise ValueError("pack_eight: values %s, q %s and exps %d do not fit" % ((n, d), (q.shape[0], q.shape[1]),
+                                                                                 exps.shape[0]))
+    if n and d:     # read only: the rows are not written back
+        _eight_pass(<uint16_t *>&values[0, 0], n, d, &q[0, 0], &exps[0], False, threads)
+
+
+def unpack_eight(const int8_t[:, ::1] q, const int8_t[::1] exps, uint16_t[:, ::1] out):
+    """Float16 bits of the rows ``q * 2 ** exps`` (what :func:`pack_eight` packed) into ``out``: exact."""
+    cdef Py_ssize_t n = q.shape[0], d = q.shape[1], i, j
+    cdef float *row
+    cdef float up
+    if exps.shape[0] != n or out.shape[0] != n or (n and out.shape[1] != d):
+        raise ValueError("unpack_eight: q %s, exps %d and out %s do not fit" % ((n, d), exps.shape[0],
+                                                                              (out.shape[0], out.shape[1])))
+    if n == 0 or d == 0:
+        return
+    for i in range(n):
+        if exps[i] < EIGHT_LEAST_EXP or exps[i] > 15:
+            raise ValueError("unpack_eight: row %d has the exponent %d (outside [-24, 15])" % (i, exps[i]))
+    row = _scratch(d)
+    with nogil:
+        for i in range(n):
+            up = ldexpf(1.0, exps[i])
+            for j in range(d):
+                row[j] = <float>q[i, j] * up
+            halves_from_floats(row, &out[i, 0], d, 1)
+    free(row)

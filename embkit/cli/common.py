@@ -349,9 +349,9 @@ def finished_run(args, save, out):
 
 # ------------------------------------------------------------------------------------------ cluster
 def cluster_options(p):
-    """Add ``--scheduler``, ``--syncs-per-epoch``, ``--reconcile``, ``--exchange-share``, ``--staleness`` and
-    ``--no-frequent-rows`` (training on a Dask cluster)."""
-    from embkit.cluster import EXCHANGE_SHARE, RECONCILE, ROUND_UNITS, STALENESS
+    """Add ``--scheduler``, ``--syncs-per-epoch``, ``--reconcile``, ``--exchange-share``, ``--exchange-bits``,
+    ``--staleness`` and ``--no-frequent-rows`` (training on a Dask cluster)."""
+    from embkit.cluster import EXCHANGE_BITS, EXCHANGE_SHARE, RECONCILE, ROUND_UNITS, STALENESS
     from embkit.cluster.settings import HOT_PART_UNITS
     from embkit.cluster.reconcile import MODES
     g = p.add_argument_group("cluster (needs the [cluster] extra)")
@@ -370,6 +370,9 @@ def cluster_options(p):
                    help="share of each round's squared step a worker sends (the rows that moved farthest; the "
                         "rest is kept for later rounds); default: %g"
                         % EXCHANGE_SHARE)
+    g.add_argument("--exchange-bits", type=int, choices=(16, 8), default=EXCHANGE_BITS,
+                   help="bits a value of the rows a worker sends: 8 rounds each row to 8 bits a value (half the "
+                        "bytes); default: %d (float16)" % EXCHANGE_BITS)
     g.add_argument("--staleness", type=int, choices=(0, 1), default=STALENESS,
                    help="1: each of two workers trains the next round while a round's rows are exchanged, "
                         "adopting them a round late; 0: every round is reconciled before the next (as runs of "
@@ -420,6 +423,7 @@ def cluster_summary(model):
         return None
     return {"replicas": stats.replicas, "reconciliations": stats.rounds,
             "frequent_rows_reconciliations": stats.hot_syncs, "exchange_share": model.exchange_share,
+            "exchange_bits": model.exchange_bits,
             "mb_per_reconciliation": round(stats.bytes_per_round / 1e6, 3),
             "reconcile_seconds": round(stats.round_seconds - stats.train_seconds, 3),
             "reopened": len(stats.reopened)}

@@ -138,7 +138,7 @@ def cmd_items(args, out):
                       loss_params=key_values(args.loss_param, "--loss-param"), progress=not args.quiet,
                       checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every,
                       syncs_per_epoch=args.syncs_per_epoch, reconcile=args.reconcile,
-                      exchange_share=args.exchange_share, staleness=args.staleness,
+                      exchange_share=args.exchange_share, exchange_bits=args.exchange_bits, staleness=args.staleness,
                       frequent_rows=args.frequent_rows)
         ItemEmbedding(**params)     # checks the parameters before any reading
     counts, train, val, test = _load_data(args)

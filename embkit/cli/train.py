@@ -116,7 +116,8 @@ def cmd_train(args, out):
         record_command(args)
         with cluster_client(args.scheduler) as client:
             model = Word2Vec(client=client, syncs_per_epoch=args.syncs_per_epoch, reconcile=args.reconcile,
-                             exchange_share=args.exchange_share, staleness=args.staleness,
+                             exchange_share=args.exchange_share, exchange_bits=args.exchange_bits,
+                             staleness=args.staleness,
                              frequent_rows=args.frequent_rows,
                              **_model_kwargs(args))
             model.build_vocab(corpus_file=corpus)

@@ -14,8 +14,8 @@ A model mixes in :class:`ClusterTraining` and trains through it when given ``cli
 
 The shards themselves live beside their readers (``embkit.text.shards``, ``embkit.items.pair_shards``).
 """
-from embkit.cluster.settings import (CLUSTER_PARAMS, EXCHANGE_SHARE, FREQUENT_ROWS, LONE_ROUND_UNITS, RECONCILE,
-                                     ROUND_SHARE, ROUND_UNITS, STALENESS, SYNCS_PER_EPOCH, check_client)
+from embkit.cluster.settings import (CLUSTER_PARAMS, EXCHANGE_BITS, EXCHANGE_SHARE, FREQUENT_ROWS, LONE_ROUND_UNITS,
+                                     RECONCILE, ROUND_SHARE, ROUND_UNITS, STALENESS, SYNCS_PER_EPOCH, check_client)
 from embkit.cluster.local import QUIET_DASK, local_client
 from embkit.cluster.stats import ClusterStats
 from embkit.cluster.trainable import ClusterTraining
@@ -23,4 +23,4 @@ from embkit.cluster.worker import ShardReadError, worker_name
 
 __all__ = ["ClusterTraining", "ClusterStats", "ShardReadError", "worker_name", "check_client", "CLUSTER_PARAMS",
            "SYNCS_PER_EPOCH", "ROUND_UNITS", "ROUND_SHARE", "LONE_ROUND_UNITS", "RECONCILE", "EXCHANGE_SHARE",
-           "STALENESS", "FREQUENT_ROWS", "local_client", "QUIET_DASK"]
+           "EXCHANGE_BITS", "STALENESS", "FREQUENT_ROWS", "local_client", "QUIET_DASK"]

@@ -43,8 +43,8 @@ from embkit.cluster.plan import group_shards
 from embkit.cluster.reconcile import BLOCK_RATE, RowDelta, apply_update
 from embkit.cluster.replica import open_replica
 from embkit.cluster.rounds import RoundPlan
-from embkit.cluster.settings import (EXCHANGE_SHARE, FREQUENT_ROWS, HotRows, check_client, distributed_module, hot_rows,
-                                     round_parts, round_plan, run_staleness)
+from embkit.cluster.settings import (EXCHANGE_BITS, EXCHANGE_SHARE, FREQUENT_ROWS, HotRows, check_client,
+                                     distributed_module, hot_rows, round_parts, round_plan, run_staleness)
 from embkit.cluster.stats import ClusterStats
 from embkit.cluster.tables import TablesNotDrawn, recipe as tables_recipe
 from embkit.cluster.worker import ShardReadError
@@ -514,7 +514,7 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
     if not shards:
         raise ValueError("no shards to train on")
     run = {"epochs": int(epochs), "alpha": float(alpha), "min_alpha": float(min_alpha), "mode": model.reconcile,
-           "share": float(model.exchange_share)}
+           "share": float(model.exchange_share), "bits": int(model.exchange_bits)}
     job = _Run(model, client, shards, run)
     model.last_cluster_stats = job.stats
     try:
@@ -539,6 +539,8 @@ def train_on_cluster(model, client, shards, epochs, alpha, min_alpha, progress=F
             record["rounds"] = job.plan.record()
         if run["share"] != EXCHANGE_SHARE:      # kept (and restored on resume) only when not the default
             record["cluster"]["exchange_share"] = run["share"]
+        if run["bits"] != EXCHANGE_BITS:
+            record["cluster"]["exchange_bits"] = run["bits"]
         if model.frequent_rows != FREQUENT_ROWS:
             record["cluster"]["frequent_rows"] = model.frequent_rows
         history_before, start, report, checkpointer = checkpoint.begin_run(

@@ -19,6 +19,11 @@ float32 everywhere.  Finding, merging and applying the rows runs in :mod:`embkit
 pass over the rows each, without the GIL (where numpy would take several passes and float16
 conversions); merging without momentum visits only the deltas' rows.
 
+With ``exchange_bits=8`` a replica's own delta travels at 8 bits a value (:func:`round_to_wire`,
+:func:`packed_wire`): each row as multiples of a power of two, none more than 127 of it, an error under
+1/127 of the row's largest step.  The replica rounds its delta so before it uses it, so that it merges and
+adopts the very steps its peers receive; the merged rows travel as float16.
+
 Three merges are offered (``mode``); with ``n`` replicas and ``d_i`` the delta of replica ``i`` (zero for
 a row it did not change):
 
@@ -59,6 +64,8 @@ DEFAULT_MODE = "momentum"
 BLOCK_RATE = 2.0
 #: dtype of the deltas on the wire
 WIRE_DTYPE = np.float16
+#: bits a value a replica's own delta may travel at (``exchange_bits``): 16 (float16) or 8 (:func:`round_to_wire`)
+WIRE_BITS = (16, 8)
 
 
 class RowDelta:
@@ -92,8 +99,21 @@ class RowDelta:
 
     @classmethod
     def from_wire(cls, wire):
-        """The :class:`RowDelta` of a :attr:`wire` tuple."""
-        return cls(*wire)
+        """The :class:`RowDelta` of a :attr:`wire` tuple, or of a :func:`packed_wire` one (its steps unpacked to
+        float16, bit for bit those the sender rounded them to)."""
+        ids, values, owner = wire
+        if isinstance(values, tuple):       # 8 bits a value: (multipliers, exponents)
+            q, exps = values
+            bits = np.empty(q.shape, np.uint16)
+            _kernel.unpack_eight(q, exps, bits)
+            values = bits.view(WIRE_DTYPE)
+        return cls(ids, values, owner)
+
+    def wire_nbytes(self, bits=16):
+        """Bytes of :func:`packed_wire` at ``bits`` a value (ids and steps)."""
+        if bits == 16:
+            return self.nbytes
+        return int(self.ids.nbytes + self.values.size + len(self))     # a byte a value, one exponent a row
 
     @property
     def nbytes(self):
@@ -113,6 +133,27 @@ def _compact(values, ids, count, owner=None):
     """A :class:`RowDelta` of the first ``count`` rows a kernel wrote into buffers with room for every row
     (views: nearly every row changes in a round, so a copy would save little memory)."""
     return RowDelta(ids[:count], values[:count].view(WIRE_DTYPE), None if owner is None else owner[:count])
+
+
+def round_to_wire(delta, bits, threads=1):
+    """Round ``delta``'s steps in place to what travels at ``bits`` a value: at 8 each row to the multiples of
+    the least power of two ``2 ** k`` with every step at most ``127 * 2 ** k``
+    (:func:`embkit._kernels.deltas.round_eight`); at 16 they are float16 already."""
+    if bits not in WIRE_BITS:
+        raise ValueError("bits must be one of %s, got %r" % (WIRE_BITS, bits))
+    if bits == 8 and len(delta):
+        _kernel.round_eight(_bits(delta.values), threads)
+
+
+def packed_wire(delta, bits, threads=1):
+    """:attr:`RowDelta.wire` at ``bits`` a value: at 8 the steps are an int8 ``(multipliers, exponents)`` pair
+    (of a delta :func:`round_to_wire` rounded: :meth:`RowDelta.from_wire` gives back its steps bit for bit)."""
+    if bits == 16:
+        return delta.wire
+    q = np.empty(delta.values.shape, np.int8)
+    exps = np.empty(len(delta), np.int8)
+    _kernel.pack_eight(_bits(delta.values), q, exps, threads)
+    return delta.ids, (q, exps), delta.owner
 
 
 def changed_rows(table, base, share=1.0, scratch=None, threads=1, rows=None, stamp=False):

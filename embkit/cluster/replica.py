@@ -46,7 +46,7 @@ import numpy as np
 
 from embkit.cluster.mailbox import WAIT_POLL, Mailbox, RoundAborted
 from embkit.cluster.reconcile import (BLOCK_RATE, RowDelta, adopt_parts, adopt_update, changed_rows, local_rows, merge,
-                                      owned_rows, split, table_rows)
+                                      owned_rows, packed_wire, round_to_wire, split, table_rows)
 from embkit.cluster.tables import TableRecipe, drawn_tables
 from embkit.cluster.worker import ShardReadError, wanted, worker_name
 from embkit.core.heap import kept_buffers
@@ -88,6 +88,7 @@ class Replica:
         self.total = sum(self.units)
         self.run = run
         self.group, self.replicas = group, int(run.get("replicas", 1))
+        self.bits = int(run.get("bits", 16))        # a value of this replica's delta on the wire (exchange_bits)
         self.loss, self.sampler, self.trainer = model.replica_trainer(run["alpha"], run["min_alpha"],
                                                                       float(max(self.total, 1)) * run["epochs"])
         self.bases = (model.W_in.copy(), model.W_out.copy())
@@ -278,8 +279,11 @@ class Replica:
         back (``exchange_share`` below 1: a row kept from an earlier round may differ untouched)."""
         rows = views[0][0].shape[0]
         marks = (self.touched[:rows] if self.marked and self.run.get("share", 1.0) >= 1 else None, None)
-        return tuple(changed_rows(t, b, share, s, self.threads, m, stamp=stamp)
-                     for (t, b), s, m in zip(views, scratch, marks))
+        deltas = tuple(changed_rows(t, b, share, s, self.threads, m, stamp=stamp)
+                       for (t, b), s, m in zip(views, scratch, marks))
+        for delta in deltas:    # at 8 bits, the steps the peers will receive (what this replica merges and adopts)
+            round_to_wire(delta, self.bits, self.threads)
+        return deltas
 
     def round_chunks(self, span):
         """The chunks of the round ``span`` of every shard, those that can be joined (``join``) joined up to
@@ -374,12 +378,13 @@ class Replica:
         if n == 1:
             return {"posts": [], "parts": None, "up": 0}
         if n == 2:
-            return {"posts": [self._post(1 - g, ("delta",) + key, sent)], "parts": None,
-                    "up": sum(d.nbytes for d in sent)}
+            return {"posts": [self._post(1 - g, ("delta",) + key, sent, packed=True)], "parts": None,
+                    "up": sum(d.wire_nbytes(self.bits) for d in sent)}
         parts = [split(d, n) for d in sent]
         others = [p for p in range(n) if p != g]
-        return {"posts": [self._post(p, ("part",) + key, tuple(part[p] for part in parts)) for p in others],
-                "parts": parts, "up": sum(part[p].nbytes for part in parts for p in others)}
+        return {"posts": [self._post(p, ("part",) + key, tuple(part[p] for part in parts), packed=True)
+                          for p in others],
+                "parts": parts, "up": sum(part[p].wire_nbytes(self.bits) for part in parts for p in others)}
 
     def _finish(self, key, sent, posted, partial, relay=True, under_training=False, views=None):
         """Take the peers' rows of round ``key``, merge this replica's rows and adopt the merged rows of all
@@ -482,10 +487,13 @@ class Replica:
         return table_rows(merge(rows, local, self.run["mode"], None, momentum, n, self.threads,
                                 self.merge_scratch[t]), n, g)
 
-    def _post(self, peer, key, payload):
-        """Send ``payload`` to the mailbox of replica ``peer`` (the call's future)."""
+    def _post(self, peer, key, payload, packed=False):
+        """Send ``payload`` to the mailbox of replica ``peer`` (the call's future); ``packed``: this replica's own
+        steps, at ``exchange_bits`` a value (:func:`~embkit.cluster.reconcile.packed_wire`; merged rows travel
+        as float16)."""
+        wires = tuple(packed_wire(d, self.bits, self.threads) if packed else d.wire for d in payload)
         try:
-            return self.peers[peer].post(key, self.group, tuple(d.wire for d in payload))
+            return self.peers[peer].post(key, self.group, wires)
         except Exception as exc:    # its worker is gone (the client replaces the replicas)
             raise RoundAborted("cannot reach the replica of group %d: %s" % (peer, exc)) from None
 

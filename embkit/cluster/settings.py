@@ -5,18 +5,20 @@ from typing import NamedTuple
 
 import numpy as np
 
-from embkit.cluster.reconcile import DEFAULT_MODE, MODES
+from embkit.cluster.reconcile import DEFAULT_MODE, MODES, WIRE_BITS
 from embkit.cluster.rounds import RoundPlan
 from embkit.core.checks import BOOL, POSITIVE_INT, check_param
 
 __all__ = ["CLUSTER_PARAMS", "SYNCS_PER_EPOCH", "ROUND_UNITS", "ROUND_SHARE", "SHRINKING_REPLICAS", "LONE_ROUND_UNITS",
            "LONE_UNITS_PER_ROW",
-           "RECONCILE", "EXCHANGE_SHARE", "STALENESS", "FREQUENT_ROWS", "WORKER_WAIT", "HOT_PART_UNITS",
+           "RECONCILE", "EXCHANGE_SHARE", "EXCHANGE_BITS", "STALENESS", "FREQUENT_ROWS", "WORKER_WAIT",
+           "HOT_PART_UNITS",
            "HOT_OCCURRENCES", "HotRows", "distributed_module", "check_cluster_params", "check_client",
            "rounds_per_epoch", "round_plan", "run_staleness", "hot_rows", "round_parts"]
 
 #: model parameters of cluster training (runtime settings: not saved with a model)
-CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile", "exchange_share", "staleness", "frequent_rows"})
+CLUSTER_PARAMS = frozenset({"client", "syncs_per_epoch", "reconcile", "exchange_share", "exchange_bits", "staleness",
+                            "frequent_rows"})
 #: ``syncs_per_epoch`` of a model that does not choose: None, rounds that shrink towards the end of the run
 #: for two replicas (:data:`ROUND_SHARE`, :data:`ROUND_UNITS`), even rounds for more (:func:`round_plan`)
 SYNCS_PER_EPOCH = None
@@ -46,6 +48,9 @@ LONE_UNITS_PER_ROW = 64
 RECONCILE = DEFAULT_MODE
 #: ``exchange_share`` of a model that does not choose: every changed row goes to every reconciliation
 EXCHANGE_SHARE = 1.0
+#: ``exchange_bits`` of a model that does not choose: a replica's changed rows travel as float16; 8 halves
+#: their bytes (:func:`~embkit.cluster.reconcile.round_to_wire`; CLUSTER.md measures its quality)
+EXCHANGE_BITS = 16
 #: ``staleness`` of a model that does not choose.  0: every round's rows are merged and adopted before the
 #: next round trains (a replica waits for the slowest); the default, because on two busy cores staleness 1
 #: hid the waits but not the CPU they cost, and its passes cost more (CLUSTER.md).  1: a replica sends a
@@ -91,14 +96,16 @@ def distributed_module():
 
 
 def check_cluster_params(model):
-    """ValueError naming a bad ``syncs_per_epoch`` / ``reconcile`` / ``exchange_share`` / ``staleness`` /
-    ``frequent_rows``;
+    """ValueError naming a bad ``syncs_per_epoch`` / ``reconcile`` / ``exchange_share`` / ``exchange_bits`` /
+    ``staleness`` / ``frequent_rows``;
     TypeError for a ``client`` that is not a ``dask.distributed.Client``."""
     if model.syncs_per_epoch is not None:
         check_param("syncs_per_epoch", model.syncs_per_epoch, *POSITIVE_INT)
     if model.reconcile not in MODES:
         raise ValueError("reconcile must be one of %s, got %r" % (", ".join(MODES), model.reconcile))
     check_param("exchange_share", model.exchange_share, lambda v: 0 < v <= 1, "a number in (0, 1]")
+    check_param("exchange_bits", model.exchange_bits, lambda v: not isinstance(v, bool) and v in WIRE_BITS,
+                " or ".join(map(str, WIRE_BITS)))
     check_param("staleness", model.staleness, lambda v: not isinstance(v, bool) and v in (0, 1), "0 or 1")
     check_param("frequent_rows", model.frequent_rows, *BOOL)
     if model.client is not None:

@@ -8,8 +8,8 @@ __all__ = ["ClusterTraining"]
 class ClusterTraining:
     """Mixed into a model that trains on a Dask cluster when given ``client=`` (before its base class).
 
-    The model keeps ``client``, ``syncs_per_epoch``, ``reconcile``, ``exchange_share``, ``staleness`` and
-    ``frequent_rows`` as parameters; its
+    The model keeps ``client``, ``syncs_per_epoch``, ``reconcile``, ``exchange_share``, ``exchange_bits``,
+    ``staleness`` and ``frequent_rows`` as parameters; its
     :meth:`check_params` checks them too, and the base's ``_fit(local, run)`` trains ``run()`` (the keyword
     arguments of :func:`~embkit.cluster.client.train_on_cluster`: ``shards``, ``epochs``, ``alpha``, ...) on
     the cluster here.  A replica is built from the model's public hooks (``replica_spec``,

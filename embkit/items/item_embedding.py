@@ -26,7 +26,8 @@ import scipy.sparse as sp
 from embkit._kernels.pairs import PairTrainer
 from embkit._kernels.samplers import AliasSampler
 from embkit.core.base import EmbeddingModel
-from embkit.cluster import EXCHANGE_SHARE, FREQUENT_ROWS, RECONCILE, STALENESS, SYNCS_PER_EPOCH, ClusterTraining
+from embkit.cluster import (EXCHANGE_BITS, EXCHANGE_SHARE, FREQUENT_ROWS, RECONCILE, STALENESS, SYNCS_PER_EPOCH,
+                            ClusterTraining)
 from embkit.core.checkpoint import fingerprint
 from embkit.core.checks import NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, check_param, optional
 from embkit.core.hot_rows import pair_hot_rows
@@ -183,7 +184,7 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         Checkpoints of the training run (see :class:`~embkit.core.base.EmbeddingModel` and :meth:`resume`).
     progress : bool
         Show a progress bar.
-    client, syncs_per_epoch, reconcile, exchange_share, staleness, frequent_rows :
+    client, syncs_per_epoch, reconcile, exchange_share, exchange_bits, staleness, frequent_rows :
         Train on a Dask cluster, as ``Word2Vec``'s parameters of the same names: the matrix's entries are
         dealt into one shard per worker (see :mod:`embkit.items.pair_shards`); ``validation`` scores the
         reconciled tables on the client after each epoch, as in one process.
@@ -230,7 +231,7 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
                  chunk_pairs=1 << 16, batch_size=None, recency=0.6, count_weight=None, count_norm="cosine",
                  hot_rows=None, callbacks=(),
                  checkpoint_dir=None, checkpoint_every=600, progress=True, client=None, syncs_per_epoch=SYNCS_PER_EPOCH,
-                 reconcile=RECONCILE, exchange_share=EXCHANGE_SHARE, staleness=STALENESS,
+                 reconcile=RECONCILE, exchange_share=EXCHANGE_SHARE, exchange_bits=EXCHANGE_BITS, staleness=STALENESS,
                  frequent_rows=FREQUENT_ROWS):
         self.chunk_pairs = chunk_pairs
         self.batch_size = batch_size
@@ -242,7 +243,7 @@ class ItemEmbedding(ItemQueries, ClusterTraining, EmbeddingModel):
         self.blend_history = {}
         self.pair_counts = None
         self.client, self.syncs_per_epoch, self.reconcile = client, syncs_per_epoch, reconcile
-        self.exchange_share = exchange_share
+        self.exchange_share, self.exchange_bits = exchange_share, exchange_bits
         self.frequent_rows = frequent_rows
         self.staleness = staleness
         self._ids = None

@@ -5,7 +5,8 @@ import os
 import numpy as np
 
 from embkit._kernels.windows import WindowTrainer
-from embkit.cluster import EXCHANGE_SHARE, FREQUENT_ROWS, RECONCILE, STALENESS, SYNCS_PER_EPOCH, ClusterTraining
+from embkit.cluster import (EXCHANGE_BITS, EXCHANGE_SHARE, FREQUENT_ROWS, RECONCILE, STALENESS, SYNCS_PER_EPOCH,
+                            ClusterTraining)
 from embkit.core.base import EmbeddingModel, class_only
 from embkit.core.checkpoint import CheckpointError, fingerprint
 from embkit.core.checks import (BOOL, COUNT, FINITE_REAL, INT64_MAX, MAX_WINDOW, NON_NEGATIVE_INT, NON_NEGATIVE_REAL,
@@ -169,6 +170,10 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         bytes at about the same quality (CLUSTER.md); a replica lost mid-run, and a run stopped
         before its last round, lose what the replicas kept, and a resumed run does not end bit for bit as
         the uninterrupted one.
+    exchange_bits : {16, 8}
+        With ``client``: bits a value of the rows a replica sends: 16 (float16, the default) or 8 (each row
+        rounded to 8 bits a value, half the bytes; the merged rows still travel as float16; see
+        :mod:`embkit.cluster.reconcile` and CLUSTER.md for its quality).
     staleness : {0, 1}
         With ``client``: 1 lets a replica train the next round while the last round's rows are exchanged,
         adopting them when that round ends (the other replicas' steps arrive one round late; an epoch's last
@@ -211,7 +216,8 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
                  chunk_tokens=1 << 18, hot_rows=None, batch_size=None, checkpoint_dir=None, checkpoint_every=600,
                  progress=False,
                  client=None, syncs_per_epoch=SYNCS_PER_EPOCH, reconcile=RECONCILE,
-                 exchange_share=EXCHANGE_SHARE, staleness=STALENESS, frequent_rows=FREQUENT_ROWS):
+                 exchange_share=EXCHANGE_SHARE, exchange_bits=EXCHANGE_BITS, staleness=STALENESS,
+                 frequent_rows=FREQUENT_ROWS):
         sg, hs, cbow_mean, null_word, sorted_vocab = (check_flag(name, value) for name, value in (
             ("sg", sg), ("hs", hs), ("cbow_mean", cbow_mean), ("null_word", null_word), ("sorted_vocab", sorted_vocab)))
         if loss is None:
@@ -242,7 +248,7 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         self.chunk_tokens = chunk_tokens
         self.hot_rows = hot_rows
         self.client, self.syncs_per_epoch, self.reconcile = client, syncs_per_epoch, reconcile
-        self.exchange_share = exchange_share
+        self.exchange_share, self.exchange_bits = exchange_share, exchange_bits
         self.frequent_rows = frequent_rows
         self.staleness = staleness
         self.batch_size = batch_size
