@@ -593,16 +593,19 @@ def test_sending_half_of_each_rounds_step_learns_with_fewer_bytes(client, plante
 @pytest.mark.parametrize("workers", [2, 3])
 def test_eight_bits_a_value_learn_with_half_the_bytes_up_and_replicas_that_agree(client, planted_shards, purity,
                                                                               tmp_path, workers, monkeypatch):
-    # each replica rounds its rows to 8 bits a value before it merges them: the client's relayed rows (every
-    # round's, with checkpoints) give the tables a replica holds at the end, bit for bit; two replicas send
-    # each other their whole rounds, three their parts (and the frequent rows' parts) at 8 bits
+    # each replica rounds its rows to 8 bits a value before it merges them, and an owner its merged rows
+    # before it adopts them: the client's relayed rows (every round's, with checkpoints) give the tables a
+    # replica holds at the end, bit for bit; two replicas send each other their whole rounds, three their
+    # parts and merged rows (the frequent rows' too) at 8 bits
     groups, _, pattern = planted_shards
     monkeypatch.setattr(cluster_mod, "HOT_PART_UNITS", 200)
     with (local_client(3) if workers == 3 else contextlib.nullcontext(client)) as c:
         params = dict(corpus_file=pattern, client=c, sg=1, seed=2, **SMALL)
         runs = {bits: Word2Vec(exchange_bits=bits, **params) for bits in (16, 8)}
         up = {bits: m.last_cluster_stats.bytes_up for bits, m in runs.items()}
+        down = {bits: m.last_cluster_stats.bytes_down for bits, m in runs.items()}
         assert 0.45 * up[16] < up[8] < 0.6 * up[16]
+        assert (0.45 * down[16] < down[8] < 0.6 * down[16]) if workers == 3 else down[8] == down[16] == 0
         assert purity(runs[8].wv, groups)[0] >= 0.8 and runs[8].last_report.words == runs[16].last_report.words
         assert not np.array_equal(runs[8].W_out, runs[16].W_out)
         assert (runs[8].last_cluster_stats.hot_syncs > 0) == (workers == 3)

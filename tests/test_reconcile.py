@@ -571,6 +571,14 @@ def test_eight_bits_a_value_round_each_row_to_a_power_of_two_grid_and_travel_exa
     assert q.dtype == np.int8 and exps.dtype == np.int8 and q.shape == steps.shape and owner is None
     back = RowDelta.from_wire(wire)
     assert np.array_equal(back.values.view(np.uint16), delta.values.view(np.uint16)) and back.ids is ids
+    # the rounded steps packed afresh, and an owner's parts (which carry their share of the packing), travel
+    # as the same steps
+    fresh = RowDelta.from_wire(packed_wire(RowDelta(delta.ids, delta.values), 8, threads))
+    assert np.array_equal(fresh.values.view(np.uint16), delta.values.view(np.uint16))
+    for part in split(delta, 3):
+        assert part.packed is not None
+        for packed in (packed_wire(part, 8), packed_wire(RowDelta(part.ids, part.values), 8)):
+            assert np.array_equal(RowDelta.from_wire(packed).values.view(np.uint16), part.values.view(np.uint16))
     assert delta.wire_nbytes(8) == ids.nbytes + q.nbytes + exps.nbytes < 0.55 * delta.wire_nbytes(16)
     # 16 bits: the steps as they are, the plain wire
     same = RowDelta(delta.ids, steps.copy())

@@ -12,7 +12,7 @@ bit, for any number of threads.
 """
 import numpy as np
 
-from libc.math cimport fabsf, frexpf, ldexpf, lrintf
+from libc.math cimport copysignf, fabsf, frexpf, ldexpf
 from libc.stdint cimport int8_t, int32_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort
 from libc.string cimport memcpy, memmove
@@ -810,23 +810,22 @@ cdef inline int _eight_exponent(const float *row, Py_ssize_t d) noexcept nogil:
 
 
 cdef inline void _eight_row(float *row, Py_ssize_t d, int k, int8_t *q) noexcept nogil:
-    """Round ``row`` (float32) to the multiples of ``2 ** k`` in place, their multipliers in ``q`` (each in
-    [-127, 127]); a multiple past float16's largest value (65504) is taken one nearer zero."""
-    cdef float down = ldexpf(1.0, -k), up = ldexpf(1.0, k)
-    cdef long m
+    """Round ``row`` (float32) to the multiples of ``2 ** k`` in place (halves away from zero), their
+    multipliers in ``q`` (each in [-127, 127]: ``k`` is the row's :func:`_eight_exponent`); a multiple past
+    float16's largest value (65504) is taken one nearer zero."""
+    cdef float down = ldexpf(1.0, -k), up = ldexpf(1.0, k), x
+    cdef int m
     cdef Py_ssize_t j
-    for j in range(d):
-        m = lrintf(row[j] * down)
-        if m > 127:
-            m = 127
-        elif m < -127:
-            m = -127
-        if m * up > 65504.0:
-            m -= 1
-        elif m * up < -65504.0:
-            m += 1
+    for j in range(d):      # no branch: the compiler makes it vector code
+        x = row[j] * down
+        m = <int>(x + copysignf(0.5, x))
         q[j] = <int8_t>m
-        row[j] = <float>q[j] * up
+        row[j] = <float>m * up
+    if k >= 9:              # 127 * 2 ** 9 is past 65504
+        for j in range(d):
+            if row[j] > 65504.0 or row[j] < -65504.0:
+                q[j] = <int8_t>(q[j] - 1 if q[j] > 0 else q[j] + 1)
+                row[j] = <float>q[j] * up
 
 
 cdef void _eight_range(uint16_t *values, Py_ssize_t d, int8_t *q, int8_t *exps, Py_ssize_t start,
@@ -882,14 +881,20 @@ cdef object _eight_pass(uint16_t *values, Py_ssize_t n, Py_ssize_t d, int8_t *q,
         raise MemoryError()
 
 
-def round_eight(uint16_t[:, ::1] values, int threads=1):
+def round_eight(uint16_t[:, ::1] values, int8_t[:, ::1] q=None, int8_t[::1] exps=None, int threads=1):
     """Round each row of the float16 steps ``values`` (bits) in place to 8 bits a value: to the multiples of
     ``2 ** k`` of magnitude at most ``127 * 2 ** k``, with ``k`` the least for the row's largest value (not
-    below -24, float16's finest grid), an error under 1/127 of that value.  Exact in float16; rounding a
+    below -24, float16's finest grid), an error under 1/127 of that value; with ``q`` and ``exps``, their
+    multipliers and exponents written there (what :func:`pack_eight` gives).  Exact in float16; rounding a
     rounded row again leaves its values as they are, so :func:`pack_eight` of a rounded row gives back its
     values bit for bit through :func:`unpack_eight`.  The result is the same for any number of ``threads``."""
-    if values.shape[0] and values.shape[1]:
-        _eight_pass(&values[0, 0], values.shape[0], values.shape[1], NULL, NULL, True, threads)
+    cdef Py_ssize_t n = values.shape[0], d = values.shape[1]
+    if (q is None) != (exps is None) or (q is not None and (q.shape[0] != n or (n and q.shape[1] != d) or
+                                                           exps.shape[0] != n)):
+        raise ValueError("round_eight: values %s, q and exps do not fit" % ((n, d),))
+    if n and d:
+        _eight_pass(&values[0, 0], n, d, NULL if q is None else &q[0, 0], NULL if exps is None else &exps[0], True,
+                    threads)
 
 
 def pack_eight(const uint16_t[:, ::1] values, int8_t[:, ::1] q, int8_t[::1] exps, int threads=1):

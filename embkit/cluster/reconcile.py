@@ -19,10 +19,10 @@ float32 everywhere.  Finding, merging and applying the rows runs in :mod:`embkit
 pass over the rows each, without the GIL (where numpy would take several passes and float16
 conversions); merging without momentum visits only the deltas' rows.
 
-With ``exchange_bits=8`` a replica's own delta travels at 8 bits a value (:func:`round_to_wire`,
-:func:`packed_wire`): each row as multiples of a power of two, none more than 127 of it, an error under
-1/127 of the row's largest step.  The replica rounds its delta so before it uses it, so that it merges and
-adopts the very steps its peers receive; the merged rows travel as float16.
+With ``exchange_bits=8`` the rows travel at 8 bits a value (:func:`round_to_wire`, :func:`packed_wire`):
+each row as multiples of a power of two, none more than 127 of it, an error under 1/127 of the row's
+largest step.  A replica rounds its delta so before it uses it, and an owner its merged rows before it
+adopts them, so that every replica merges and adopts the very steps the others receive.
 
 Three merges are offered (``mode``); with ``n`` replicas and ``d_i`` the delta of replica ``i`` (zero for
 a row it did not change):
@@ -72,15 +72,17 @@ class RowDelta:
     """Steps of some rows of one table: ``ids`` (int32, increasing) and ``values`` (``len(ids) x dim``, of
     :data:`WIRE_DTYPE`); a merge's also ``owner``: per row, the index of the only replica that sent it
     (its step is then that replica's, bit for bit), or -1; a replica's own delta may hold ``stamps``, a
-    digest of each row of its table when the delta was found (they stay on the replica: not on the wire)."""
+    digest of each row of its table when the delta was found (they stay on the replica: not on the wire),
+    and ``packed``, its steps at 8 bits a value (:func:`round_to_wire`)."""
 
-    __slots__ = ("ids", "values", "owner", "stamps")
+    __slots__ = ("ids", "values", "owner", "stamps", "packed")
 
-    def __init__(self, ids, values, owner=None, stamps=None):
+    def __init__(self, ids, values, owner=None, stamps=None, packed=None):
         self.ids = ids
         self.values = values
         self.owner = owner
         self.stamps = stamps
+        self.packed = packed
 
     def without(self, replica):
         """The steps a replica needs: those of every row but the rows only ``replica`` sent (it knows them)."""
@@ -88,8 +90,9 @@ class RowDelta:
             return self
         keep = self.owner != replica
         if keep.all():
-            return RowDelta(self.ids, self.values)
-        return RowDelta(self.ids[keep], self.values[keep])
+            return RowDelta(self.ids, self.values, packed=self.packed)
+        packed = None if self.packed is None else tuple(a[keep] for a in self.packed)
+        return RowDelta(self.ids[keep], self.values[keep], packed=packed)
 
     @property
     def wire(self):
@@ -138,22 +141,26 @@ def _compact(values, ids, count, owner=None):
 def round_to_wire(delta, bits, threads=1):
     """Round ``delta``'s steps in place to what travels at ``bits`` a value: at 8 each row to the multiples of
     the least power of two ``2 ** k`` with every step at most ``127 * 2 ** k``
-    (:func:`embkit._kernels.deltas.round_eight`); at 16 they are float16 already."""
+    (:func:`embkit._kernels.deltas.round_eight`), their int8 multipliers and exponents kept in
+    ``delta.packed`` for :func:`packed_wire`; at 16 they are float16 already."""
     if bits not in WIRE_BITS:
         raise ValueError("bits must be one of %s, got %r" % (WIRE_BITS, bits))
-    if bits == 8 and len(delta):
-        _kernel.round_eight(_bits(delta.values), threads)
+    if bits == 8:
+        delta.packed = np.empty(delta.values.shape, np.int8), np.empty(len(delta), np.int8)
+        _kernel.round_eight(_bits(delta.values), *delta.packed, threads=threads)
 
 
 def packed_wire(delta, bits, threads=1):
     """:attr:`RowDelta.wire` at ``bits`` a value: at 8 the steps are an int8 ``(multipliers, exponents)`` pair
-    (of a delta :func:`round_to_wire` rounded: :meth:`RowDelta.from_wire` gives back its steps bit for bit)."""
+    (``delta.packed`` where :func:`round_to_wire` left it; :meth:`RowDelta.from_wire` gives back the steps it
+    rounded bit for bit)."""
     if bits == 16:
         return delta.wire
-    q = np.empty(delta.values.shape, np.int8)
-    exps = np.empty(len(delta), np.int8)
-    _kernel.pack_eight(_bits(delta.values), q, exps, threads)
-    return delta.ids, (q, exps), delta.owner
+    packed = delta.packed
+    if packed is None:
+        packed = np.empty(delta.values.shape, np.int8), np.empty(len(delta), np.int8)
+        _kernel.pack_eight(_bits(delta.values), *packed, threads=threads)
+    return delta.ids, packed, delta.owner
 
 
 def changed_rows(table, base, share=1.0, scratch=None, threads=1, rows=None, stamp=False):
@@ -299,8 +306,11 @@ def split(delta, parts):
     ids, values = delta.ids[order], delta.values[order]
     rows = None if delta.owner is None else delta.owner[order]
     stamps = None if delta.stamps is None else delta.stamps[order]
+    packed = None if delta.packed is None else tuple(a[order] for a in delta.packed)
     return [RowDelta(ids[a:b], values[a:b], None if rows is None else rows[a:b],
-                     None if stamps is None else stamps[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+                     None if stamps is None else stamps[a:b],
+                     None if packed is None else (packed[0][a:b], packed[1][a:b]))
+            for a, b in zip(cuts[:-1], cuts[1:])]
 
 
 def local_rows(delta, parts):

@@ -414,12 +414,14 @@ class Replica:
         got[g] = tuple(part[g] for part in parts)
         merging = time.perf_counter()
         merged = tuple(self._merge(t, [got[k][t] for k in range(n)], x.views[t][1].shape[0]) for t in range(2))
+        for m in merged:        # at 8 bits, the steps every replica (this one too) adopts
+            round_to_wire(m, self.bits, self.threads)
         clock["merge_seconds"] += time.perf_counter() - merging
         down = 0
         for q in others:
             back = tuple(m.without(q) for m in merged)
-            posts.append(self._post(q, ("merged",) + key, back))
-            down += sum(b.nbytes for b in back)
+            posts.append(self._post(q, ("merged",) + key, back, packed=True))
+            down += sum(b.wire_nbytes(self.bits) for b in back)
         waited = time.perf_counter()
         got = self.mail.take(("merged",) + key, others)
         clock["wait_seconds"] += time.perf_counter() - waited
@@ -488,9 +490,8 @@ class Replica:
                                 self.merge_scratch[t]), n, g)
 
     def _post(self, peer, key, payload, packed=False):
-        """Send ``payload`` to the mailbox of replica ``peer`` (the call's future); ``packed``: this replica's own
-        steps, at ``exchange_bits`` a value (:func:`~embkit.cluster.reconcile.packed_wire`; merged rows travel
-        as float16)."""
+        """Send ``payload`` to the mailbox of replica ``peer`` (the call's future); ``packed``: steps rounded to
+        ``exchange_bits`` a value, sent so (:func:`~embkit.cluster.reconcile.packed_wire`)."""
         wires = tuple(packed_wire(d, self.bits, self.threads) if packed else d.wire for d in payload)
         try:
             return self.peers[peer].post(key, self.group, wires)

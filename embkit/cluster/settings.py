@@ -48,8 +48,8 @@ LONE_UNITS_PER_ROW = 64
 RECONCILE = DEFAULT_MODE
 #: ``exchange_share`` of a model that does not choose: every changed row goes to every reconciliation
 EXCHANGE_SHARE = 1.0
-#: ``exchange_bits`` of a model that does not choose: a replica's changed rows travel as float16; 8 halves
-#: their bytes (:func:`~embkit.cluster.reconcile.round_to_wire`; CLUSTER.md measures its quality)
+#: ``exchange_bits`` of a model that does not choose: the exchanged rows travel as float16; 8 about halves
+#: their bytes (:func:`~embkit.cluster.reconcile.round_to_wire`) for a little more CPU (CLUSTER.md)
 EXCHANGE_BITS = 16
 #: ``staleness`` of a model that does not choose.  0: every round's rows are merged and adopted before the
 #: next round trains (a replica waits for the slowest); the default, because on two busy cores staleness 1

@@ -171,9 +171,9 @@ class Word2Vec(VocabularyMethods, ClusterTraining, EmbeddingModel):
         before its last round, lose what the replicas kept, and a resumed run does not end bit for bit as
         the uninterrupted one.
     exchange_bits : {16, 8}
-        With ``client``: bits a value of the rows a replica sends: 16 (float16, the default) or 8 (each row
-        rounded to 8 bits a value, half the bytes; the merged rows still travel as float16; see
-        :mod:`embkit.cluster.reconcile` and CLUSTER.md for its quality).
+        With ``client``: bits a value of the rows the replicas exchange: 16 (float16, the default) or 8
+        (each row rounded to 8 bits a value: about half the bytes; see :mod:`embkit.cluster.reconcile`, and
+        CLUSTER.md for its quality and cost).
     staleness : {0, 1}
         With ``client``: 1 lets a replica train the next round while the last round's rows are exchanged,
         adopting them when that round ends (the other replicas' steps arrive one round late; an epoch's last

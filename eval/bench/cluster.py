@@ -23,6 +23,7 @@ Usage::
 
     python -m eval.bench.cluster [--corpus FILE] [--epochs 5] [--alpha 0.05] [--seeds 1 2 3] [--clusters 1 2]
                                  [--syncs N] [--reconcile momentum] [--exchange-share 1] [--staleness 0 1]
+                                 [--exchange-bits 16 8]
                                  [--interleave] [--reuse-clusters] [--hot-part-units N] [--shrinking-replicas N]
                                  [--dask-defaults]
                                  [--repeat-corpus K] [--no-quality] [--repeat 1] [--threads 1] [--grid NxT ...]
@@ -59,7 +60,7 @@ import time
 import numpy as np
 
 from embkit import Word2Vec
-from embkit.cluster import EXCHANGE_SHARE, RECONCILE, STALENESS, SYNCS_PER_EPOCH
+from embkit.cluster import EXCHANGE_BITS, EXCHANGE_SHARE, RECONCILE, STALENESS, SYNCS_PER_EPOCH
 from embkit.cluster import settings as cluster_settings
 from embkit.cluster.reconcile import MODES
 from eval.bench.word2vec import default_corpus, evaluate
@@ -117,7 +118,7 @@ def cpu_seconds(client=None):
     return _cpu_seconds() + (0.0 if client is None else sum(client.run(_cpu_seconds).values()))
 
 
-def run_one(args, label, seed, corpus, threads, client=None, n_workers=0, staleness=STALENESS):
+def run_one(args, label, seed, corpus, threads, client=None, n_workers=0, staleness=STALENESS, bits=EXCHANGE_BITS):
     """One run: training seconds (the epochs alone: a cluster's replicas have read their shards) and
     end-to-end seconds (vocabulary, reading, training), exchange statistics and quality."""
     cpu = cpu_seconds(client)       # outside the clock: with a cluster, a call to every worker
@@ -126,7 +127,8 @@ def run_one(args, label, seed, corpus, threads, client=None, n_workers=0, stalen
         model = Word2Vec(**params(args, seed, threads))
     else:
         model = Word2Vec(client=client, syncs_per_epoch=args.syncs, reconcile=args.reconcile,
-                         exchange_share=args.exchange_share, staleness=staleness, **params(args, seed, threads))
+                         exchange_share=args.exchange_share, exchange_bits=bits, staleness=staleness,
+                         **params(args, seed, threads))
     model.build_vocab(corpus_file=corpus)
     vocab = time.perf_counter() - clock
     own = _cpu_seconds()
@@ -138,7 +140,8 @@ def run_one(args, label, seed, corpus, threads, client=None, n_workers=0, stalen
     # outside the vocabulary and the epochs: a cluster's replicas opened (tables sent, shards encoded), the
     # tables fetched at the end; one process's tables and chunks are ready after build_vocab
     row = {"trainer": label, "workers": n_workers, "threads": threads, "seed": seed, "train_s": report.seconds,
-           "staleness": staleness if client is not None else None, "vocab_s": vocab,
+           "staleness": staleness if client is not None else None,
+           "exchange_bits": bits if client is not None else None, "vocab_s": vocab,
            "other_s": end_to_end - vocab - report.seconds,
            "end_to_end_s": end_to_end, "cpu_s": cpu, "words_per_s": report.words_per_second, "words": report.words}
     if client is None:      # the CPU time of training in this process (a cluster's replicas report their own)
@@ -227,6 +230,9 @@ def main(argv=None):
                    help="share of a round's squared step each replica sends (1: every changed row)")
     p.add_argument("--staleness", type=int, nargs="+", default=[STALENESS], choices=(0, 1),
                    help="staleness of the cluster runs; several: each cluster runs with each, interleaved")
+    p.add_argument("--exchange-bits", type=int, nargs="+", default=[EXCHANGE_BITS], choices=(16, 8),
+                   help="bits a value of the rows each replica sends; several: each cluster runs with each, "
+                        "interleaved")
     p.add_argument("--repeat", type=int, default=1, help="runs of every seed's trainers, interleaved")
     p.add_argument("--threads", type=int, default=1, help="kernel threads of every trainer (and of each worker)")
     p.add_argument("--grid", nargs="+", default=None, metavar="NxT",
@@ -281,11 +287,13 @@ def main(argv=None):
                     rows.append(run_one(args, "1 process" + each, seed, pattern, threads))
                     continue
                 for staleness in args.staleness:
-                    stale = ", staleness %d" % staleness if len(args.staleness) > 1 else ""
-                    label = "cluster, %d worker%s%s%s" % (n, "s" if n > 1 else "", each, stale)
-                    with contextlib.ExitStack() as runs:
-                        rows.append(run_one(args, label, seed, pattern, threads, cluster(n, threads, runs), n,
-                                            staleness))
+                    for bits in args.exchange_bits:
+                        stale = ", staleness %d" % staleness if len(args.staleness) > 1 else ""
+                        stale += ", %d bits" % bits if len(args.exchange_bits) > 1 else ""
+                        label = "cluster, %d worker%s%s%s" % (n, "s" if n > 1 else "", each, stale)
+                        with contextlib.ExitStack() as runs:
+                            rows.append(run_one(args, label, seed, pattern, threads, cluster(n, threads, runs), n,
+                                                staleness, bits))
     table(rows)
     print("\n`python -m eval.bench.cluster %s`" % " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])))
     if args.json:
