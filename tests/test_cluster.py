@@ -933,9 +933,10 @@ def test_cli_resumes_a_cluster_run(client, planted_shards, tmp_path, capsys):
 # ----------------------------------------------------------------------------- ItemEmbedding
 
 
-@pytest.mark.parametrize("loss, sampler, share", [("sgns", "unigram", 1.0), ("sampled_softmax", "lsh", 1.0),
-                                                  ("nce", "kernel", 1.0), ("sgns", "unigram", 0.5)])
-def test_item_embedding_trains_on_the_cluster(client, loss, sampler, share, monkeypatch):
+@pytest.mark.parametrize("loss, sampler, share, bits", [
+    ("sgns", "unigram", 1.0, 16), ("sampled_softmax", "lsh", 1.0, 16), ("nce", "kernel", 1.0, 16),
+    ("sgns", "unigram", 0.5, 16), ("sampled_softmax", "unigram", 1.0, 8)])
+def test_item_embedding_trains_on_the_cluster(client, loss, sampler, share, bits, monkeypatch):
     # (its replicas draw the fresh tables, whatever rows the loss's output table has)
     from test_items import _group_precision, _planted
     from embkit import ItemEmbedding
@@ -946,7 +947,7 @@ def test_item_embedding_trains_on_the_cluster(client, loss, sampler, share, monk
         isinstance(data[1], TableRecipe)) or share_tables(job, data, targets))
     train = _planted(0)
     model = ItemEmbedding(vector_size=16, loss=loss, sampler=sampler, epochs=4, workers=1, seed=1, progress=False,
-                          client=client, syncs_per_epoch=3, exchange_share=share).fit(train)
+                          client=client, syncs_per_epoch=3, exchange_share=share, exchange_bits=bits).fit(train)
     assert opened == [True]
     stats = model.last_cluster_stats
     assert stats.replicas == 2 and stats.rounds == 12
