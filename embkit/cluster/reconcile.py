@@ -64,7 +64,7 @@ DEFAULT_MODE = "momentum"
 BLOCK_RATE = 2.0
 #: dtype of the deltas on the wire
 WIRE_DTYPE = np.float16
-#: bits a value a replica's own delta may travel at (``exchange_bits``): 16 (float16) or 8 (:func:`round_to_wire`)
+#: bits a value the exchanged rows may travel at (``exchange_bits``): 16 (float16) or 8 (:func:`round_to_wire`)
 WIRE_BITS = (16, 8)
 
 
@@ -138,15 +138,17 @@ def _compact(values, ids, count, owner=None):
     return RowDelta(ids[:count], values[:count].view(WIRE_DTYPE), None if owner is None else owner[:count])
 
 
-def round_to_wire(delta, bits, threads=1):
+def round_to_wire(delta, bits, threads=1, scratch=None):
     """Round ``delta``'s steps in place to what travels at ``bits`` a value: at 8 each row to the multiples of
     the least power of two ``2 ** k`` with every step at most ``127 * 2 ** k``
     (:func:`embkit._kernels.deltas.round_eight`), their int8 multipliers and exponents kept in
-    ``delta.packed`` for :func:`packed_wire`; at 16 they are float16 already."""
+    ``delta.packed`` for :func:`packed_wire` (in buffers of ``scratch``, a dict the caller keeps, as
+    :func:`changed_rows` keeps its own: valid until the next call with it); at 16 they are float16 already."""
     if bits not in WIRE_BITS:
         raise ValueError("bits must be one of %s, got %r" % (WIRE_BITS, bits))
     if bits == 8:
-        delta.packed = np.empty(delta.values.shape, np.int8), np.empty(len(delta), np.int8)
+        delta.packed = (_buffer(scratch, "packed_q", delta.values.shape, np.int8),
+                        _buffer(scratch, "packed_exps", (len(delta),), np.int8))
         _kernel.round_eight(_bits(delta.values), *delta.packed, threads=threads)
 
 

@@ -88,7 +88,7 @@ class Replica:
         self.total = sum(self.units)
         self.run = run
         self.group, self.replicas = group, int(run.get("replicas", 1))
-        self.bits = int(run.get("bits", 16))        # a value of this replica's delta on the wire (exchange_bits)
+        self.bits = int(run.get("bits", 16))        # a value of the rows the replicas exchange (exchange_bits)
         self.loss, self.sampler, self.trainer = model.replica_trainer(run["alpha"], run["min_alpha"],
                                                                       float(max(self.total, 1)) * run["epochs"])
         self.bases = (model.W_in.copy(), model.W_out.copy())
@@ -281,8 +281,8 @@ class Replica:
         marks = (self.touched[:rows] if self.marked and self.run.get("share", 1.0) >= 1 else None, None)
         deltas = tuple(changed_rows(t, b, share, s, self.threads, m, stamp=stamp)
                        for (t, b), s, m in zip(views, scratch, marks))
-        for delta in deltas:    # at 8 bits, the steps the peers will receive (what this replica merges and adopts)
-            round_to_wire(delta, self.bits, self.threads)
+        for delta, s in zip(deltas, scratch):   # at 8 bits, the steps the peers receive (this replica merges them)
+            round_to_wire(delta, self.bits, self.threads, s)
         return deltas
 
     def round_chunks(self, span):
@@ -414,8 +414,8 @@ class Replica:
         got[g] = tuple(part[g] for part in parts)
         merging = time.perf_counter()
         merged = tuple(self._merge(t, [got[k][t] for k in range(n)], x.views[t][1].shape[0]) for t in range(2))
-        for m in merged:        # at 8 bits, the steps every replica (this one too) adopts
-            round_to_wire(m, self.bits, self.threads)
+        for t, m in enumerate(merged):      # at 8 bits, the steps every replica (this one too) adopts
+            round_to_wire(m, self.bits, self.threads, self.merge_scratch[t])
         clock["merge_seconds"] += time.perf_counter() - merging
         down = 0
         for q in others:
