@@ -918,9 +918,9 @@ def unpack_eight(const int8_t[:, ::1] q, const int8_t[::1] exps, uint16_t[:, ::1
                                                                               (out.shape[0], out.shape[1])))
     if n == 0 or d == 0:
         return
-    for i in range(n):
-        if exps[i] < EIGHT_LEAST_EXP or exps[i] > 15:
-            raise ValueError("unpack_eight: row %d has the exponent %d (outside [-24, 15])" % (i, exps[i]))
+    for i in range(n):      # float16's largest value (65504) rounds with 2 ** 10: a larger one was not packed here
+        if exps[i] < EIGHT_LEAST_EXP or exps[i] > 10:
+            raise ValueError("unpack_eight: row %d has the exponent %d (outside [-24, 10])" % (i, exps[i]))
     row = _scratch(d)
     with nogil:
         for i in range(n):
