@@ -589,6 +589,18 @@ def test_eight_bits_a_value_round_each_row_to_a_power_of_two_grid_and_travel_exa
         round_to_wire(same, 4)
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_step_that_is_not_finite_is_not_sent_at_eight_bits(bad, threads):
+    # (int8 holds no infinity or NaN: rounding them to numbers would hide a diverged training)
+    steps = _steps_of_every_scale()
+    steps[1500, 3] = bad
+    with pytest.raises(FloatingPointError, match="not finite.*diverged"):
+        round_to_wire(RowDelta(np.arange(len(steps), dtype=np.int32), steps), 8, threads)
+    with pytest.raises(FloatingPointError, match="not finite"):
+        packed_wire(RowDelta(np.arange(len(steps), dtype=np.int32), steps), 8, threads)
+
+
 def test_unpacking_refuses_an_exponent_outside_float16s_range():
     with pytest.raises(ValueError, match="row 1 has the exponent 11"):
         RowDelta.from_wire((np.arange(2, dtype=np.int32), (np.ones((2, 3), np.int8), np.array([0, 11], np.int8)),

@@ -789,15 +789,22 @@ def adopt_parts(float[:, ::1] table, float[:, ::1] base, list ids, list values, 
 
 #: the exponent of a row of zeros, and the least of any row: float16's grid below 2 ** -14 is 2 ** -24
 DEF EIGHT_LEAST_EXP = -24
+#: what :func:`_eight_exponent` gives a row that is not finite
+DEF EIGHT_NOT_FINITE = 127
+NOT_FINITE = ("a step to send at 8 bits a value is not finite (an infinity or a NaN): the training diverged; lower "
+              "alpha")
 
 
 cdef inline int _eight_exponent(const float *row, Py_ssize_t d) noexcept nogil:
-    """The least ``k`` (not below ``EIGHT_LEAST_EXP``) with ``max |row| <= 127 * 2 ** k``."""
+    """The least ``k`` (not below ``EIGHT_LEAST_EXP``) with ``max |row| <= 127 * 2 ** k``; ``EIGHT_NOT_FINITE``
+    for a row holding an infinity or a NaN."""
     cdef float top = 0.0, a
     cdef int e, k
     cdef Py_ssize_t j
     for j in range(d):
         a = fabsf(row[j])
+        if not a <= 65504.0:    # an infinity or a NaN (float16 holds nothing else above it)
+            return EIGHT_NOT_FINITE
         if a > top:
             top = a
     if top == 0.0:
@@ -828,57 +835,59 @@ cdef inline void _eight_row(float *row, Py_ssize_t d, int k, int8_t *q) noexcept
                 row[j] = <float>q[j] * up
 
 
-cdef void _eight_range(uint16_t *values, Py_ssize_t d, int8_t *q, int8_t *exps, Py_ssize_t start,
+cdef bint _eight_range(uint16_t *values, Py_ssize_t d, int8_t *q, int8_t *exps, Py_ssize_t start,
                        Py_ssize_t stop, bint write_back, float *row, int8_t *own_q) noexcept nogil:
     """Rows ``[start, stop)`` of the ``d`` columns at ``values``: their multipliers into ``q`` (or the scratch
     ``own_q``) and exponents into ``exps`` (unless NULL), and with ``write_back`` the rounded rows over
-    ``values``."""
+    ``values``; False (and the rows from the first not finite left as they are) when a row is not finite."""
     cdef Py_ssize_t i
     cdef int k
     for i in range(start, stop):
         floats_from_halves(values + i * d, row, d, 1)
         k = _eight_exponent(row, d)
+        if k == EIGHT_NOT_FINITE:
+            return False
         _eight_row(row, d, k, own_q if q == NULL else q + i * d)
         if exps != NULL:
             exps[i] = <int8_t>k
         if write_back:
             halves_from_floats(row, values + i * d, d, 1)
+    return True
 
 
 cdef object _eight_pass(uint16_t *values, Py_ssize_t n, Py_ssize_t d, int8_t *q, int8_t *exps, bint write_back,
                         int threads):
-    """:func:`_eight_range` of every row, on ``threads`` OpenMP threads (each row on one)."""
-    cdef Py_ssize_t p, parts
+    """:func:`_eight_range` of every row, on ``threads`` OpenMP threads (each row on one); FloatingPointError
+    when a row is not finite."""
+    cdef Py_ssize_t p, parts = 1 if threads <= 1 else min(n, PARTS_PER_THREAD * threads)
     cdef float *row
     cdef int8_t *own_q
-    cdef bint failed = False
+    cdef char *status      # per range: 0 done, 1 no scratch, 2 a row not finite
+    cdef bint no_memory = False, not_finite = False
     if n == 0 or d == 0:
         return
-    if threads <= 1:
-        row = <float *>malloc(d * sizeof(float))
-        own_q = <int8_t *>malloc(d)
-        if row == NULL or own_q == NULL:
-            free(row)
-            free(own_q)
-            raise MemoryError()
-        with nogil:
-            _eight_range(values, d, q, exps, 0, n, write_back, row, own_q)
-        free(row)
-        free(own_q)
-        return
-    parts = min(n, PARTS_PER_THREAD * threads)
-    with nogil, parallel(num_threads=threads):
+    status = <char *>calloc(parts, 1)
+    if status == NULL:
+        raise MemoryError()
+    with nogil, parallel(num_threads=threads if threads > 1 else 1):
         row = <float *>malloc(d * sizeof(float))
         own_q = <int8_t *>malloc(d)
         for p in prange(parts, schedule="dynamic"):
             if row == NULL or own_q == NULL:
-                failed = True
-            else:
-                _eight_range(values, d, q, exps, n * p // parts, n * (p + 1) // parts, write_back, row, own_q)
+                status[p] = 1
+            elif not _eight_range(values, d, q, exps, n * p // parts, n * (p + 1) // parts, write_back, row,
+                                  own_q):
+                status[p] = 2
         free(row)
         free(own_q)
-    if failed:
+    for p in range(parts):
+        no_memory = no_memory or status[p] == 1
+        not_finite = not_finite or status[p] == 2
+    free(status)
+    if no_memory:
         raise MemoryError()
+    if not_finite:
+        raise FloatingPointError(NOT_FINITE)
 
 
 def round_eight(uint16_t[:, ::1] values, int8_t[:, ::1] q=None, int8_t[::1] exps=None, int threads=1):
@@ -887,7 +896,8 @@ def round_eight(uint16_t[:, ::1] values, int8_t[:, ::1] q=None, int8_t[::1] exps
     below -24, float16's finest grid), an error under 1/127 of that value; with ``q`` and ``exps``, their
     multipliers and exponents written there (what :func:`pack_eight` gives).  Exact in float16; rounding a
     rounded row again leaves its values as they are, so :func:`pack_eight` of a rounded row gives back its
-    values bit for bit through :func:`unpack_eight`.  The result is the same for any number of ``threads``."""
+    values bit for bit through :func:`unpack_eight`.  The result is the same for any number of ``threads``.
+    FloatingPointError when a row holds an infinity or a NaN (training diverged)."""
     cdef Py_ssize_t n = values.shape[0], d = values.shape[1]
     if (q is None) != (exps is None) or (q is not None and (q.shape[0] != n or (n and q.shape[1] != d) or
                                                            exps.shape[0] != n)):
@@ -899,7 +909,8 @@ def round_eight(uint16_t[:, ::1] values, int8_t[:, ::1] q=None, int8_t[::1] exps
 
 def pack_eight(const uint16_t[:, ::1] values, int8_t[:, ::1] q, int8_t[::1] exps, int threads=1):
     """The 8 bits a value of :func:`round_eight` of ``values`` (float16 bits, left as they are): the
-    multipliers in ``q`` (a row each) and each row's exponent ``k`` in ``exps``."""
+    multipliers in ``q`` (a row each) and each row's exponent ``k`` in ``exps`` (FloatingPointError as
+    :func:`round_eight`)."""
     cdef Py_ssize_t n = values.shape[0], d = values.shape[1]
     if q.shape[0] != n or (n and q.shape[1] != d) or exps.shape[0] != n:
         raise ValueError("pack_eight: values %s, q %s and exps %d do not fit" % ((n, d), (q.shape[0], q.shape[1]),
