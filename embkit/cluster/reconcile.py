@@ -22,7 +22,8 @@ conversions); merging without momentum visits only the deltas' rows.
 With ``exchange_bits=8`` the rows travel at 8 bits a value (:func:`round_to_wire`, :func:`packed_wire`):
 each row as multiples of a power of two, none more than 127 of it, an error under 1/127 of the row's
 largest step.  A replica rounds its delta so before it uses it, and an owner its merged rows before it
-adopts them, so that every replica merges and adopts the very steps the others receive.
+adopts them, so that every replica merges and adopts the very steps the others receive.  The merged rows
+relayed to the client stay float16.
 
 Three merges are offered (``mode``); with ``n`` replicas and ``d_i`` the delta of replica ``i`` (zero for
 a row it did not change):
