@@ -40,12 +40,15 @@ on the rounds of two (not the default: they lost quality with them; CLUSTER.md, 
 The measured inputs are taken from ``--bench``'s runs of 2 workers: a kernel thread's words/s (each
 replica's words over its kernel seconds and threads) and the replicas' passes per row (``--threads``
 is then the bench's threads unless given); with ``--defaults`` the rows of 1 worker are not needed.
+``--exchange-bits 8`` models rows sent at 8 bits a value (a byte a value and an exponent a row), the passes
+per row taken from the bench's runs at 8 bits (``eval.bench.cluster --exchange-bits 16 8``: their rounding
+costs a pass), the kernels' speed from all of its runs of 2 workers.
 
 Usage::
 
     python -m eval.studies.cluster_scaling --bench bench.json [--sparse share.json] [--gbit 10] [--threads 8]
                                            [--syncs 4 | --round-words 75000 | --round-total-words 75000 |
-                                            --defaults [--shrinking]] [--latency 0.003]
+                                            --defaults [--shrinking]] [--latency 0.003] [--exchange-bits 8]
 
 Prints markdown tables (throughput in words/s and the share of time in the kernels).
 """
@@ -62,7 +65,7 @@ CORPORA = {                      # name: (tokens per epoch, vocabulary at min_co
     "10B tokens": (10_000_000_000, 830_000),
 }
 DIM, NEGATIVE, WINDOW = 100, 5, 5
-BYTES_PER_VALUE = 2              # float16 deltas on the wire
+BYTES_PER_VALUE = {16: 2, 8: 1}  # float16 steps on the wire, or 8 bits a value (exchange_bits=8)
 LATENCY = 0.003                  # seconds of an empty round trip of actor calls (eval.studies.cluster_ceiling)
 
 
@@ -85,7 +88,12 @@ def union_rows(p, w, n):
     return rows_changed(p, w * n)
 
 
-def round_time(n, w, vocab, threads, speed, replica_cost, client_cost, gbit, topology, row_share=1.0):
+def row_bytes(bits=16):
+    """Bytes of a row on the wire at ``bits`` a value: its values, its id, and at 8 bits its exponent."""
+    return DIM * BYTES_PER_VALUE[bits] + 4 + (1 if bits == 8 else 0)
+
+
+def round_time(n, w, vocab, threads, speed, replica_cost, client_cost, gbit, topology, row_share=1.0, bits=16):
     """Words/s, share of time in the kernels and bytes on the client's link of a round in which each of
     ``n`` replicas trains ``w`` words and sends ``row_share`` of the rows it changed."""
     p = zipf(vocab)
@@ -93,15 +101,15 @@ def round_time(n, w, vocab, threads, speed, replica_cost, client_cost, gbit, top
     one = changed * row_share
     touched = sum(union_rows(p, w, n))
     union = touched * row_share
-    row_bytes = DIM * BYTES_PER_VALUE + 4
+    wire = row_bytes(bits)
     compute = w / (threads * speed)
     bandwidth = gbit * 1e9 / 8
     if topology == "ranges":
-        client_link = union * row_bytes          # the merged rows of every range, to the client
-        worker_link = ((one + union) * (n - 1) / n + union / n) * row_bytes
+        client_link = union * wire          # the merged rows of every range, to the client
+        worker_link = ((one + union) * (n - 1) / n + union / n) * wire
         exchange = max(worker_link, client_link) / bandwidth + union * client_cost
     else:
-        client_link = (n * (one + union) if n > 1 else one) * row_bytes
+        client_link = (n * (one + union) if n > 1 else one) * wire
         exchange = client_link / bandwidth + n * one * client_cost
     work = touched * replica_cost               # the passes cover every changed row, whatever is sent
     total = compute + work + exchange + LATENCY
@@ -113,7 +121,7 @@ def zipf_counts(v, tokens):
     return zipf(v) * tokens
 
 
-def default_run(n, tokens, vocab, threads, speed, replica_cost, gbit, latency, shrinking=False):
+def default_run(n, tokens, vocab, threads, speed, replica_cost, gbit, latency, shrinking=False, bits=16):
     """Words/s, share of time in the kernels, rounds and reconciliations of the frequent rows (and their
     rows a table) of one epoch of ``tokens`` on ``n`` replicas, cut as embkit's defaults cut it
     (``shrinking``: 3 replicas or more train the rounds of two, with the same parts)."""
@@ -124,7 +132,7 @@ def default_run(n, tokens, vocab, threads, speed, replica_cost, gbit, latency, s
     counts = zipf_counts(vocab, tokens)
     hot = settings.hot_rows(plan, units, counts, True, True, n, 0) if n > 2 else None
     p = zipf(vocab)
-    row_bytes = DIM * BYTES_PER_VALUE + 4
+    wire = row_bytes(bits)
     bandwidth = gbit * 1e9 / 8
     steps = 0 if n == 1 else 1 if n == 2 else 2         # peer steps of a round's end (settings: the swap, owners)
     compute = work = exchange = calls = 0.0
@@ -136,14 +144,14 @@ def default_run(n, tokens, vocab, threads, speed, replica_cost, gbit, latency, s
         one, union = rows_of(round(w))       # even rounds: the same rows, computed once
         compute += w / (threads * speed)
         work += union * replica_cost
-        exchange += ((one + union) * (n - 1) / n) * row_bytes / bandwidth
+        exchange += ((one + union) * (n - 1) / n) * wire / bandwidth
         calls += latency * (1 + steps)
         if hot is not None:
             syncs = settings.round_parts(span, units[0]) - 1
             hot_syncs += syncs
             rows = sum(hot)
             work += syncs * rows * replica_cost
-            exchange += syncs * 2 * rows * (n - 1) / n * row_bytes / bandwidth
+            exchange += syncs * 2 * rows * (n - 1) / n * wire / bandwidth
             calls += syncs * 2 * latency
     total = compute + work + exchange + calls
     return tokens / total, compute / total, plan.rounds(0), hot_syncs, (0 if hot is None else hot[0])
@@ -153,15 +161,15 @@ def print_defaults(args, speed, replica_cost, threads):
     """The tables of ``--defaults``."""
     for name, (n_tokens, n_vocab) in CORPORA.items():
         print("%s (%.3g tokens, %d words), one epoch at embkit's defaults%s, %d threads per worker, %g Gbit/s, "
-              "%.1f ms a round trip of actor calls:\n" % (
+              "%d bits a value, %.1f ms a round trip of actor calls:\n" % (
                   name, n_tokens, n_vocab, " (3 workers or more: the rounds of two)" if args.shrinking else "",
-                  threads, args.gbit, 1e3 * args.latency))
+                  threads, args.gbit, args.exchange_bits, 1e3 * args.latency))
         print("| workers | rounds | reconciliations of the frequent rows (rows a table) | words/s | in kernels |")
         print("|---:|---:|---:|---:|---:|")
         for n in (1, 2, 4, 8, 16, 32, 64, 128):
             speed_n, share, rounds, hot_syncs, hot = default_run(n, n_tokens, n_vocab, threads, speed,
                                                                  replica_cost, args.gbit, args.latency,
-                                                                 args.shrinking)
+                                                                 args.shrinking, args.exchange_bits)
             print("| %d | %d | %s | %.3g | %.0f%% |" % (n, rounds, "%d (%d)" % (hot_syncs, hot) if hot else "-",
                                                       speed_n, 100 * share))
         print()
@@ -187,16 +195,23 @@ def main(argv=None):
     ap.add_argument("--shrinking", action="store_true",
                     help="with --defaults: 3 workers or more train the rounds of two (shrinking towards the end)")
     ap.add_argument("--latency", type=float, default=LATENCY, help="seconds of a round trip of actor calls")
+    ap.add_argument("--exchange-bits", type=int, choices=sorted(BYTES_PER_VALUE), default=16,
+                    help="bits a value of the exchanged rows; the bench's runs at those bits give the replicas' "
+                         "passes (whose rounding costs at 8 bits)")
     args = ap.parse_args(argv)
     with open(args.bench) as fh:
         rows = json.load(fh)
+    rows = rows["runs"] if isinstance(rows, dict) else rows     # a results file: the command, then its runs
     one = [r for r in rows if r.get("workers") == 1]
-    two = [r for r in rows if r.get("workers") == 2]
+    pairs = [r for r in rows if r.get("workers") == 2]      # the kernels' speed: of every run of 2 workers
+    two = [r for r in pairs if (r.get("exchange_bits") or 16) == args.exchange_bits]
+    if not two:
+        ap.error("%s has no run of 2 workers at %d bits a value" % (args.bench, args.exchange_bits))
     replica_cost = float(np.mean([r["pass_s"] / (r["rounds"] * r["rows_per_round"]) for r in two]))
     if args.defaults:
         measured = int(two[0].get("threads") or 1)
         threads = args.threads or measured
-        speed = float(np.mean([r["words"] / 2 / r["kernel_s"] / measured for r in two]))
+        speed = float(np.mean([r["words"] / 2 / r["kernel_s"] / measured for r in pairs]))
         print("measured (2 workers of %d threads): %.0f words/s per kernel thread, %.2g s of a replica's passes per "
               "row\n" % (measured, speed, replica_cost))
         print_defaults(args, speed, replica_cost, threads)
@@ -234,9 +249,9 @@ def main(argv=None):
             w = args.round_words or (args.round_total_words / n if args.round_total_words
                                      else n_tokens / (n * args.syncs))
             a = round_time(n, w, n_vocab, args.threads, speed, replica_cost, client_cost, args.gbit, "ranges",
-                           row_share)
+                           row_share, args.exchange_bits)
             b = round_time(n, w, n_vocab, args.threads, speed, replica_cost, client_cost, args.gbit, "client",
-                           row_share)
+                           row_share, args.exchange_bits)
             print("| %d | %.0f | %.3g | %.0f%% | %.0f | %.3g | %.0f%% |" % (
                 n, a[2] / 1e6, a[0], 100 * a[1], b[2] / 1e6, b[0], 100 * b[1]))
         print()
