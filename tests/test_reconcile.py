@@ -566,19 +566,23 @@ def test_eight_bits_a_value_round_each_row_to_a_power_of_two_grid_and_travel_exa
     again = RowDelta(delta.ids, delta.values.copy())
     round_to_wire(again, 8, 1)
     assert np.array_equal(again.values.view(np.uint16), delta.values.view(np.uint16))
-    wire = packed_wire(delta, 8, threads)
+    wire = packed_wire(delta, 8)
     ids, (q, exps), owner = wire
     assert q.dtype == np.int8 and exps.dtype == np.int8 and q.shape == steps.shape and owner is None
     back = RowDelta.from_wire(wire)
     assert np.array_equal(back.values.view(np.uint16), delta.values.view(np.uint16)) and back.ids is ids
-    # the rounded steps packed afresh, and an owner's parts (which carry their share of the packing), travel
-    # as the same steps
-    fresh = RowDelta.from_wire(packed_wire(RowDelta(delta.ids, delta.values), 8, threads))
+    # the rounded steps packed afresh (rounded again), and an owner's parts (which carry their share of the
+    # packing), travel as the same steps; a delta not rounded does not go out at 8 bits
+    fresh = RowDelta.from_wire(packed_wire(again, 8))
     assert np.array_equal(fresh.values.view(np.uint16), delta.values.view(np.uint16))
     for part in split(delta, 3):
         assert part.packed is not None
-        for packed in (packed_wire(part, 8), packed_wire(RowDelta(part.ids, part.values), 8)):
+        repacked = RowDelta(part.ids, part.values.copy())
+        round_to_wire(repacked, 8)
+        for packed in (packed_wire(part, 8), packed_wire(repacked, 8)):
             assert np.array_equal(RowDelta.from_wire(packed).values.view(np.uint16), part.values.view(np.uint16))
+    with pytest.raises(ValueError, match="once round_to_wire has rounded it"):
+        packed_wire(RowDelta(delta.ids, delta.values), 8)
     assert delta.wire_nbytes(8) == ids.nbytes + q.nbytes + exps.nbytes < 0.55 * delta.wire_nbytes(16)
     # 16 bits: the steps as they are, the plain wire
     same = RowDelta(delta.ids, steps.copy())
@@ -597,8 +601,8 @@ def test_a_step_that_is_not_finite_is_not_sent_at_eight_bits(bad, threads):
     steps[1500, 3] = bad
     with pytest.raises(FloatingPointError, match="not finite.*diverged"):
         round_to_wire(RowDelta(np.arange(len(steps), dtype=np.int32), steps), 8, threads)
-    with pytest.raises(FloatingPointError, match="not finite"):
-        packed_wire(RowDelta(np.arange(len(steps), dtype=np.int32), steps), 8, threads)
+    with pytest.raises(FloatingPointError, match="not finite"):     # a row not finite after finite ones
+        round_to_wire(RowDelta(np.arange(2000, dtype=np.int32), np.roll(steps, 400, axis=0)), 8, threads)
 
 
 def test_unpacking_refuses_an_exponent_outside_float16s_range():

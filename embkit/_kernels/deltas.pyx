@@ -836,10 +836,10 @@ cdef inline void _eight_row(float *row, Py_ssize_t d, int k, int8_t *q) noexcept
 
 
 cdef bint _eight_range(uint16_t *values, Py_ssize_t d, int8_t *q, int8_t *exps, Py_ssize_t start,
-                       Py_ssize_t stop, bint write_back, float *row, int8_t *own_q) noexcept nogil:
-    """Rows ``[start, stop)`` of the ``d`` columns at ``values``: their multipliers into ``q`` (or the scratch
-    ``own_q``) and exponents into ``exps`` (unless NULL), and with ``write_back`` the rounded rows over
-    ``values``; False (and the rows from the first not finite left as they are) when a row is not finite."""
+                       Py_ssize_t stop, float *row) noexcept nogil:
+    """Rows ``[start, stop)`` of the ``d`` columns at ``values`` rounded in place, their multipliers into ``q``
+    and exponents into ``exps``; False (and the rows from the first not finite left as they are) when a row
+    is not finite."""
     cdef Py_ssize_t i
     cdef int k
     for i in range(start, stop):
@@ -847,21 +847,17 @@ cdef bint _eight_range(uint16_t *values, Py_ssize_t d, int8_t *q, int8_t *exps, 
         k = _eight_exponent(row, d)
         if k == EIGHT_NOT_FINITE:
             return False
-        _eight_row(row, d, k, own_q if q == NULL else q + i * d)
-        if exps != NULL:
-            exps[i] = <int8_t>k
-        if write_back:
-            halves_from_floats(row, values + i * d, d, 1)
+        _eight_row(row, d, k, q + i * d)
+        exps[i] = <int8_t>k
+        halves_from_floats(row, values + i * d, d, 1)
     return True
 
 
-cdef object _eight_pass(uint16_t *values, Py_ssize_t n, Py_ssize_t d, int8_t *q, int8_t *exps, bint write_back,
-                        int threads):
+cdef object _eight_pass(uint16_t *values, Py_ssize_t n, Py_ssize_t d, int8_t *q, int8_t *exps, int threads):
     """:func:`_eight_range` of every row, on ``threads`` OpenMP threads (each row on one); FloatingPointError
     when a row is not finite."""
     cdef Py_ssize_t p, parts = 1 if threads <= 1 else min(n, PARTS_PER_THREAD * threads)
     cdef float *row
-    cdef int8_t *own_q
     cdef char *status      # per range: 0 done, 1 no scratch, 2 a row not finite
     cdef bint no_memory = False, not_finite = False
     if n == 0 or d == 0:
@@ -871,15 +867,12 @@ cdef object _eight_pass(uint16_t *values, Py_ssize_t n, Py_ssize_t d, int8_t *q,
         raise MemoryError()
     with nogil, parallel(num_threads=threads if threads > 1 else 1):
         row = <float *>malloc(d * sizeof(float))
-        own_q = <int8_t *>malloc(d)
         for p in prange(parts, schedule="dynamic"):
-            if row == NULL or own_q == NULL:
+            if row == NULL:
                 status[p] = 1
-            elif not _eight_range(values, d, q, exps, n * p // parts, n * (p + 1) // parts, write_back, row,
-                                  own_q):
+            elif not _eight_range(values, d, q, exps, n * p // parts, n * (p + 1) // parts, row):
                 status[p] = 2
         free(row)
-        free(own_q)
     for p in range(parts):
         no_memory = no_memory or status[p] == 1
         not_finite = not_finite or status[p] == 2
@@ -890,37 +883,24 @@ cdef object _eight_pass(uint16_t *values, Py_ssize_t n, Py_ssize_t d, int8_t *q,
         raise FloatingPointError(NOT_FINITE)
 
 
-def round_eight(uint16_t[:, ::1] values, int8_t[:, ::1] q=None, int8_t[::1] exps=None, int threads=1):
+def round_eight(uint16_t[:, ::1] values, int8_t[:, ::1] q, int8_t[::1] exps, int threads=1):
     """Round each row of the float16 steps ``values`` (bits) in place to 8 bits a value: to the multiples of
     ``2 ** k`` of magnitude at most ``127 * 2 ** k``, with ``k`` the least for the row's largest value (not
-    below -24, float16's finest grid), an error under 1/127 of that value; with ``q`` and ``exps``, their
-    multipliers and exponents written there (what :func:`pack_eight` gives).  Exact in float16; rounding a
-    rounded row again leaves its values as they are, so :func:`pack_eight` of a rounded row gives back its
-    values bit for bit through :func:`unpack_eight`.  The result is the same for any number of ``threads``.
-    FloatingPointError when a row holds an infinity or a NaN (training diverged)."""
-    cdef Py_ssize_t n = values.shape[0], d = values.shape[1]
-    if (q is None) != (exps is None) or (q is not None and (q.shape[0] != n or (n and q.shape[1] != d) or
-                                                           exps.shape[0] != n)):
-        raise ValueError("round_eight: values %s, q and exps do not fit" % ((n, d),))
-    if n and d:
-        _eight_pass(&values[0, 0], n, d, NULL if q is None else &q[0, 0], NULL if exps is None else &exps[0], True,
-                    threads)
-
-
-def pack_eight(const uint16_t[:, ::1] values, int8_t[:, ::1] q, int8_t[::1] exps, int threads=1):
-    """The 8 bits a value of :func:`round_eight` of ``values`` (float16 bits, left as they are): the
-    multipliers in ``q`` (a row each) and each row's exponent ``k`` in ``exps`` (FloatingPointError as
-    :func:`round_eight`)."""
+    below -24, float16's finest grid), an error under 1/127 of that value; the multipliers into ``q`` and the
+    exponents into ``exps``, which :func:`unpack_eight` turns back into the rounded rows bit for bit.  Exact
+    in float16, and rounding a rounded row again leaves its values as they are.  The result is the same for
+    any number of ``threads``.  FloatingPointError when a row holds an infinity or a NaN (training
+    diverged)."""
     cdef Py_ssize_t n = values.shape[0], d = values.shape[1]
     if q.shape[0] != n or (n and q.shape[1] != d) or exps.shape[0] != n:
-        raise ValueError("pack_eight: values %s, q %s and exps %d do not fit" % ((n, d), (q.shape[0], q.shape[1]),
-                                                                                 exps.shape[0]))
-    if n and d:     # read only: the rows are not written back
-        _eight_pass(<uint16_t *>&values[0, 0], n, d, &q[0, 0], &exps[0], False, threads)
+        raise ValueError("round_eight: values %s, q %s and exps %d do not fit" % ((n, d), (q.shape[0], q.shape[1]),
+                                                                                  exps.shape[0]))
+    if n and d:
+        _eight_pass(&values[0, 0], n, d, &q[0, 0], &exps[0], threads)
 
 
 def unpack_eight(const int8_t[:, ::1] q, const int8_t[::1] exps, uint16_t[:, ::1] out):
-    """Float16 bits of the rows ``q * 2 ** exps`` (what :func:`pack_eight` packed) into ``out``: exact."""
+    """Float16 bits of the rows ``q * 2 ** exps`` (what :func:`round_eight` packed) into ``out``: exact."""
     cdef Py_ssize_t n = q.shape[0], d = q.shape[1], i, j
     cdef float *row
     cdef float up

@@ -153,17 +153,15 @@ def round_to_wire(delta, bits, threads=1, scratch=None):
         _kernel.round_eight(_bits(delta.values), *delta.packed, threads=threads)
 
 
-def packed_wire(delta, bits, threads=1):
-    """:attr:`RowDelta.wire` at ``bits`` a value: at 8 the steps are an int8 ``(multipliers, exponents)`` pair
-    (``delta.packed`` where :func:`round_to_wire` left it; :meth:`RowDelta.from_wire` gives back the steps it
-    rounded bit for bit)."""
+def packed_wire(delta, bits):
+    """:attr:`RowDelta.wire` at ``bits`` a value: at 8 the steps are the int8 ``(multipliers, exponents)`` pair
+    :func:`round_to_wire` left in ``delta.packed`` (:meth:`RowDelta.from_wire` gives back the rounded steps
+    bit for bit)."""
     if bits == 16:
         return delta.wire
-    packed = delta.packed
-    if packed is None:
-        packed = np.empty(delta.values.shape, np.int8), np.empty(len(delta), np.int8)
-        _kernel.pack_eight(_bits(delta.values), *packed, threads=threads)
-    return delta.ids, packed, delta.owner
+    if delta.packed is None:
+        raise ValueError("a delta goes out at 8 bits a value once round_to_wire has rounded it")
+    return delta.ids, delta.packed, delta.owner
 
 
 def changed_rows(table, base, share=1.0, scratch=None, threads=1, rows=None, stamp=False):

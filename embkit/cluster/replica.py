@@ -88,7 +88,8 @@ class Replica:
         self.total = sum(self.units)
         self.run = run
         self.group, self.replicas = group, int(run.get("replicas", 1))
-        self.bits = int(run.get("bits", 16))        # a value of the rows the replicas exchange (exchange_bits)
+        # bits a value of the rows the replicas exchange (exchange_bits): a lone replica sends its rows to none
+        self.bits = int(run.get("bits", 16)) if self.replicas > 1 else 16
         self.loss, self.sampler, self.trainer = model.replica_trainer(run["alpha"], run["min_alpha"],
                                                                       float(max(self.total, 1)) * run["epochs"])
         self.bases = (model.W_in.copy(), model.W_out.copy())
@@ -492,7 +493,7 @@ class Replica:
     def _post(self, peer, key, payload, packed=False):
         """Send ``payload`` to the mailbox of replica ``peer`` (the call's future); ``packed``: steps rounded to
         ``exchange_bits`` a value, sent so (:func:`~embkit.cluster.reconcile.packed_wire`)."""
-        wires = tuple(packed_wire(d, self.bits, self.threads) if packed else d.wire for d in payload)
+        wires = tuple(packed_wire(d, self.bits) if packed else d.wire for d in payload)
         try:
             return self.peers[peer].post(key, self.group, wires)
         except Exception as exc:    # its worker is gone (the client replaces the replicas)
