@@ -6,7 +6,7 @@ trainer's ``hot_rows(ids, every, scale, limit, ...)`` gives every thread its own
 change to the table after ``limit`` steps on the copy, every ``every`` examples and at the end of a slice.
 
 - Word windows (:func:`word_hot_rows`; by default for skip-gram): the output rows of the most frequent words
-  (and from 16 threads on their input rows, :data:`WORD_HOT_INPUTS`), the changes summed (as the threads'
+  and their input rows (:data:`WORD_HOT_INPUTS`), the changes summed (as the threads'
   steps on the table would add up) and written back after a few steps, so that the steps all threads hold
   back on a row stay bounded (:data:`HOT_PENDING_STEPS`, :data:`HOT_PENDING_INPUT_STEPS`).
   :data:`WORD_HOT_BANKS` lets one thread hold its copies as many threads would, to study their quality on
@@ -45,13 +45,14 @@ HOT_PENDING_STEPS = 128
 #: whether a word-window trainer's threads copy the hot words' input rows as well as their output rows: True,
 #: False, or None (skip-gram from :data:`WORD_HOT_INPUTS_FROM_HOLDERS` holders of copies on; not CBOW's, not
 #: measured).  Under the bound
-#: :data:`HOT_PENDING_INPUT_STEPS` they kept the quality of the output rows' copies alone as 16 and 64 threads
-#: (16 cores, and :data:`WORD_HOT_BANKS` on one core) and trained 1.10-1.17x them at 16 threads on 16 cores;
-#: written back after 8 steps, as the output rows are, they cost 2-2.5 analogy points (BENCHMARKS.md, "Hot rows")
+#: :data:`HOT_PENDING_INPUT_STEPS` they kept the quality of the output rows' copies alone as 4 to 64 threads
+#: (16 cores, and :data:`WORD_HOT_BANKS` on one core) and trained 1.06-1.11x them at 4 threads, 1.05-1.26x at
+#: 8 and 1.06-1.17x at 16 on 16 cores; written back after 8 steps, as the output rows are, they cost 2-2.5
+#: analogy points (BENCHMARKS.md, "Hot rows")
 WORD_HOT_INPUTS = None
-#: fewest holders of copies from which the input rows are copied too when :data:`WORD_HOT_INPUTS` is None:
-#: where their gain was measured (fewer threads than the cores of the machines measured on are not)
-WORD_HOT_INPUTS_FROM_HOLDERS = 16
+#: fewest holders of copies from which the input rows are copied too when :data:`WORD_HOT_INPUTS` is None: as
+#: the output rows (:data:`WORD_HOT_FROM_HOLDERS`), from where their gain was measured
+WORD_HOT_INPUTS_FROM_HOLDERS = 4
 #: fewest holders of copies (threads, or sets of copies with :data:`WORD_HOT_BANKS`) from which a skip-gram
 #: trainer copies the hot rows when the model leaves their number to it; with fewer, the threads share the
 #: tables.  On two cores the copies' own cost (7-8 % of a thread) outweighed what they saved where the two

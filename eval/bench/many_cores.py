@@ -60,13 +60,15 @@ def thread_counts(cores):
 
 def embkit_variants(cores):
     """``--variant`` arguments of step 1: the shared tables (at 4 threads and the cores), the output rows'
-    copies alone at the cores, the input rows' copies too at the counts below ``WORD_HOT_INPUTS_FROM_HOLDERS``
-    where they are off, and half the input rows' change under the output rows' bound at the cores."""
+    copies alone at the counts where the input rows' are copied too, the input rows' copies too at the counts
+    below ``WORD_HOT_INPUTS_FROM_HOLDERS`` where they are off, and half the input rows' change under the
+    output rows' bound at the cores."""
     top = str(cores)
-    below = [str(t) for t in thread_counts(cores)
-             if WORD_HOT_FROM_HOLDERS <= t < WORD_HOT_INPUTS_FROM_HOLDERS and t != cores]
+    copying = [t for t in thread_counts(cores) if t >= WORD_HOT_FROM_HOLDERS]
+    below = [str(t) for t in copying if t < WORD_HOT_INPUTS_FROM_HOLDERS and t != cores]
+    both = [str(t) for t in copying if t >= WORD_HOT_INPUTS_FROM_HOLDERS] or [top]
     variants = ["none:hot_rows=0,threads=%s" % "+".join(sorted({"4", top}, key=int)),
-                "outputs:%sWORD_HOT_INPUTS=False,threads=%s" % (HOT, top),
+                "outputs:%sWORD_HOT_INPUTS=False,threads=%s" % (HOT, "+".join(both)),
                 "inputs-half:%sWORD_HOT_INPUTS=True,%sHOT_PENDING_INPUT_STEPS=128,%sHOT_INPUT_SCALE=0.5,threads=%s"
                 % (HOT, HOT, HOT, top)]
     if below:
