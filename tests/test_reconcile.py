@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from embkit._kernels import deltas
-from embkit.cluster.reconcile import (WIRE_DTYPE, RowDelta, adopt_parts, adopt_update, apply_update, changed_rows,
-                                      local_rows, merge, owned_rows, packed_wire, round_to_wire, split, table_rows)
+from embkit.cluster.reconcile import (BLOCK_RATE, WIRE_DTYPE, RowDelta, adopt_parts, adopt_update, apply_update,
+                                      changed_rows, local_rows, merge, owned_rows, packed_wire, round_to_wire, split,
+                                      table_rows)
 
 
 def _awkward_floats():
@@ -67,15 +68,65 @@ def test_a_delta_naming_a_row_outside_the_table_is_refused():
         merge(4, [bad, bad], "sum")
 
 
-def test_the_momentum_passes_refuse_arrays_of_other_lengths():
-    total, momentum = np.zeros((4, 2), np.float32), np.zeros((4, 2), np.float32)
-    values, ids = np.zeros((4, 2), np.uint16), np.zeros(4, np.int32)
-    with pytest.raises(ValueError, match="3 squares for 4 rows"):
-        deltas.accumulate(total, np.zeros(3, np.float32), np.array([1], np.int32), np.zeros((1, 2), np.uint16))
-    with pytest.raises(ValueError, match="squares 3"):
-        deltas.momentum_step(total, np.zeros(3, np.float32), 4, 0.5, 0.5, momentum, values, ids)
+def test_the_momentum_merge_refuses_arrays_of_other_lengths():
+    momentum, values, ids = np.zeros((4, 2), np.float32), np.zeros((4, 2), np.uint16), np.zeros(4, np.int32)
+    one = ([np.array([1], np.int32)], [np.zeros((1, 2), np.uint16)])
     with pytest.raises(ValueError, match="momentum"):
-        deltas.momentum_step(total, np.zeros(4, np.float32), 4, 0.5, 0.5, np.zeros((3, 2), np.float32), values, ids)
+        deltas.momentum_merge(*one, 4, 4, 0.5, 0.5, np.zeros((3, 2), np.float32), values, ids)
+    with pytest.raises(ValueError, match="room for 3 rows"):
+        deltas.momentum_merge(*one, 4, 4, 0.5, 0.5, momentum, values[:3], ids)
+    with pytest.raises(ValueError, match="table"):
+        deltas.momentum_merge(*one, 4, 4, 0.5, 0.5, momentum, values, ids, np.zeros((4, 3), np.float32))
+    with pytest.raises(ValueError, match="delta 0 has 1 ids for 2 rows"):
+        deltas.momentum_merge(one[0], [np.zeros((2, 2), np.uint16)], 4, 4, 0.5, 0.5, momentum, values, ids)
+    with pytest.raises(ValueError, match="row 7 outside a table of 4 rows"):
+        deltas.momentum_merge([np.array([7], np.int32)], one[1], 4, 4, 0.5, 0.5, momentum, values, ids, None, 3)
+
+
+@pytest.mark.parametrize("replicas", [3, 8])
+def test_the_momentum_merge_is_the_dense_rule_on_any_number_of_threads(replicas):
+    # the block momentum merge walks every row once (a row with momentum moves without a delta), summing
+    # the deltas' steps of a row in their order: the rule of the module docstring computed densely over the
+    # table, and the same bits on any number of threads (momentum, steps, rows and the table)
+    rng = np.random.default_rng(replicas)
+    n, dim = 503, 7
+    rate = BLOCK_RATE / replicas
+    momentum = (rng.standard_normal((n, dim)) * 1e-3).astype(np.float32)
+    momentum[::5] = 0                                       # rows without momentum, and some without deltas
+    table = rng.standard_normal((n, dim)).astype(np.float32)
+    found = []
+    for size in (400, 0, 120, 1, 490)[:replicas]:
+        ids = np.sort(rng.choice(n, size, replace=False)).astype(np.int32)
+        found.append(RowDelta(ids, (rng.standard_normal((size, dim)) * 1e-2).astype(WIRE_DTYPE)))
+    found[2] = RowDelta(found[0].ids[:120].copy(), found[0].values[:120].copy())    # rows moved alike
+    total, squares = np.zeros((n, dim), np.float64), np.zeros(n, np.float64)
+    for d in found:
+        steps = d.values.astype(np.float64)
+        total[d.ids] += steps
+        squares[d.ids] += (steps ** 2).sum(axis=1)
+    norm = (total ** 2).sum(axis=1)
+    least = 1.0 / replicas
+    share = np.where(norm > 0, np.clip(squares / np.where(norm > 0, norm, 1), least, 1), least)
+    share = (share - least) / (1 - least)
+    held = (1 - rate) * momentum.astype(np.float64) + rate * (1 - share)[:, None] * total
+    step = share[:, None] * total + held
+    runs = {}
+    for threads in (1, 2, 3, 8):
+        m, t = momentum.copy(), table.copy()
+        update = merge(n, found, "momentum", t, m, replicas, threads)
+        runs[threads] = (m, t, update.ids.copy(), update.values.copy())
+        np.testing.assert_allclose(m, held, rtol=1e-4, atol=1e-7)
+        moved = np.flatnonzero(np.abs(step.astype(WIRE_DTYPE).astype(np.float32)).max(axis=1) > 0)
+        assert set(update.ids) <= set(np.flatnonzero(np.abs(step).max(axis=1) > 0))
+        assert abs(len(update) - len(moved)) <= 2           # float16 rounding at the edge of zero
+        np.testing.assert_allclose(update.values.astype(np.float32), step[update.ids], rtol=2e-3, atol=1e-6)
+        stepped = table.copy()
+        stepped[update.ids] += update.values.astype(np.float32)
+        np.testing.assert_array_equal(t, stepped)
+        assert np.all(np.diff(update.ids) > 0)
+    for threads in (2, 3, 8):
+        for one, other in zip(runs[1], runs[threads]):
+            assert np.array_equal(one.view(np.uint8), other.view(np.uint8)), threads
 
 
 def test_merge_adds_or_averages_the_rows_each_replica_changed():
@@ -173,6 +224,29 @@ def test_the_owners_merges_are_the_merge_of_every_row(replicas):
         assert np.array_equal(part.values.view(np.uint16), owned.values.view(np.uint16))
         assert np.array_equal(part.owner, owned.owner)
     assert sum(owned_rows(n, replicas, g) for g in range(replicas)) == n
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_delta_split_among_its_owners_on_threads_into_kept_buffers_is_split_in_order(threads):
+    # each owner's part holds its rows (every n-th from its group) in order, with their steps, owners and
+    # stamps; the steps land in a buffer kept in the scratch dict, reused by the next split of that table
+    rng = np.random.default_rng(threads)
+    n, dim, replicas = 997, 5, 4
+    scratch, held = {}, None
+    for size in (900, 400, 3):
+        ids = np.sort(rng.choice(n, size, replace=False)).astype(np.int32)
+        delta = RowDelta(ids, (rng.standard_normal((size, dim)) * 1e-2).astype(WIRE_DTYPE),
+                         rng.integers(0, 3, size).astype(np.int32), rng.integers(0, 1 << 60, size, dtype=np.uint64))
+        parts = split(delta, replicas, threads, scratch)
+        for g, part in enumerate(parts):
+            mine = ids % replicas == g
+            assert np.array_equal(part.ids, ids[mine]) and np.array_equal(part.owner, delta.owner[mine])
+            assert np.array_equal(part.values.view(np.uint16), delta.values[mine].view(np.uint16))
+            assert np.array_equal(part.stamps, delta.stamps[mine])
+        assert held is None or np.shares_memory(parts[0].values, held)
+        held = scratch["split values"]
+    with pytest.raises(ValueError, match="row 9 outside 2 rows"):
+        deltas.take_rows(np.zeros((2, 3), np.uint16), np.array([0, 9]), np.zeros((2, 3), np.uint16), threads)
 
 
 @pytest.mark.parametrize("mode", ["average", "sum"])

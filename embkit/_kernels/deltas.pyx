@@ -6,14 +6,14 @@ numpy does), so that every function runs without the GIL and without temporary f
 scratch).  Ids are ``int32``; within one delta they are increasing and unique.
 
 The passes a replica makes every round (:func:`row_energies`, :func:`changed_rows`, :func:`merge_rows`,
-:func:`adopt_rows`) take ``threads``: with more than one (and an OpenMP build) they split the table's rows
+:func:`momentum_merge`, :func:`adopt_rows`) take ``threads``: with more than one (and an OpenMP build) they split the table's rows
 into ranges that OpenMP threads walk at once, each row on one thread, so the result is the same, bit for
 bit, for any number of threads.
 """
 import numpy as np
 
 from libc.math cimport copysignf, fabsf, frexpf, ldexpf
-from libc.stdint cimport int8_t, int32_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort
 from libc.string cimport memcpy, memmove
 from cython.parallel cimport parallel, prange
@@ -289,34 +289,6 @@ def changed_rows(const float[:, ::1] table, const float[:, ::1] base, uint16_t[:
     return k
 
 
-def accumulate(float[:, ::1] total, float[::1] squares, const int32_t[::1] ids, const uint16_t[:, ::1] values):
-    """Add the float16 steps ``values`` of rows ``ids`` into ``total``, and their squared norms into
-    ``squares``."""
-    cdef Py_ssize_t m = ids.shape[0], d = total.shape[1], k, j
-    cdef int32_t i
-    if values.shape[0] != m or (m and values.shape[1] != d):
-        raise ValueError("accumulate: %d ids for %d rows of values" % (m, values.shape[0]))
-    if squares.shape[0] != total.shape[0]:
-        raise ValueError("accumulate: %d squares for %d rows" % (squares.shape[0], total.shape[0]))
-    _check_rows(ids, total.shape[0], "a delta")
-    if m == 0 or d == 0:
-        return
-    cdef float *row = _scratch(d)
-    cdef float *into
-    cdef float norm
-    with nogil:
-        for k in range(m):
-            i = ids[k]
-            floats_from_halves(&values[k, 0], row, d, 1)
-            into = &total[i, 0]
-            norm = 0
-            for j in range(d):
-                into[j] += row[j]
-                norm += row[j] * row[j]
-            squares[i] += norm
-    free(row)
-
-
 cdef inline Py_ssize_t _lower_bound(const int32_t *ids, Py_ssize_t length, int32_t value) noexcept nogil:
     """The first position of the increasing ``ids`` holding ``value`` or more."""
     cdef Py_ssize_t lo = 0, hi = length, mid
@@ -327,6 +299,43 @@ cdef inline Py_ssize_t _lower_bound(const int32_t *ids, Py_ssize_t length, int32
         else:
             hi = mid
     return lo
+
+
+def _check_deltas(list ids, list values, Py_ssize_t n_rows, Py_ssize_t d, str what):
+    """Check one id array and one ``(rows, d)`` value array a delta, ids increasing and below ``n_rows``;
+    the deltas' rows in all."""
+    cdef Py_ssize_t k, p, total_rows = 0
+    cdef const int32_t[::1] one_ids
+    cdef const uint16_t[:, ::1] one_values
+    if len(values) != len(ids):
+        raise ValueError("%s: %d id arrays for %d value arrays" % (what, len(ids), len(values)))
+    for k in range(len(ids)):
+        one_ids, one_values = ids[k], values[k]
+        if one_values.shape[0] != one_ids.shape[0] or (one_ids.shape[0] and one_values.shape[1] != d):
+            raise ValueError("%s: delta %d has %d ids for %d rows of values" % (what, k, one_ids.shape[0],
+                                                                             one_values.shape[0]))
+        _check_rows(one_ids, n_rows, "a delta")
+        for p in range(1, one_ids.shape[0]):
+            if one_ids[p] <= one_ids[p - 1]:
+                raise ValueError("%s: delta %d: its ids are not increasing at %d" % (what, k, p))
+        total_rows += one_ids.shape[0]
+    return total_rows
+
+
+cdef void _delta_cuts(list ids, list values, Py_ssize_t n_rows, Py_ssize_t parts, const int32_t **id_ptr,
+                      const uint16_t **value_ptr, Py_ssize_t *cuts):
+    """Each delta's arrays (``id_ptr``, ``value_ptr``), and where range ``p`` of ``parts`` (rows ``[n_rows p /
+    parts, n_rows (p + 1) / parts)``) starts in delta ``k``: ``cuts[p * n + k]`` (``p = parts``: its end)."""
+    cdef Py_ssize_t n = len(ids), k, p
+    cdef const int32_t[::1] one_ids
+    cdef const uint16_t[:, ::1] one_values
+    for k in range(n):
+        one_ids, one_values = ids[k], values[k]
+        id_ptr[k] = &one_ids[0] if one_ids.shape[0] else NULL
+        value_ptr[k] = &one_values[0, 0] if one_ids.shape[0] else NULL
+        for p in range(parts + 1):
+            cuts[p * n + k] = one_ids.shape[0] if p == parts else \
+                _lower_bound(id_ptr[k], one_ids.shape[0], <int32_t>(n_rows * p // parts))
 
 
 cdef Py_ssize_t _merge_range(Py_ssize_t n, const int32_t **id_ptr, const uint16_t **value_ptr, Py_ssize_t *at,
@@ -385,7 +394,7 @@ def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[
                int32_t[::1] out_ids, float[:, ::1] table=None, int32_t[::1] owner=None, int threads=1,
                float[:, ::1] mirror=None):
     """One float16 step per row of any delta: the sum of the deltas' steps (added in the deltas' order,
-    as :func:`accumulate` adds them), or with ``average`` the sum over the number of deltas holding the
+    as :func:`momentum_merge` adds them), or with ``average`` the sum over the number of deltas holding the
     row; with ``table``, also add each step (as float16 widened) to it, and with ``mirror`` (a table of the
     same shape) copy each such row of ``table`` into it afterwards; with ``owner``, the index of the
     only delta holding each row, or -1 (a row only one delta holds has that delta's step, bit for bit).
@@ -395,27 +404,14 @@ def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[
     have room for every row of every delta; returns the number written.  With ``threads``, the rows are
     cut into ranges: the threads count each range's rows, then merge each range into its place.
     """
-    cdef Py_ssize_t n = len(ids), d = out_values.shape[1], k, p, c = 0, total_rows = 0, parts
+    cdef Py_ssize_t n = len(ids), d = out_values.shape[1], p, c = 0, total_rows, parts
     cdef bint failed = False
-    cdef const int32_t[::1] one_ids
-    cdef const uint16_t[:, ::1] one_values
-    if len(values) != n:
-        raise ValueError("merge_rows: %d id arrays for %d value arrays" % (n, len(values)))
     if table is not None and (table.shape[0] != n_rows or table.shape[1] != d):
         raise ValueError("merge_rows: the table has shape %s, the merge %s" % ((table.shape[0], table.shape[1]),
                                                                              (n_rows, d)))
     if mirror is not None and (table is None or mirror.shape[0] != n_rows or mirror.shape[1] != d):
         raise ValueError("merge_rows: a mirror needs a table of its shape")
-    for k in range(n):
-        one_ids, one_values = ids[k], values[k]
-        if one_values.shape[0] != one_ids.shape[0] or (one_ids.shape[0] and one_values.shape[1] != d):
-            raise ValueError("merge_rows: delta %d has %d ids for %d rows of values" % (k, one_ids.shape[0],
-                                                                                    one_values.shape[0]))
-        _check_rows(one_ids, n_rows, "a delta")
-        for p in range(1, one_ids.shape[0]):
-            if one_ids[p] <= one_ids[p - 1]:
-                raise ValueError("merge_rows: delta %d: its ids are not increasing at %d" % (k, p))
-        total_rows += one_ids.shape[0]
+    total_rows = _check_deltas(ids, values, n_rows, d, "merge_rows")
     if out_ids.shape[0] < total_rows or out_values.shape[0] < total_rows or (owner is not None and
                                                                              owner.shape[0] < total_rows):
         raise ValueError("merge_rows: room for %d rows, the deltas hold %d" % (out_ids.shape[0], total_rows))
@@ -429,13 +425,7 @@ def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[
     if id_ptr == NULL or value_ptr == NULL or cuts == NULL or offset == NULL:
         free(id_ptr); free(value_ptr); free(cuts); free(offset)
         raise MemoryError()
-    for k in range(n):
-        one_ids, one_values = ids[k], values[k]
-        id_ptr[k] = &one_ids[0] if one_ids.shape[0] else NULL
-        value_ptr[k] = &one_values[0, 0] if one_ids.shape[0] else NULL
-        for p in range(parts + 1):      # range p holds rows [n_rows p / parts, n_rows (p + 1) / parts)
-            cuts[p * n + k] = one_ids.shape[0] if p == parts else \
-                _lower_bound(id_ptr[k], one_ids.shape[0], <int32_t>(n_rows * p // parts))
+    _delta_cuts(ids, values, n_rows, parts, id_ptr, value_ptr, cuts)
     cdef Py_ssize_t *written = <Py_ssize_t *>calloc(parts, sizeof(Py_ssize_t))
     if written == NULL:
         free(id_ptr); free(value_ptr); free(cuts); free(offset)
@@ -486,59 +476,149 @@ def merge_rows(list ids, list values, Py_ssize_t n_rows, bint average, uint16_t[
     return c
 
 
-def momentum_step(const float[:, ::1] total, const float[::1] squares, int replicas, float scale, float mu,
-                  float[:, ::1] momentum, uint16_t[:, ::1] values, int32_t[::1] ids, float[:, ::1] table=None):
-    """Block momentum of the part of each row's summed step that the replicas agree on.
-
-    A row's ``total`` is the sum ``S`` of the replicas' steps, ``squares`` the sum ``Q`` of their squared
-    norms; ``r = Q / |S|^2``, clipped to ``[1/replicas, 1]``, is ``1/replicas`` when all moved it alike
-    and 1 when their steps are orthogonal.  The independent share ``w = (r - 1/n) / (1 - 1/n)`` of ``S``
-    is a step now; the rest goes through the momentum: ``momentum = mu * momentum + scale * (1 - w) * S``,
-    and the row's step is ``w * S + momentum``, rounded to float16 and added to ``table`` if given.  The
-    rows whose step is not zero are written to ``values`` / ``ids``.  Returns their number."""
-    cdef Py_ssize_t n = total.shape[0], d = total.shape[1], i, j, k = 0
-    cdef bint moved, apply = table is not None
-    cdef float norm, share, least = 1.0 / max(replicas, 2)
-    if momentum.shape[0] != n or momentum.shape[1] != d or squares.shape[0] != n or \
-            (apply and (table.shape[0] != n or table.shape[1] != d)):
-        raise ValueError("momentum_step: total %s, squares %d, momentum %s and table %s differ"
-                         % ((n, d), squares.shape[0], (momentum.shape[0], momentum.shape[1]),
-                            (table.shape[0], table.shape[1]) if apply else None))
-    if d == 0:
-        return 0
-    cdef float *row = _scratch(d)
+cdef Py_ssize_t _momentum_range(Py_ssize_t n, const int32_t **id_ptr, const uint16_t **value_ptr, Py_ssize_t *at,
+                                const Py_ssize_t *end, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t d, float least,
+                                float scale, float mu, float *momentum, uint16_t *out_values, int32_t *out_ids,
+                                float *table, float *summed, float *row) noexcept nogil:
+    """:func:`momentum_merge` of the rows ``lo .. hi`` (the deltas' rows ``at[k] .. end[k]`` among them; ``at``
+    advances), the rows that move written from the start of the outputs.  Their number."""
+    cdef Py_ssize_t c = 0, i, k, j
+    cdef float norm, squares, share, agreed
     cdef float *held
-    cdef const float *summed
-    cdef float agreed
-    with nogil:
-        for i in range(n):
-            summed, held = &total[i, 0], &momentum[i, 0]
-            norm = 0
-            for j in range(d):
-                norm += summed[j] * summed[j]
-            share = 0
-            if norm > 0:
-                share = min(max(squares[i] / norm, least), 1.0)
-                share = (share - least) / (1 - least)
-            agreed = scale * (1 - share)
-            for j in range(d):
-                held[j] = mu * held[j] + agreed * summed[j]
-                row[j] = share * summed[j] + held[j]
-            halves_from_floats(row, &values[k, 0], d, 1)
-            floats_from_halves(&values[k, 0], row, d, 1)
-            moved = False
-            for j in range(d):
-                if values[k, j] & 0x7fff:
-                    moved = True
-                    break
-            if apply:
+    cdef uint16_t *out
+    cdef bint moved
+    for i in range(lo, hi):
+        for j in range(d):
+            summed[j] = 0.0
+        squares = 0
+        for k in range(n):      # the deltas' steps of row i, added in the deltas' order
+            if at[k] < end[k] and id_ptr[k][at[k]] == i:
+                floats_from_halves(value_ptr[k] + at[k] * d, row, d, 1)
+                norm = 0
                 for j in range(d):
-                    table[i, j] += row[j]
-            if moved:
-                ids[k] = <int32_t>i
-                k += 1
-    free(row)
-    return k
+                    summed[j] += row[j]
+                    norm += row[j] * row[j]
+                squares += norm
+                at[k] += 1
+        norm = 0
+        for j in range(d):
+            norm += summed[j] * summed[j]
+        share = 0
+        if norm > 0:
+            share = min(max(squares / norm, least), 1.0)
+            share = (share - least) / (1 - least)
+        agreed = scale * (1 - share)
+        held = momentum + i * d
+        for j in range(d):
+            held[j] = mu * held[j] + agreed * summed[j]
+            row[j] = share * summed[j] + held[j]
+        out = out_values + c * d
+        halves_from_floats(row, out, d, 1)
+        floats_from_halves(out, row, d, 1)
+        moved = False
+        for j in range(d):
+            if out[j] & 0x7fff:
+                moved = True
+                break
+        if table != NULL:
+            for j in range(d):
+                table[i * d + j] += row[j]
+        if moved:
+            out_ids[c] = <int32_t>i
+            c += 1
+    return c
+
+
+def momentum_merge(list ids, list values, Py_ssize_t n_rows, int replicas, float scale, float mu,
+                   float[:, ::1] momentum, uint16_t[:, ::1] out_values, int32_t[::1] out_ids,
+                   float[:, ::1] table=None, int threads=1):
+    """Block momentum of the part of each row's summed step that the replicas agree on, over every row of a
+    table of ``n_rows`` (a row with momentum moves without any delta holding it).
+
+    ``ids`` and ``values`` hold one delta each (ids increasing, below ``n_rows``; float16 bits), walked together
+    in id order.  A row's ``S`` is the sum of the deltas' steps (added in the deltas' order) and ``Q`` the sum
+    of their squared norms; ``r = Q / |S|^2``, clipped to ``[1/replicas, 1]``, is ``1/replicas`` when all
+    moved it alike and 1 when their steps are orthogonal.  The independent share ``w = (r - 1/n) / (1 -
+    1/n)`` of ``S`` is a step now; the rest goes through the momentum: ``momentum = mu * momentum + scale *
+    (1 - w) * S``, and the row's step is ``w * S + momentum``, rounded to float16 and added to ``table`` if
+    given.  The rows whose step is not zero are written to ``out_values`` / ``out_ids`` (room for ``n_rows``
+    rows), in row order.  Returns their number.  With ``threads``, ranges of rows are merged at once (each
+    row by one thread, the same bits for any number), then moved up to their places.
+    """
+    cdef Py_ssize_t n = len(ids), d = momentum.shape[1], p, c = 0, parts, lo
+    cdef bint failed = False
+    if momentum.shape[0] != n_rows or out_values.shape[0] < n_rows or out_ids.shape[0] < n_rows or \
+            out_values.shape[1] != d or (table is not None and (table.shape[0] != n_rows or table.shape[1] != d)):
+        raise ValueError("momentum_merge: %d rows of %d, momentum %s, room for %d rows of %d and table %s differ"
+                         % (n_rows, d, (momentum.shape[0], momentum.shape[1]), min(out_values.shape[0],
+                            out_ids.shape[0]), out_values.shape[1],
+                            (table.shape[0], table.shape[1]) if table is not None else None))
+    _check_deltas(ids, values, n_rows, d, "momentum_merge")
+    if n_rows == 0 or d == 0:
+        return 0
+    parts = 1 if threads <= 1 else min(n_rows, PARTS_PER_THREAD * threads)
+    cdef const int32_t **id_ptr = <const int32_t **>malloc(max(n, 1) * sizeof(int32_t *))
+    cdef const uint16_t **value_ptr = <const uint16_t **>malloc(max(n, 1) * sizeof(uint16_t *))
+    cdef Py_ssize_t *cuts = <Py_ssize_t *>malloc((parts + 1) * max(n, 1) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t *written = <Py_ssize_t *>calloc(parts, sizeof(Py_ssize_t))
+    if id_ptr == NULL or value_ptr == NULL or cuts == NULL or written == NULL:
+        free(id_ptr); free(value_ptr); free(cuts); free(written)
+        raise MemoryError()
+    _delta_cuts(ids, values, n_rows, parts, id_ptr, value_ptr, cuts)
+    cdef float least = 1.0 / max(replicas, 2)
+    cdef float *table_ptr = &table[0, 0] if table is not None else NULL
+    cdef uint16_t *value_out = &out_values[0, 0]
+    cdef int32_t *id_out = &out_ids[0]
+    cdef Py_ssize_t *at = NULL
+    cdef float *summed = NULL
+    cdef float *row = NULL
+    with nogil, parallel(num_threads=max(1, threads)):
+        at = <Py_ssize_t *>malloc(max(n, 1) * sizeof(Py_ssize_t))
+        summed = <float *>malloc(d * sizeof(float))
+        row = <float *>malloc(d * sizeof(float))
+        for p in prange(parts, schedule="dynamic"):
+            if at == NULL or summed == NULL or row == NULL:
+                written[p] = -1
+            else:       # range p writes from its first row's place: it moves at most as many rows as it holds
+                memcpy(at, cuts + p * n, n * sizeof(Py_ssize_t))
+                lo = n_rows * p // parts
+                written[p] = _momentum_range(n, id_ptr, value_ptr, at, cuts + (p + 1) * n, lo,
+                                             n_rows * (p + 1) // parts, d, least, scale, mu, &momentum[0, 0],
+                                             value_out + lo * d, id_out + lo, table_ptr, summed, row)
+        free(at)
+        free(summed)
+        free(row)
+    for p in range(parts):      # each range's rows up to the end of the ranges before it
+        if written[p] < 0:
+            failed = True
+            break
+        lo = n_rows * p // parts
+        if c != lo and written[p]:
+            memmove(value_out + c * d, value_out + lo * d, written[p] * d * sizeof(uint16_t))
+            memmove(id_out + c, id_out + lo, written[p] * sizeof(int32_t))
+        c += written[p]
+    free(id_ptr); free(value_ptr); free(cuts); free(written)
+    if failed:
+        raise MemoryError()
+    return c
+
+
+def take_rows(const uint16_t[:, ::1] values, const int64_t[::1] order, uint16_t[:, ::1] out, int threads=1):
+    """``out[i] = values[order[i]]`` for every ``i`` of ``order`` (a delta's rows in another order, e.g. by
+    owner), ranges of rows copied at once on ``threads``."""
+    cdef Py_ssize_t m = order.shape[0], n = values.shape[0], d = values.shape[1], i, p, parts
+    if out.shape[0] != m or out.shape[1] != d:
+        raise ValueError("take_rows: room for %s, %d rows of %d wanted" % ((out.shape[0], out.shape[1]), m, d))
+    for i in range(m):
+        if order[i] < 0 or order[i] >= n:
+            raise ValueError("take_rows: row %d outside %d rows" % (order[i], n))
+    if m == 0 or d == 0:
+        return
+    parts = 1 if threads <= 1 else min(m, PARTS_PER_THREAD * threads)
+    with nogil, parallel(num_threads=max(1, threads)):
+        for p in prange(parts, schedule="static"):
+            for i in range(m * p // parts, m * (p + 1) // parts):
+                memcpy(&out[i, 0], &values[order[i], 0], d * sizeof(uint16_t))
 
 
 def add_rows(float[:, ::1] table, const int32_t[::1] ids, const uint16_t[:, ::1] values):

@@ -198,19 +198,16 @@ def changed_rows(table, base, share=1.0, scratch=None, threads=1, rows=None, sta
     return delta
 
 
-def _buffer(scratch, name, shape, dtype, zero=False):
+def _buffer(scratch, name, shape, dtype):
     """An array of ``shape`` kept in ``scratch`` (a dict) from one call to the next, grown when too small: in a
     Dask worker (whose allocator returns freed memory to the system at once) a fresh table-sized array
-    costs a page fault per page every round.  Zeroed with ``zero``."""
+    costs a page fault per page every round."""
     if scratch is None:
-        return (np.zeros if zero else np.empty)(shape, dtype=dtype)
+        return np.empty(shape, dtype=dtype)
     held = scratch.get(name)
     if held is None or held.shape[0] < shape[0] or held.shape[1:] != shape[1:] or held.dtype != dtype:
         held = scratch[name] = np.empty((shape[0] + shape[0] // 4,) + tuple(shape[1:]), dtype=dtype)
-    out = held[:shape[0]]
-    if zero:
-        out.fill(0)
-    return out
+    return held[:shape[0]]
 
 
 def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas=None, threads=1, scratch=None,
@@ -234,7 +231,7 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
     replicas : int, optional
         With ``"momentum"``: the number of replicas ``n`` of the run (the momentum is ``1 - 2/n``).
     threads : int
-        OpenMP threads of the merge of the deltas' rows (the result is the same for any number).
+        OpenMP threads of the merge (the result is the same for any number).
     scratch : dict, optional
         Kept by the caller for one table: the buffers are reused from one call to the next, and the result
         views them (valid until the next call with the same ``scratch``).
@@ -278,14 +275,11 @@ def merge(n_rows, deltas, mode=DEFAULT_MODE, table=None, momentum=None, replicas
     if mirror is not None:
         raise ValueError("a merge with momentum cannot mirror its table (its momentum moves rows no delta holds)")
     dim = momentum.shape[1]
-    total = _buffer(scratch, "total", (n_rows, dim), np.float32, zero=True)
-    squares = _buffer(scratch, "squares", (n_rows,), np.float32, zero=True)
-    for d in deltas:
-        _kernel.accumulate(total, squares, np.ascontiguousarray(d.ids, dtype=np.int32), _bits(d.values))
     values = _buffer(scratch, "values", (n_rows, dim), np.uint16)
     ids = _buffer(scratch, "ids", (n_rows,), np.int32)
-    count = _kernel.momentum_step(total, squares, replicas, rate / replicas, 1.0 - rate / replicas, momentum, values,
-                                  ids, table)
+    count = _kernel.momentum_merge([np.ascontiguousarray(d.ids, dtype=np.int32) for d in deltas],
+                                   [_bits(d.values) for d in deltas], n_rows, replicas, rate / replicas,
+                                   1.0 - rate / replicas, momentum, values, ids, table, threads)
     return _compact(values, ids, count)
 
 
@@ -296,15 +290,19 @@ def owned_rows(n_rows, parts, part):
     return len(range(part, n_rows, parts))
 
 
-def split(delta, parts):
+def split(delta, parts, threads=1, scratch=None):
     """The parts of ``delta`` each of ``parts`` owners merges (:func:`owned_rows`): part ``p`` holds its rows
-    ``p, p + parts, ...``, in order."""
+    ``p, p + parts, ...``, in order.  Their steps are copied on ``threads`` into a buffer kept in ``scratch``
+    (a dict, see :func:`merge`; the parts view it until the next call with the same ``scratch``)."""
     if parts == 1:
         return [delta]
     owner = delta.ids % parts
     order = np.argsort(owner, kind="stable")
     cuts = np.searchsorted(owner[order], np.arange(parts + 1))
-    ids, values = delta.ids[order], delta.values[order]
+    ids = delta.ids[order]
+    values = _buffer(scratch, "split values", delta.values.shape, np.uint16)
+    _kernel.take_rows(_bits(delta.values), order.astype(np.int64, copy=False), values, threads)
+    values = values.view(WIRE_DTYPE)
     rows = None if delta.owner is None else delta.owner[order]
     stamps = None if delta.stamps is None else delta.stamps[order]
     packed = None if delta.packed is None else tuple(a[order] for a in delta.packed)

@@ -189,7 +189,8 @@ class Replica:
 
         Returns :meth:`train`'s dict with ``pass_seconds`` (finding, merging and adopting rows; of which
         ``find_seconds`` finding them, ``merge_seconds`` merging and ``adopt_seconds`` adopting),
-        ``round_seconds`` (the whole call), ``wait_seconds`` (waiting for the peers' parts), ``reconciled``
+        ``round_seconds`` (the whole call), ``wait_seconds`` (waiting for the peers' parts, and for them to take
+        this replica's), ``reconciled``
         (reconciliations of every row adopted in the call: 0, 1 or 2), ``hot_syncs`` (those of the frequent
         rows), ``adopted`` (the ``(epoch, round)`` of the last one adopted, or None), ``bytes_up`` /
         ``bytes_down`` (changed rows sent to the other owners; merged rows sent to the other replicas and the
@@ -221,7 +222,7 @@ class Replica:
         sent = self._changed(self._views(), scratch, share, stamp=late and share >= 1)
         result["find_seconds"] += time.perf_counter() - clock
         key = (span.epoch, span.index)
-        exchange = (key, sent, self._send(key, sent), share < 1, relay)
+        exchange = (key, sent, self._send(key, sent, scratch), share < 1, relay)
         if late:
             self.pending = exchange + (True,)
         else:
@@ -261,7 +262,7 @@ class Replica:
         sent = self._changed(views, scratch)
         result["find_seconds"] += time.perf_counter() - clock
         key = ("hot", span.epoch, span.index, result["hot_syncs"])
-        exchange = self._finish(key, sent, self._send(key, sent), False, relay, views=views)
+        exchange = self._finish(key, sent, self._send(key, sent, scratch), False, relay, views=views)
         if exchange["merged"] is not None:  # views of buffers the round's next merge reuses before it returns
             exchange["merged"] = tuple(tuple(None if a is None else np.array(a) for a in wire)
                                        for wire in exchange["merged"])
@@ -366,22 +367,17 @@ class Replica:
                 "seconds": time.perf_counter() - clock, "cpu_seconds": _cpu_seconds() - cpu,
                 "progress": (done + units) / total_units, "chunks": count}
 
-    def reconcile(self, key, sent, partial, relay=True):
-        """Exchange the rows of ``sent`` (this replica's delta of each table) with the peers, merge this
-        replica's rows and adopt the merged rows of all; the result's exchange entries (with ``relay``, the
-        merged rows for the client)."""
-        return self._finish(key, sent, self._send(key, sent), partial, relay)
-
-    def _send(self, key, sent):
+    def _send(self, key, sent, scratch):
         """Post this replica's delta of round ``key`` to its peers (the whole of it to the other of two
-        replicas, else each owner its part); what :meth:`_finish` needs of it."""
+        replicas, else each owner its part, cut in the buffers of ``scratch``, those ``sent`` was found in);
+        what :meth:`_finish` needs of it."""
         g, n = self.group, self.replicas
         if n == 1:
             return {"posts": [], "parts": None, "up": 0}
         if n == 2:
             return {"posts": [self._post(1 - g, ("delta",) + key, sent, packed=True)], "parts": None,
                     "up": sum(d.wire_nbytes(self.bits) for d in sent)}
-        parts = [split(d, n) for d in sent]
+        parts = [split(d, n, self.threads, s) for d, s in zip(sent, scratch)]
         others = [p for p in range(n) if p != g]
         return {"posts": [self._post(p, ("part",) + key, tuple(part[p] for part in parts), packed=True)
                           for p in others],
@@ -435,7 +431,9 @@ class Replica:
         clock["adopt_seconds"] += time.perf_counter() - adopting
         if x.whole:
             self.reconciled = key
+        waited = time.perf_counter()
         self._delivered(key, posts)
+        clock["wait_seconds"] += time.perf_counter() - waited
         return self._result([RowDelta(m.ids, m.values) for m in merged], x.relay, x.posted["up"], down)
 
     @staticmethod
@@ -473,7 +471,9 @@ class Replica:
             mine.append(RowDelta(merged.ids[half], merged.values[half]))   # the client takes half from each
         if x.whole:
             self.reconciled = x.key
+        waited = time.perf_counter()
         self._delivered(x.key, x.posted["posts"])
+        clock["wait_seconds"] += time.perf_counter() - waited
         return self._result(mine, x.relay, x.posted["up"], 0)
 
     def _merge(self, t, deltas, n_rows):

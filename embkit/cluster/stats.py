@@ -34,7 +34,8 @@ class ClusterStats:
     pass_seconds, find_seconds, merge_seconds, adopt_seconds, wait_seconds : float
         Time the slowest replica of each round spent finding, merging and adopting rows (of which finding the
         changed rows, merging them and adopting the merged rows: the next three, each the slowest replica's),
-        and waiting for the other replicas' rows (their lateness and the transfer), summed over rounds.
+        and waiting for the other replicas' rows and for them to take this replica's (their lateness and the
+        transfer), summed over rounds.
     call_seconds : float
         Wall time of the rounds outside the slowest replica's call: the calls there and back, and the results'
         transfer to the client.

@@ -62,11 +62,9 @@ def _consensus(rows, deltas, head, replicas):
     from embkit._kernels import deltas as kernel
 
     dim = head.shape[1]
-    total, squares = np.zeros((rows, dim), np.float32), np.zeros(rows, np.float32)
-    for d in deltas:
-        kernel.accumulate(total, squares, d.ids, d.values.view(np.uint16))
-    kernel.momentum_step(total, squares, replicas, 1.0 / replicas, 0.0, np.zeros((rows, dim), np.float32),
-                         np.empty((rows, dim), np.uint16), np.empty(rows, np.int32), head)
+    kernel.momentum_merge([d.ids for d in deltas], [d.values.view(np.uint16) for d in deltas], rows, replicas,
+                          1.0 / replicas, 0.0, np.zeros((rows, dim), np.float32), np.empty((rows, dim), np.uint16),
+                          np.empty(rows, np.int32), head)
 
 
 def _reconcile(reps, base, momenta, rows, replicas, pending=None, merge_mode="momentum", refs=None):
