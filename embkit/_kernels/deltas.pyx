@@ -5,10 +5,10 @@ converts a row at a time, with the CPU's F16C instructions where it has them, ro
 numpy does), so that every function runs without the GIL and without temporary float32 tables (one row of
 scratch).  Ids are ``int32``; within one delta they are increasing and unique.
 
-The passes a replica makes every round (:func:`row_energies`, :func:`changed_rows`, :func:`merge_rows`,
-:func:`momentum_merge`, :func:`adopt_rows`) take ``threads``: with more than one (and an OpenMP build) they split the table's rows
-into ranges that OpenMP threads walk at once, each row on one thread, so the result is the same, bit for
-bit, for any number of threads.
+The passes a replica makes every round (:func:`row_energies`, :func:`changed_rows`, :func:`take_rows`,
+:func:`merge_rows`, :func:`momentum_merge`, :func:`adopt_rows`) take ``threads``: with more than one (and an
+OpenMP build) they split the table's rows into ranges that OpenMP threads walk at once, each row on one
+thread, so the result is the same, bit for bit, for any number of threads.
 """
 import numpy as np
 

@@ -190,11 +190,10 @@ class Replica:
         Returns :meth:`train`'s dict with ``pass_seconds`` (finding, merging and adopting rows; of which
         ``find_seconds`` finding them, ``merge_seconds`` merging and ``adopt_seconds`` adopting),
         ``round_seconds`` (the whole call), ``wait_seconds`` (waiting for the peers' parts, and for them to take
-        this replica's), ``reconciled``
-        (reconciliations of every row adopted in the call: 0, 1 or 2), ``hot_syncs`` (those of the frequent
-        rows), ``adopted`` (the ``(epoch, round)`` of the last one adopted, or None), ``bytes_up`` /
-        ``bytes_down`` (changed rows sent to the other owners; merged rows sent to the other replicas and the
-        client), ``worker``, ``rows`` (the merged rows of this replica's rows of both tables in the
+        this replica's), ``reconciled`` (reconciliations of every row adopted in the call: 0, 1 or 2),
+        ``hot_syncs`` (those of the frequent rows), ``adopted`` (the ``(epoch, round)`` of the last one adopted,
+        or None), ``bytes_up`` / ``bytes_down`` (changed rows sent to the other owners; merged rows sent to the
+        other replicas and the client), ``worker``, ``rows`` (the merged rows of this replica's rows of both tables in the
         reconciliations of every row) and ``merged``: with ``relay``, their steps, one
         :attr:`~embkit.cluster.reconcile.RowDelta.wire` tuple per table and reconciliation, in order (the
         frequent rows' first), for the client's tables, else None.
