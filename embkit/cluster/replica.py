@@ -193,8 +193,8 @@ class Replica:
         this replica's), ``reconciled`` (reconciliations of every row adopted in the call: 0, 1 or 2),
         ``hot_syncs`` (those of the frequent rows), ``adopted`` (the ``(epoch, round)`` of the last one adopted,
         or None), ``bytes_up`` / ``bytes_down`` (changed rows sent to the other owners; merged rows sent to the
-        other replicas and the client), ``worker``, ``rows`` (the merged rows of this replica's rows of both tables in the
-        reconciliations of every row) and ``merged``: with ``relay``, their steps, one
+        other replicas and the client), ``worker``, ``rows`` (the merged rows of this replica's rows of both
+        tables in the reconciliations of every row) and ``merged``: with ``relay``, their steps, one
         :attr:`~embkit.cluster.reconcile.RowDelta.wire` tuple per table and reconciliation, in order (the
         frequent rows' first), for the client's tables, else None.
         """
