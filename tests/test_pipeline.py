@@ -293,7 +293,9 @@ def test_hot_rows_are_checked_and_a_tree_loss_ignores_them():
 
 
 @pytest.mark.parametrize("workers", [2, 3, 4])
-def test_several_threads_keep_the_hot_rows_a_model_gives_them(workers):
+def test_several_threads_keep_the_hot_rows_a_model_gives_them(workers, monkeypatch):
+    from embkit.core import hot_rows as module
+    monkeypatch.setattr(module, "running_threads", lambda n: n)         # a machine of as many cores
     model = _model(workers=workers, epochs=1, vector_size=300)
     rng = np.random.default_rng(0)
     model.build_vocab([["w%d" % j for j in rng.integers(0, 2000, 20)] for _ in range(1000)])
@@ -313,6 +315,7 @@ def test_several_threads_keep_the_hot_rows_a_model_gives_them(workers):
 
 def test_many_threads_copy_the_input_rows_too_unless_told(monkeypatch):
     from embkit.core import hot_rows
+    monkeypatch.setattr(hot_rows, "running_threads", lambda n: n)       # a machine of as many cores
     counts = np.arange(1000, 0, -1)
     many = hot_rows.WORD_HOT_INPUTS_FROM_HOLDERS
     assert hot_rows.word_hot_rows(None, counts, 100, many)["inputs"]
@@ -327,6 +330,23 @@ def test_many_threads_copy_the_input_rows_too_unless_told(monkeypatch):
     model.build_vocab(_sentences())
     model.train()
     assert np.isfinite(model.last_report.epoch_loss[0])
+
+
+def test_the_default_copies_count_the_threads_that_run_at_once(monkeypatch):
+    # threads beyond the cores take turns on them, where no other core takes their rows: four threads on
+    # two cores share the tables as two do; the bounds still count every thread that holds copies
+    from embkit.core import hot_rows
+    counts = np.arange(1000, 0, -1)
+    assert hot_rows.running_threads(10 ** 6) == len(os.sched_getaffinity(0))
+    assert hot_rows.running_threads(1) == 1
+    monkeypatch.setattr(hot_rows, "running_threads", lambda n: min(n, 2))
+    assert hot_rows.word_hot_rows(None, counts, 100, 4)["ids"] is None
+    assert not hot_rows.word_hot_rows(None, counts, 100, 16)["inputs"]
+    asked = hot_rows.word_hot_rows(64, counts, 100, 16)             # asked for: copies, bounded by all 16
+    assert len(asked["ids"]) == 64 and asked["limit"] == hot_rows.HOT_PENDING_STEPS // 16
+    monkeypatch.setattr(hot_rows, "running_threads", lambda n: min(n, 8))
+    many = hot_rows.word_hot_rows(None, counts, 100, 16)
+    assert many["ids"] is not None and many["inputs"] and many["limit"] == hot_rows.HOT_PENDING_STEPS // 16
 
 
 def test_one_thread_holds_its_copies_as_several_would_with_banks(monkeypatch):

@@ -17,6 +17,8 @@ change to the table after ``limit`` steps on the copy, every ``every`` examples 
 - Item pairs (:func:`pair_hot_rows`; only when asked): the output rows of the most counted items, written
   back as the word windows' are.
 """
+import os
+
 import numpy as np
 
 from embkit.core.registry import most_frequent
@@ -24,7 +26,7 @@ from embkit.core.registry import most_frequent
 __all__ = ["HOT_MERGE_EVERY", "HOT_ROW_BYTES", "WORD_HOT_ROW_BYTES", "WORD_FLUSH_EVERY", "HOT_PENDING_STEPS",
            "WORD_HOT_INPUTS", "WORD_HOT_INPUTS_FROM_HOLDERS", "HOT_PENDING_INPUT_STEPS", "WORD_HOT_BANKS",
            "HOT_INPUT_SCALE", "WORD_HOT_FROM_HOLDERS", "PAIR_FLUSH_EVERY", "class_hot_rows", "steps_a_copy",
-           "copies_inputs", "word_hot_rows", "pair_hot_rows"]
+           "copies_inputs", "running_threads", "word_hot_rows", "pair_hot_rows"]
 
 #: examples (rows, pairs) a thread trains between adding the mean of its changes of its hot label rows
 HOT_MERGE_EVERY = 1024
@@ -53,7 +55,8 @@ WORD_HOT_INPUTS = None
 #: fewest holders of copies from which the input rows are copied too when :data:`WORD_HOT_INPUTS` is None: as
 #: the output rows (:data:`WORD_HOT_FROM_HOLDERS`), from where their gain was measured
 WORD_HOT_INPUTS_FROM_HOLDERS = 4
-#: fewest holders of copies (threads, or sets of copies with :data:`WORD_HOT_BANKS`) from which a skip-gram
+#: fewest holders of copies (threads running at once, :func:`running_threads`, or sets of copies with
+#: :data:`WORD_HOT_BANKS`) from which a skip-gram
 #: trainer copies the hot rows when the model leaves their number to it; with fewer, the threads share the
 #: tables.  On two cores the copies' own cost (7-8 % of a thread) outweighed what they saved where the two
 #: cores share a cache (two threads 1.83-1.88x one thread against 1.93-1.95x sharing, four sittings) and
@@ -100,6 +103,18 @@ def steps_a_copy(pending, holders):
     return max(1, pending // holders)
 
 
+def running_threads(workers):
+    """Threads of ``workers`` that run at once: no more than the cores this process may use.  Threads beyond
+    them take turns on a core, where no other core takes their rows' cache lines, so the default copies go by
+    these (on two cores four threads trained 4.66-4.77M words/s sharing the tables, 4.32-4.55M with the output
+    rows' copies and 3.86-4.35M with both tables'; BENCHMARKS.md, "Hot rows")."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(int(workers), cores))
+
+
 def copies_inputs(holders, skip_gram=True):
     """Whether ``holders`` holders of copies of the hot words' rows copy their input rows too (by default
     skip-gram's only, where they were measured)."""
@@ -113,21 +128,24 @@ def word_hot_rows(setting, counts, dim, workers, skip_gram=True):
 
     The output rows (and as :data:`WORD_HOT_INPUTS` says the input rows) of the most frequent of the words of
     ``counts`` (``setting`` of them; None: as many as :data:`WORD_HOT_ROW_BYTES` holds a thread at ``dim``
-    floats a row for skip-gram from :data:`WORD_HOT_FROM_HOLDERS` workers on, none for CBOW, whose analogy
-    accuracy the copies lowered; none with one worker holding one set), each thread's change summed into the
-    tables after ``HOT_PENDING_STEPS // workers`` steps on an output row (``HOT_PENDING_INPUT_STEPS //
-    workers`` on an input row, :data:`HOT_INPUT_SCALE` of its change) and every :data:`WORD_FLUSH_EVERY`
-    centre words.  With :data:`WORD_HOT_BANKS` sets of copies a thread, the bounds count each set as a thread.
+    floats a row for skip-gram from :data:`WORD_HOT_FROM_HOLDERS` workers running at once on, none for CBOW,
+    whose analogy accuracy the copies lowered; none with one worker holding one set), each thread's change
+    summed into the tables after ``HOT_PENDING_STEPS // workers`` steps on an output row
+    (``HOT_PENDING_INPUT_STEPS // workers`` on an input row, :data:`HOT_INPUT_SCALE` of its change) and every
+    :data:`WORD_FLUSH_EVERY` centre words.  With :data:`WORD_HOT_BANKS` sets of copies a thread, the bounds
+    and the defaults count each set as a thread.  The defaults count the workers that run at once
+    (:func:`running_threads`), the bounds every worker.
     """
     ids = None
     holders = max(1, workers) * WORD_HOT_BANKS
-    if setting is None and (not skip_gram or holders < WORD_HOT_FROM_HOLDERS):
+    running = running_threads(workers) * WORD_HOT_BANKS
+    if setting is None and (not skip_gram or running < WORD_HOT_FROM_HOLDERS):
         setting = 0
     if holders > 1 and setting != 0 and len(counts):
         wanted = WORD_HOT_ROW_BYTES // (2 * dim * 4) if setting is None else setting
         ids = most_frequent(counts, min(int(wanted), len(counts)))
     return dict(ids=ids, every=WORD_FLUSH_EVERY, limit=steps_a_copy(HOT_PENDING_STEPS, holders),
-                inputs=copies_inputs(holders, skip_gram), limit_in=steps_a_copy(HOT_PENDING_INPUT_STEPS, holders),
+                inputs=copies_inputs(running, skip_gram), limit_in=steps_a_copy(HOT_PENDING_INPUT_STEPS, holders),
                 banks=WORD_HOT_BANKS, scale_in=HOT_INPUT_SCALE)
 
 
