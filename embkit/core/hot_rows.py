@@ -17,16 +17,15 @@ change to the table after ``limit`` steps on the copy, every ``every`` examples 
 - Item pairs (:func:`pair_hot_rows`; only when asked): the output rows of the most counted items, written
   back as the word windows' are.
 """
-import os
-
 import numpy as np
 
 from embkit.core.registry import most_frequent
+from embkit.core.threads import running_threads
 
 __all__ = ["HOT_MERGE_EVERY", "HOT_ROW_BYTES", "WORD_HOT_ROW_BYTES", "WORD_FLUSH_EVERY", "HOT_PENDING_STEPS",
            "WORD_HOT_INPUTS", "WORD_HOT_INPUTS_FROM_HOLDERS", "HOT_PENDING_INPUT_STEPS", "WORD_HOT_BANKS",
            "HOT_INPUT_SCALE", "WORD_HOT_FROM_HOLDERS", "PAIR_FLUSH_EVERY", "class_hot_rows", "steps_a_copy",
-           "copies_inputs", "running_threads", "word_hot_rows", "pair_hot_rows"]
+           "copies_inputs", "word_hot_rows", "pair_hot_rows"]
 
 #: examples (rows, pairs) a thread trains between adding the mean of its changes of its hot label rows
 HOT_MERGE_EVERY = 1024
@@ -55,13 +54,13 @@ WORD_HOT_INPUTS = None
 #: fewest holders of copies from which the input rows are copied too when :data:`WORD_HOT_INPUTS` is None: as
 #: the output rows (:data:`WORD_HOT_FROM_HOLDERS`), from where their gain was measured
 WORD_HOT_INPUTS_FROM_HOLDERS = 4
-#: fewest holders of copies (threads running at once, :func:`running_threads`, or sets of copies with
-#: :data:`WORD_HOT_BANKS`) from which a skip-gram
-#: trainer copies the hot rows when the model leaves their number to it; with fewer, the threads share the
+#: fewest holders of copies (threads running at once, :func:`~embkit.core.threads.running_threads`, or sets
+#: of copies with :data:`WORD_HOT_BANKS`) from which a skip-gram trainer copies the hot rows when the model
+#: leaves their number to it; with fewer, the threads share the
 #: tables.  On two cores the copies' own cost (7-8 % of a thread) outweighed what they saved where the two
 #: cores share a cache (two threads 1.83-1.88x one thread against 1.93-1.95x sharing, four sittings) and
-#: gained 4 % where they do not; on 16 cores they gained 1.04-1.15x at 4 threads and 1.08-1.29x at 16
-#: (BENCHMARKS.md, "Hot rows" and "2 cores")
+#: gained 4 % where they do not, and four threads on two cores made the same trade; on 16 cores they gained
+#: 1.04-1.15x at 4 threads and 1.08-1.29x at 16 (BENCHMARKS.md, "Hot rows" and "2 cores")
 WORD_HOT_FROM_HOLDERS = 4
 #: the same bound for the copies of input rows: a frequent word's input row takes a step at nearly every
 #: window, and sixteen threads holding 8 steps of one each lost 2-2.5 analogy points on 16 cores where 4 each
@@ -103,18 +102,6 @@ def steps_a_copy(pending, holders):
     return max(1, pending // holders)
 
 
-def running_threads(workers):
-    """Threads of ``workers`` that run at once: no more than the cores this process may use.  Threads beyond
-    them take turns on a core, where no other core takes their rows' cache lines, so the default copies go by
-    these (on two cores four threads trained 4.66-4.77M words/s sharing the tables, 4.32-4.55M with the output
-    rows' copies and 3.86-4.35M with both tables'; BENCHMARKS.md, "Hot rows")."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(1, min(int(workers), cores))
-
-
 def copies_inputs(holders, skip_gram=True):
     """Whether ``holders`` holders of copies of the hot words' rows copy their input rows too (by default
     skip-gram's only, where they were measured)."""
@@ -134,7 +121,8 @@ def word_hot_rows(setting, counts, dim, workers, skip_gram=True):
     (``HOT_PENDING_INPUT_STEPS // workers`` on an input row, :data:`HOT_INPUT_SCALE` of its change) and every
     :data:`WORD_FLUSH_EVERY` centre words.  With :data:`WORD_HOT_BANKS` sets of copies a thread, the bounds
     and the defaults count each set as a thread.  The defaults count the workers that run at once
-    (:func:`running_threads`), the bounds every worker.
+    (:func:`~embkit.core.threads.running_threads`: threads beyond the cores take turns on one, where no other
+    core takes their rows' cache lines), the bounds every worker.
     """
     ids = None
     holders = max(1, workers) * WORD_HOT_BANKS

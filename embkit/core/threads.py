@@ -3,11 +3,13 @@ and SciPy products, the kernels) and whose items are independent (blocks of rows
 members).
 """
 import itertools
+import os
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor, wait
 
-__all__ = ["map_on_threads", "ordered_map", "helped_ordered_map", "worker_map", "map_with_helpers"]
+__all__ = ["map_on_threads", "ordered_map", "helped_ordered_map", "worker_map", "map_with_helpers",
+           "running_threads"]
 
 #: whether the calling thread of :func:`worker_map` is one of its workers (:func:`helped_ordered_map`); else
 #: ``workers`` threads compute beside it while it waits (:func:`ordered_map`): a thread more than the cores
@@ -166,3 +168,12 @@ def map_with_helpers(fn, n, pool=None, helpers=0):
         task.result()
     return results
 
+
+def running_threads(workers):
+    """Threads of ``workers`` that run at once: no more than the cores this process may use (its CPU affinity
+    where the system tells it)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(int(workers), cores))
