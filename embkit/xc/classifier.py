@@ -154,6 +154,13 @@ class _RowChunk:
         return self.raw_units
 
 
+def _unit_rows(table):
+    """Scale every row of ``table`` to unit L2 norm in place (a row of zeros stays)."""
+    norms = np.linalg.norm(table, axis=1)
+    moved = norms > 0
+    table[moved] /= norms[moved, None].astype(table.dtype)
+
+
 def _as_xy(X, Y=None):
     """``(X csr float32, Y csr or None)`` from matrices or an object with ``X`` and ``Y`` (e.g. XCData)."""
     if Y is None and hasattr(X, "X") and hasattr(X, "Y"):
@@ -466,6 +473,10 @@ class ExtremeClassifier(EmbeddingModel):
                                 desc="xc %s %s" % (self.solver, self.loss),
                                 min_chunk_per_thread=solver.min_chunk_per_thread(self, len(trained)),
                                 fingerprint=fingerprint(X.indptr, X.indices, X.data, Y.indptr, Y.indices))
+                    if self.normalize_classes:
+                        # every step projects the rows it moved, but threads that step on one row at once
+                        # can leave it a little off the sphere: the trained vectors are put back on it
+                        _unit_rows(self.W_out)
                 finally:
                     self._data = None
                     self._optimizer = None
