@@ -16,7 +16,7 @@ import numpy as np
 from embkit.core import registry
 from embkit.core.checks import POSITIVE_INT, check_param
 
-__all__ = ["check_batch_size", "linear_lrs", "softmax_step", "add_rows", "batches"]
+__all__ = ["check_batch_size", "linear_lrs", "softmax_step", "add_rows", "batches", "to_unit_sphere"]
 
 
 def check_batch_size(batch_size, loss):
@@ -84,7 +84,7 @@ def softmax_step(H, W_out, lr, targets=None, label_rows=None, normalize_classes=
     dH = -(S @ W_out)                                # from the class rows as they were
     W_out -= S.T @ H
     if normalize_classes:
-        W_out /= np.maximum(np.linalg.norm(W_out, axis=1, keepdims=True), 1e-12)
+        to_unit_sphere(W_out)
     return loss, dH
 
 
@@ -107,3 +107,8 @@ class BatchedTrainer:
 
     def before_chunk(self, progress):
         """Nothing to refresh: the full softmax has no sampler."""
+
+
+def to_unit_sphere(table):
+    """Scale every row of ``table`` to unit L2 norm in place (a row of zeros stays zeros)."""
+    table /= np.maximum(np.linalg.norm(table, axis=1, keepdims=True), 1e-12)

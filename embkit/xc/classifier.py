@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from embkit.core.base import EmbeddingModel
+from embkit.core.batched_softmax import to_unit_sphere
 from embkit.core.checkpoint import fingerprint
 from embkit.core.checks import (COUNT, FINITE_REAL, POSITIVE_INT, POSITIVE_REAL, TEXT, check_flag, check_param,
                                 is_finite, list_of, optional)
@@ -152,13 +153,6 @@ class _RowChunk:
 
     def __len__(self):
         return self.raw_units
-
-
-def _unit_rows(table):
-    """Scale every row of ``table`` to unit L2 norm in place (a row of zeros stays)."""
-    norms = np.linalg.norm(table, axis=1)
-    moved = norms > 0
-    table[moved] /= norms[moved, None].astype(table.dtype)
 
 
 def _as_xy(X, Y=None):
@@ -476,7 +470,7 @@ class ExtremeClassifier(EmbeddingModel):
                     if self.normalize_classes:
                         # every step projects the rows it moved, but threads that step on one row at once
                         # can leave it a little off the sphere: the trained vectors are put back on it
-                        _unit_rows(self.W_out)
+                        to_unit_sphere(self.W_out)
                 finally:
                     self._data = None
                     self._optimizer = None
